@@ -1,0 +1,50 @@
+// General matrix multiply for the host: blocked, packed, threaded, vectorized with
+// run-time dispatch (AVX-512, AVX2, portable). Every plugin that computes on the host
+// calls this one.
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <cstdint>
+
+#include "phx/kernels/thread_pool.h"
+
+namespace phx::kernels {
+
+// C[b] = act(A[b] . B[b] + bias) for b in [0, batch), element (i, j) of each:
+//   A is M x K (K x M when trans_a) and B is K x N (N x K when trans_b), row-major with
+//   leading dimensions lda, ldb (in elements); C is M x N with leading dimension ldc.
+//   Matrix b of each operand starts batch_stride_* elements after matrix b - 1
+//   (0 repeats one matrix for every b: broadcasting).
+// a and b are of in_dtype (f32, f16 or bf16); c is f32 or in_dtype. Products are
+// accumulated in f32; a 16-bit c is rounded to nearest even once, at the end.
+// bias, when not null, is N f32 values added to every row before the activation.
+struct GemmArgs {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  phx_dtype in_dtype = PHX_DTYPE_F32;
+  const void* a = nullptr;
+  int64_t lda = 0;
+  int64_t batch_stride_a = 0;
+  bool trans_a = false;
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  int64_t batch_stride_b = 0;
+  bool trans_b = false;
+  phx_dtype out_dtype = PHX_DTYPE_F32;
+  void* c = nullptr;
+  int64_t ldc = 0;
+  int64_t batch_stride_c = 0;
+  const float* bias = nullptr;
+  phx_activation activation = PHX_ACTIVATION_NONE;
+};
+
+// Runs the product on pool. The caller has checked the arguments (dtypes supported,
+// sizes positive, buffers large enough). With K == 0 the result is act(bias) or act(0).
+void gemm(const GemmArgs& args, ThreadPool& pool);
+
+// The instruction set gemm dispatches to on this machine: "avx512-bf16", "avx512",
+// "avx2" or "generic". PHX_CPU_ISA=avx2|generic caps it (to test the other paths).
+const char* gemm_isa();
+
+}  // namespace phx::kernels

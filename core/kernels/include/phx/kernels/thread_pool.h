@@ -1,0 +1,52 @@
+// A fixed set of worker threads that run the tasks of one parallel region at a time.
+// The kernels split their work into tasks; the calling thread takes part, so a pool
+// of N threads starts N - 1 workers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace phx::kernels {
+
+class ThreadPool {
+ public:
+  // threads == 0 means one per hardware thread. The pool never has fewer than one.
+  explicit ThreadPool(unsigned threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Runs task(i) for every i in [0, tasks) and returns when all have finished.
+  // Tasks run inline on the caller when tasks <= 1, when called from inside a task
+  // (nesting), or when another thread holds the pool: a region never waits for another.
+  // task must not throw.
+  void run(size_t tasks, const std::function<void(size_t)>& task);
+
+ private:
+  void worker_loop();
+  void drain(const std::function<void(size_t)>& task);
+
+  std::vector<std::thread> workers_;
+  std::mutex region_mutex_;  // one region at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(size_t)>* task_ = nullptr;
+  size_t task_count_ = 0;
+  std::atomic<size_t> next_task_{0};
+  unsigned busy_workers_ = 0;
+  unsigned long generation_ = 0;
+  bool stopping_ = false;
+};
+
+// The number of hardware threads, honouring the process's CPU affinity mask.
+unsigned hardware_threads();
+
+}  // namespace phx::kernels

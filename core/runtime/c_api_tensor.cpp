@@ -1,0 +1,143 @@
+// The C API of tensors: create, describe, move data in and out, copy, destroy.
+#include <phynexus/phynexus.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "abi_structs.h"
+#include "context.h"
+#include "errors.h"
+
+using namespace phx;
+
+namespace {
+
+void check_range(const Tensor& tensor, size_t offset, size_t size) {
+  size_t end;
+  if (__builtin_add_overflow(offset, size, &end) || end > tensor.byte_size)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                                          ") are outside the tensor's " +
+                                          std::to_string(tensor.byte_size) + " bytes");
+}
+
+// Copies through host memory in bounded chunks, so that a huge tensor does not need an
+// equally huge staging buffer.
+void copy_through_host(Tensor& dst, Tensor& src) {
+  constexpr uint64_t kChunk = 16u << 20;
+  std::vector<char> staging(static_cast<size_t>(std::min(kChunk, src.byte_size)));
+  auto& from = *src.device->plugin;
+  auto& to = *dst.device->plugin;
+  for (uint64_t offset = 0; offset < src.byte_size; offset += kChunk) {
+    uint64_t size = std::min(kChunk, src.byte_size - offset);
+    from.call("buffer_read", [&] {
+      return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
+    });
+    to.call("buffer_write", [&] {
+      return to.api().buffer_write(to.instance(), dst.buffer, offset, staging.data(), size);
+    });
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+PHX_API phx_status phx_tensor_create(phx_context handle, size_t device, phx_dtype dtype, size_t rank,
+                                     const int64_t* shape, phx_tensor* out_tensor) {
+  return guard(__func__, [&] {
+    Context& context = lookup(handle);
+    require_out(out_tensor, "out_tensor");
+    if (phx_dtype_size(dtype) == 0)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+    if (rank > PHX_MAX_RANK)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
+    require(shape != nullptr || rank == 0, "shape is null");
+    for (size_t i = 0; i < rank; ++i)
+      if (shape[i] < 1)
+        fail(PHX_STATUS_INVALID_ARGUMENT, "dimension " + std::to_string(i) + " is " +
+                                              std::to_string(shape[i]) + "; dimensions must be >= 1");
+    Device& d = context.device(device);
+    if (!(d.dtype_mask & PHX_DTYPE_BIT(dtype)))
+      fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device) + " (" + d.name +
+                                       ") cannot hold " + phx_dtype_name(dtype));
+    Tensor& tensor = context.create_tensor(d, dtype, rank, shape);
+    *out_tensor = reinterpret_cast<phx_tensor>(tensor.handle);
+  });
+}
+
+PHX_API phx_status phx_tensor_destroy(phx_tensor handle) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    tensor.context->destroy_tensor(tensor);
+  });
+}
+
+PHX_API phx_status phx_tensor_describe(phx_tensor handle, phx_tensor_desc* out_desc) {
+  return guard(__func__, [&] {
+    const Tensor& tensor = lookup(handle);
+    require_out(out_desc, "out_desc");
+    phx_tensor_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.device = tensor.device->index;
+    desc.dtype = tensor.dtype;
+    desc.rank = tensor.rank;
+    std::copy(tensor.shape, tensor.shape + PHX_MAX_RANK, desc.shape);
+    desc.element_count = tensor.element_count;
+    desc.byte_size = tensor.byte_size;
+    write_struct(out_desc, desc, "out_desc");
+  });
+}
+
+PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const void* src, size_t size) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    require(src != nullptr || size == 0, "src is null");
+    check_range(tensor, offset, size);
+    if (size == 0) return;
+    tensor.device->wait_for_streams();
+    auto& plugin = *tensor.device->plugin;
+    plugin.call("buffer_write", [&] {
+      return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
+    });
+  });
+}
+
+PHX_API phx_status phx_tensor_download(phx_tensor handle, size_t offset, void* dst, size_t size) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    require(dst != nullptr || size == 0, "dst is null");
+    check_range(tensor, offset, size);
+    if (size == 0) return;
+    tensor.device->wait_for_streams();
+    auto& plugin = *tensor.device->plugin;
+    plugin.call("buffer_read", [&] {
+      return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
+    });
+  });
+}
+
+PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle) {
+  return guard(__func__, [&] {
+    Tensor& dst = lookup(dst_handle);
+    Tensor& src = lookup(src_handle);
+    require(&dst != &src, "dst and src are the same tensor");
+    require(dst.context == src.context, "dst and src belong to different contexts");
+    if (dst.dtype != src.dtype || dst.byte_size != src.byte_size)
+      fail(PHX_STATUS_INVALID_ARGUMENT, std::string("dst (") + phx_dtype_name(dst.dtype) + ", " +
+                                            std::to_string(dst.byte_size) + " bytes) and src (" +
+                                            phx_dtype_name(src.dtype) + ", " +
+                                            std::to_string(src.byte_size) + " bytes) differ");
+    src.device->wait_for_streams();
+    dst.device->wait_for_streams();
+    auto& plugin = *src.device->plugin;
+    if (dst.device->plugin == &plugin && plugin.api().buffer_copy != nullptr) {
+      plugin.call("buffer_copy", [&] {
+        return plugin.api().buffer_copy(plugin.instance(), dst.buffer, 0, src.buffer, 0, src.byte_size);
+      });
+    } else {
+      copy_through_host(dst, src);
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,249 @@
+#include "context.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "errors.h"
+#include "logging.h"
+#include "plugin_loader.h"
+
+namespace phx {
+
+ContextTable& context_table() {
+  static ContextTable table;
+  return table;
+}
+TensorTable& tensor_table() {
+  static TensorTable table;
+  return table;
+}
+StreamTable& stream_table() {
+  static StreamTable table;
+  return table;
+}
+
+namespace {
+template <typename Table, typename Handle>
+auto& find_or_fail(Table& table, Handle handle, const char* what) {
+  if (handle == nullptr) fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+  auto* object = table.find(reinterpret_cast<uintptr_t>(handle));
+  if (object == nullptr)
+    fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is not a live handle (destroyed?)");
+  return *object;
+}
+
+bool env_is_one(const char* name) {
+  const char* value = secure_getenv(name);
+  return value != nullptr && value[0] == '1';
+}
+}  // namespace
+
+Context& lookup(phx_context handle) { return find_or_fail(context_table(), handle, "context"); }
+Tensor& lookup(phx_tensor handle) { return find_or_fail(tensor_table(), handle, "tensor"); }
+Stream& lookup(phx_stream handle) { return find_or_fail(stream_table(), handle, "stream"); }
+
+phx_plugin_tensor Tensor::plugin_view() const {
+  phx_plugin_tensor view{};
+  view.struct_size = sizeof view;
+  view.buffer = buffer;
+  view.dtype = dtype;
+  view.rank = rank;
+  std::copy(shape, shape + PHX_MAX_RANK, view.shape);
+  return view;
+}
+
+void Device::wait_for_streams() {
+  std::lock_guard lock(streams_mutex);
+  for (Stream* stream : streams) stream->wait(UINT64_MAX);
+}
+
+Context::Context(const phx_context_options& options) {
+  phx_log_level level = parse_log_level(secure_getenv("PHX_LOG_LEVEL"), options.log_level);
+  if (env_is_one("PHX_LOADER_DEBUG")) level = std::min(level, PHX_LOG_DEBUG);
+  logger = make_logger(level, options.log_callback, options.log_user_data);
+  profiling = (options.flags & PHX_CONTEXT_PROFILE) != 0 || env_is_one("PHX_PROFILE");
+
+  LoaderOptions loader;
+  for (size_t i = 0; i < options.plugin_path_count; ++i)
+    loader.explicit_paths.emplace_back(options.plugin_paths[i]);
+  loader.use_default_search_path = options.use_default_search_path != 0;
+  loader.num_threads = options.num_threads;
+  if (const char* threads = secure_getenv("PHX_NUM_THREADS"))
+    loader.num_threads = static_cast<uint32_t>(std::strtoul(threads, nullptr, 10));
+  loader.logger = logger;
+  plugins = PluginLoader::load_all(loader);
+  for (auto& plugin : plugins)
+    if (plugin->loaded()) add_devices(*plugin);
+}
+
+void Context::add_devices(Plugin& plugin) {
+  std::vector<std::unique_ptr<Device>> found;
+  try {
+    for (uint32_t local = 0; local < plugin.device_count; ++local) {
+      auto device = std::make_unique<Device>();
+      device->plugin = &plugin;
+      device->local_index = local;
+      device->index = static_cast<uint32_t>(devices.size() + found.size());
+      phx_plugin_device_info info{};
+      info.struct_size = sizeof info;
+      plugin.call("device_info", [&] {
+        return plugin.api().device_info(plugin.instance(), local, &info);
+      });
+      auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
+      device->type = info.type;
+      device->name = text(info.name);
+      device->vendor = text(info.vendor);
+      device->memory_total_bytes = info.memory_total_bytes;
+      device->memory_available_bytes = info.memory_available_bytes;
+      device->compute_units = info.compute_units;
+      device->dtype_mask = info.dtype_mask & ((1u << PHX_DTYPE_COUNT) - 2u);
+      for (size_t p = 0; info.properties != nullptr && p < info.property_count; ++p) {
+        const char* key = device->property_text.emplace_back(text(info.properties[p].key)).c_str();
+        const char* value = device->property_text.emplace_back(text(info.properties[p].value)).c_str();
+        device->properties.push_back({key, value});
+      }
+      for (int op = 1; op < PHX_OP_COUNT; ++op) {
+        for (int dtype = 1; dtype < PHX_DTYPE_COUNT; ++dtype) {
+          int yes = 0;
+          plugin.call("op_supported", [&] {
+            return plugin.api().op_supported(plugin.instance(), local, static_cast<phx_op_id>(op),
+                                             static_cast<phx_dtype>(dtype), &yes);
+          });
+          device->supported[op][dtype] = yes != 0;
+        }
+      }
+      found.push_back(std::move(device));
+    }
+  } catch (const Error& e) {
+    // A plugin that cannot describe its devices offers none; the others carry on.
+    logger->warn("plugin '{}' offers no device: {}", plugin.name, e.what());
+    plugin.state = PHX_PLUGIN_REJECTED;
+    plugin.reason = std::string("listing its devices failed: ") + e.what();
+    return;
+  }
+  for (auto& device : found) devices.push_back(std::move(device));
+}
+
+Context::~Context() {
+  // Streams first (they finish their work), then tensors, then the plugins.
+  for (Stream* stream : std::vector<Stream*>(streams_.begin(), streams_.end())) {
+    try {
+      destroy_stream(*stream);
+    } catch (const Error& e) {
+      logger->error("destroying a stream: {}", e.what());
+    }
+  }
+  for (Tensor* tensor : std::vector<Tensor*>(tensors_.begin(), tensors_.end())) destroy_tensor(*tensor);
+  devices.clear();
+  plugins.clear();
+}
+
+Device& Context::device(size_t index) {
+  if (index >= devices.size())
+    fail(PHX_STATUS_NOT_FOUND, "no device " + std::to_string(index) + " (the context has " +
+                                   std::to_string(devices.size()) + ")");
+  return *devices[index];
+}
+
+Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape) {
+  auto tensor = std::make_unique<Tensor>();
+  tensor->context = this;
+  tensor->device = &device;
+  tensor->dtype = dtype;
+  tensor->rank = static_cast<uint32_t>(rank);
+  uint64_t elements = 1;
+  for (size_t i = 0; i < PHX_MAX_RANK; ++i) {
+    int64_t dim = i < rank ? shape[i] : 1;
+    tensor->shape[i] = dim;
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements))
+      fail(PHX_STATUS_INVALID_ARGUMENT, "the element count overflows 64 bits");
+  }
+  uint64_t bytes;
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(phx_dtype_size(dtype)), &bytes) ||
+      bytes > (UINT64_C(1) << 62))
+    fail(PHX_STATUS_INVALID_ARGUMENT, "the byte size overflows");
+  tensor->element_count = elements;
+  tensor->byte_size = bytes;
+  auto& plugin = *device.plugin;
+  plugin.call("buffer_allocate", [&] {
+    return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes, &tensor->buffer);
+  });
+  if (tensor->buffer == nullptr)
+    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": buffer_allocate returned no buffer");
+  Tensor* raw = tensor.release();
+  {
+    std::lock_guard lock(objects_mutex_);
+    tensors_.insert(raw);
+  }
+  raw->handle = tensor_table().add(raw);
+  if (raw->handle == 0) {
+    destroy_tensor(*raw);
+    fail(PHX_STATUS_OUT_OF_MEMORY, "too many live tensors");
+  }
+  return *raw;
+}
+
+void Context::destroy_tensor(Tensor& tensor) {
+  tensor_table().remove(tensor.handle);
+  {
+    std::lock_guard lock(objects_mutex_);
+    tensors_.erase(&tensor);
+  }
+  auto& plugin = *tensor.device->plugin;
+  tensor.device->wait_for_streams();
+  plugin.call_void("buffer_free", [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
+  delete &tensor;
+}
+
+Stream& Context::create_stream(Device& device) {
+  auto stream = std::make_unique<Stream>();
+  stream->context = this;
+  stream->device = &device;
+  stream->profiling = profiling;
+  auto& plugin = *device.plugin;
+  plugin.call("stream_create", [&] {
+    return plugin.api().stream_create(plugin.instance(), device.local_index, &stream->plugin_stream);
+  });
+  Stream* raw = stream.release();
+  {
+    std::lock_guard lock(objects_mutex_);
+    streams_.insert(raw);
+  }
+  {
+    std::lock_guard lock(device.streams_mutex);
+    device.streams.push_back(raw);
+  }
+  raw->handle = stream_table().add(raw);
+  if (raw->handle == 0) {
+    destroy_stream(*raw);
+    fail(PHX_STATUS_OUT_OF_MEMORY, "too many live streams");
+  }
+  return *raw;
+}
+
+void Context::destroy_stream(Stream& stream) {
+  stream_table().remove(stream.handle);
+  {
+    std::lock_guard lock(objects_mutex_);
+    streams_.erase(&stream);
+  }
+  {
+    std::lock_guard lock(stream.device->streams_mutex);
+    auto& list = stream.device->streams;
+    list.erase(std::remove(list.begin(), list.end(), &stream), list.end());
+  }
+  std::unique_ptr<Stream> owned(&stream);
+  auto& plugin = *stream.device->plugin;
+  try {
+    stream.wait(UINT64_MAX);
+  } catch (const Error& e) {
+    logger->warn("stream destroyed with a failed op: {}", e.what());
+  }
+  plugin.call_void("stream_destroy", [&] {
+    plugin.api().stream_destroy(plugin.instance(), stream.plugin_stream);
+  });
+}
+
+}  // namespace phx

@@ -1,0 +1,124 @@
+// The objects behind the C API's handles: a context owns its plugins, their devices,
+// and every tensor and stream created in it.
+#pragma once
+
+#include <phynexus/plugin.h>
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "handles.h"
+#include "plugin.h"
+
+namespace phx {
+
+class Context;
+struct Stream;
+
+struct Device {
+  Plugin* plugin = nullptr;
+  uint32_t local_index = 0;  // the device's index within its plugin
+  uint32_t index = 0;        // the device's index within the context
+  phx_device_type type = PHX_DEVICE_CPU;
+  std::string name, vendor;
+  uint64_t memory_total_bytes = 0, memory_available_bytes = 0;
+  uint32_t compute_units = 0;
+  uint32_t dtype_mask = 0;
+  std::deque<std::string> property_text;  // owns the strings properties point to
+  std::vector<phx_property> properties;
+  bool supported[PHX_OP_COUNT][PHX_DTYPE_COUNT] = {};
+
+  // The device's live streams, waited on before host transfers.
+  std::mutex streams_mutex;
+  std::vector<Stream*> streams;
+  void wait_for_streams();
+};
+
+struct Tensor {
+  Context* context = nullptr;
+  Device* device = nullptr;
+  uintptr_t handle = 0;
+  phx_dtype dtype = PHX_DTYPE_INVALID;
+  uint32_t rank = 0;
+  int64_t shape[PHX_MAX_RANK] = {};
+  uint64_t element_count = 0;
+  uint64_t byte_size = 0;
+  void* buffer = nullptr;
+
+  phx_plugin_tensor plugin_view() const;
+};
+
+struct ProfileEntry {
+  uint64_t ticket = 0;
+  phx_op_id op = PHX_OP_INVALID;
+  std::string signature;
+  uint64_t host_time_ns = 0;
+  phx_plugin_profile plugin{};  // filled by the plugin until the op completes
+};
+
+struct Stream {
+  Context* context = nullptr;
+  Device* device = nullptr;
+  uintptr_t handle = 0;
+  void* plugin_stream = nullptr;
+  uint64_t last_ticket = 0;
+  std::mutex mutex;  // serializes the plugin's calls on this stream
+  bool profiling = false;
+  std::deque<ProfileEntry> records;  // a deque: entries stay put while the plugin fills them
+
+  void wait(uint64_t ticket);  // UINT64_MAX: everything
+  uint64_t completed();        // the highest finished ticket
+
+  // Hands a checked op to the plugin and returns its ticket; keeps a profile record
+  // when profiling.
+  uint64_t submit(phx_op_id op, const void* params, const Tensor* const* inputs,
+                  size_t input_count, const Tensor* const* outputs, size_t output_count);
+};
+
+class Context {
+ public:
+  explicit Context(const phx_context_options& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  uintptr_t handle = 0;
+  std::shared_ptr<spdlog::logger> logger;
+  bool profiling = false;
+  std::vector<std::unique_ptr<Plugin>> plugins;  // every candidate, in search order
+  std::vector<std::unique_ptr<Device>> devices;
+
+  Device& device(size_t index);  // NOT_FOUND past the end
+
+  Tensor& create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape);
+  void destroy_tensor(Tensor& tensor);
+  Stream& create_stream(Device& device);
+  void destroy_stream(Stream& stream);
+
+ private:
+  void add_devices(Plugin& plugin);
+
+  std::mutex objects_mutex_;
+  std::unordered_set<Tensor*> tensors_;
+  std::unordered_set<Stream*> streams_;
+};
+
+// The process-wide handle tables, and lookups that throw INVALID_ARGUMENT for a null,
+// stale or made-up handle.
+using ContextTable = HandleTable<Context, 0xc1>;
+using TensorTable = HandleTable<Tensor, 0xc2>;
+using StreamTable = HandleTable<Stream, 0xc3>;
+ContextTable& context_table();
+TensorTable& tensor_table();
+StreamTable& stream_table();
+Context& lookup(phx_context handle);
+Tensor& lookup(phx_tensor handle);
+Stream& lookup(phx_stream handle);
+
+}  // namespace phx

@@ -1,0 +1,39 @@
+// The rules of every op (docs/ops.md), checked before a plugin sees the op, so that
+// plugins may trust what they are given and users get one message per broken rule.
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <string>
+
+#include "context.h"
+
+namespace phx {
+
+// The parameters of an op in this library's layout, defaults filled in.
+union OpParams {
+  phx_matmul_params matmul;
+  phx_softmax_params softmax;
+  phx_norm_params norm;
+  phx_transpose_params transpose;
+  phx_reduce_params reduce;
+  phx_conv2d_params conv2d;
+};
+
+// Copies the caller's parameter struct (or the defaults, when user_params is null) into
+// params. input_rank is the rank of the first input (the default transpose reverses its
+// dimensions). Returns the pointer to pass to the plugin: into params, or null for ops
+// without parameters. Throws INVALID_ARGUMENT for a bad struct_size or enum value.
+const void* normalize_params(phx_op_id op, const void* user_params, uint32_t input_rank,
+                             OpParams& params);
+
+// Checks the op's tensors against its rules. inputs may hold null for absent optional
+// inputs. Throws INVALID_ARGUMENT naming the op and the shapes.
+void check_op(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
+              const Tensor* const* outputs, size_t output_count);
+
+// "f32[64x32], f32[32x16] -> f32[64x16]", for profile records.
+std::string op_signature(const Tensor* const* inputs, size_t input_count,
+                         const Tensor* const* outputs, size_t output_count);
+
+}  // namespace phx

@@ -1,0 +1,84 @@
+#include <chrono>
+
+#include "context.h"
+#include "errors.h"
+#include "op_rules.h"
+
+namespace phx {
+
+void Stream::wait(uint64_t ticket) {
+  std::lock_guard lock(mutex);
+  auto& plugin = *device->plugin;
+  plugin.call("stream_wait", [&] {
+    return plugin.api().stream_wait(plugin.instance(), plugin_stream, ticket);
+  });
+}
+
+uint64_t Stream::completed() {
+  std::lock_guard lock(mutex);
+  auto& plugin = *device->plugin;
+  uint64_t done = 0;
+  plugin.call("stream_completed", [&] {
+    return plugin.api().stream_completed(plugin.instance(), plugin_stream, &done);
+  });
+  return done;
+}
+
+uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* inputs,
+                        size_t input_count, const Tensor* const* outputs, size_t output_count) {
+  phx_plugin_tensor in_views[3], out_views[1];
+  for (size_t i = 0; i < input_count; ++i) {
+    if (inputs[i] != nullptr) {
+      in_views[i] = inputs[i]->plugin_view();
+    } else {
+      in_views[i] = {};
+      in_views[i].struct_size = sizeof in_views[i];
+    }
+  }
+  for (size_t i = 0; i < output_count; ++i) out_views[i] = outputs[i]->plugin_view();
+
+  phx_plugin_op call{};
+  call.struct_size = sizeof call;
+  call.op = op;
+  call.params = params;
+  call.inputs = in_views;
+  call.input_count = input_count;
+  call.outputs = out_views;
+  call.output_count = output_count;
+
+  ProfileEntry* record = nullptr;
+  if (profiling) {
+    record = &records.emplace_back();
+    record->op = op;
+    record->signature = op_signature(inputs, input_count, outputs, output_count);
+    record->plugin.struct_size = sizeof record->plugin;
+    call.profile = &record->plugin;
+  }
+
+  std::lock_guard lock(mutex);
+  auto& plugin = *device->plugin;
+  auto start = std::chrono::steady_clock::now();
+  uint64_t ticket = 0;
+  try {
+    plugin.call("stream_submit", [&] {
+      return plugin.api().stream_submit(plugin.instance(), plugin_stream, &call, &ticket);
+    });
+  } catch (...) {
+    if (record != nullptr) records.pop_back();
+    throw;
+  }
+  if (ticket != last_ticket + 1)
+    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": stream_submit returned ticket " +
+                                      std::to_string(ticket) + ", expected " +
+                                      std::to_string(last_ticket + 1));
+  last_ticket = ticket;
+  if (record != nullptr) {
+    record->ticket = ticket;
+    record->host_time_ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  return ticket;
+}
+
+}  // namespace phx

@@ -1,0 +1,66 @@
+#include "plugin.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "errors.h"
+#include "logging.h"
+
+namespace phx {
+namespace {
+// What the plugin said through set_error during the entry now running on this thread.
+thread_local std::string t_plugin_message;
+
+bool known_status(phx_status status) {
+  return status >= PHX_STATUS_OK && status <= PHX_STATUS_INTERNAL;
+}
+}  // namespace
+
+Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_t num_threads)
+    : path(std::move(file)), logger_(std::move(logger)) {
+  host_.struct_size = sizeof host_;
+  host_.abi_major = PHX_PLUGIN_ABI_MAJOR;
+  host_.abi_minor = PHX_PLUGIN_ABI_MINOR;
+  host_.host_data = this;
+  host_.log = &Plugin::host_log;
+  host_.set_error = &Plugin::host_set_error;
+  host_.num_threads = num_threads;
+}
+
+Plugin::~Plugin() {
+  if (instance_ != nullptr) call_void("shutdown", [&] { api_.shutdown(instance_); });
+  // Leak checkers need the library mapped to name the frames of what it leaked.
+  const char* keep = getenv("PHX_DISABLE_UNLOAD");
+  if (library_ != nullptr && !(keep != nullptr && keep[0] == '1')) dlclose(library_);
+}
+
+void Plugin::forget_message() { t_plugin_message.clear(); }
+
+void Plugin::raise(phx_status status, const char* entry, std::string detail) {
+  std::string said = std::move(t_plugin_message);
+  t_plugin_message.clear();
+  if (!known_status(status)) {
+    detail = "returned an unknown status " + std::to_string(static_cast<int>(status));
+    status = PHX_STATUS_PLUGIN_ERROR;
+  }
+  std::string message = name.empty() ? path : name;
+  if (!said.empty()) {
+    message += ": " + said;
+  } else {
+    message += std::string(": ") + entry + " " +
+               (detail.empty() ? std::string("failed with ") + phx_status_name(status) : detail);
+  }
+  throw Error(status, message);
+}
+
+void Plugin::host_log(void* host_data, phx_log_level level, const char* message) {
+  auto* self = static_cast<Plugin*>(host_data);
+  if (self == nullptr || message == nullptr) return;
+  self->logger_->log(to_spdlog(level), "{}: {}", self->name, message);
+}
+
+void Plugin::host_set_error(void*, const char* message) {
+  t_plugin_message = message != nullptr ? message : "";
+}
+
+}  // namespace phx
