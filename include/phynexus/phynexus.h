@@ -502,6 +502,18 @@ PHX_API phx_status phx_profile_get(phx_stream stream, size_t index,
 /* Drops the stream's records. Returns INVALID_ARGUMENT. Externally synchronized: stream. */
 PHX_API phx_status phx_profile_clear(phx_stream stream);
 
+/* ---- Device statistics ------------------------------------------------------------------ */
+
+/* A device's running statistics, as its plugin defines them (e.g. a simulator's
+ * "compile_cache_hits" or "modelled_cycles_total"). Copies up to capacity metrics into
+ * out_metrics (which may be null when capacity is 0) and sets *out_count to the number
+ * the device has, which may exceed capacity: call once with capacity 0 to size the array.
+ * Metric names have static storage in the plugin and live as long as the context.
+ * A device whose plugin keeps no statistics has none (count 0).
+ * Returns INVALID_ARGUMENT, NOT_FOUND, PLUGIN_ERROR. Thread-safe. */
+PHX_API phx_status phx_device_stats(phx_context context, size_t device, phx_metric* out_metrics,
+                                    size_t capacity, size_t* out_count);
+
 /* ---- Memory --------------------------------------------------------------------------- */
 
 typedef struct phx_memory_stats {

@@ -209,6 +209,12 @@ typedef struct phx_plugin_api {
    * its devices). Without it the host copies through host memory. */
   phx_status (*buffer_copy)(void* plugin, void* dst, uint64_t dst_offset, void* src,
                             uint64_t src_offset, uint64_t size);
+
+  /* (optional) The device's running statistics (compile-cache hits, modelled cycles...):
+   * writes up to capacity metrics to out_metrics (names with static storage) and sets
+   * *out_count to how many the device has, which may exceed capacity. */
+  phx_status (*device_stats)(void* plugin, uint32_t device, phx_metric* out_metrics,
+                             size_t capacity, size_t* out_count);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.

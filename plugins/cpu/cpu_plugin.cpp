@@ -195,6 +195,7 @@ constexpr phx_plugin_api kApi = {
     memory_set_limit,
     memory_release_cached,
     buffer_copy,
+    nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
 };
 
 }  // namespace

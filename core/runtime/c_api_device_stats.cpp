@@ -1,4 +1,5 @@
-// The C API of device memory: statistics, limits, cached pools.
+// The C API of a device's statistics: memory (in use, limits, cached pools) and the
+// plugin's own running figures.
 #include <phynexus/phynexus.h>
 
 #include "abi_structs.h"
@@ -48,6 +49,24 @@ PHX_API phx_status phx_memory_release_cached(phx_context handle, size_t device) 
     plugin.call("memory_release_cached", [&] {
       return plugin.api().memory_release_cached(plugin.instance(), d.local_index);
     });
+  });
+}
+
+PHX_API phx_status phx_device_stats(phx_context handle, size_t device, phx_metric* out_metrics,
+                                    size_t capacity, size_t* out_count) {
+  return guard(__func__, [&] {
+    Context& context = lookup(handle);
+    require_out(out_count, "out_count");
+    require(out_metrics != nullptr || capacity == 0, "out_metrics is null but capacity is not 0");
+    Device& d = context.device(device);
+    auto& plugin = *d.plugin;
+    size_t count = 0;
+    if (plugin.api().device_stats != nullptr) {
+      plugin.call("device_stats", [&] {
+        return plugin.api().device_stats(plugin.instance(), d.local_index, out_metrics, capacity, &count);
+      });
+    }
+    *out_count = count;
   });
 }
 
