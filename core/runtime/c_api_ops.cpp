@@ -38,7 +38,7 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     if (desc->struct_size < offsetof(phx_op_desc, output_count) + sizeof(size_t))
       fail(PHX_STATUS_INVALID_ARGUMENT, "desc.struct_size is too small for an op descriptor");
     phx_op_id op = desc->op;
-    if (op <= PHX_OP_INVALID || op >= PHX_OP_COUNT)
+    if (static_cast<int>(op) <= PHX_OP_INVALID || static_cast<int>(op) >= PHX_OP_COUNT)
       fail(PHX_STATUS_INVALID_ARGUMENT, "unknown op id " + std::to_string(static_cast<int>(op)));
     if (desc->input_count > kMaxInputs || desc->output_count != 1)
       fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " +

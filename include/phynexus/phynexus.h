@@ -203,7 +203,10 @@ typedef struct phx_plugin_info {
   uint32_t device_count;
 } phx_plugin_info;
 
-#define PHX_PLUGIN_INFO_INIT { sizeof(phx_plugin_info) }
+/* Every field listed, so that -Wmissing-field-initializers (in -Wextra) stays quiet. */
+#define PHX_PLUGIN_INFO_INIT \
+  { sizeof(phx_plugin_info), NULL, NULL, NULL, 0, 0, PHX_PLUGIN_LOADED, \
+    PHX_PLUGIN_STAGE_FOUND, NULL, 0 }
 
 /* The number of candidate plugin files the context considered, loaded or not.
  * Returns INVALID_ARGUMENT. Thread-safe. */
@@ -248,7 +251,8 @@ typedef struct phx_device_info {
   size_t property_count;
 } phx_device_info;
 
-#define PHX_DEVICE_INFO_INIT { sizeof(phx_device_info) }
+#define PHX_DEVICE_INFO_INIT \
+  { sizeof(phx_device_info), 0, NULL, PHX_DEVICE_CPU, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
 
 /* The number of devices, over all loaded plugins. Devices are numbered 0..count-1 in
  * plugin search order. Returns INVALID_ARGUMENT. Thread-safe. */
@@ -291,7 +295,8 @@ typedef struct phx_tensor_desc {
   uint64_t byte_size;
 } phx_tensor_desc;
 
-#define PHX_TENSOR_DESC_INIT { sizeof(phx_tensor_desc) }
+#define PHX_TENSOR_DESC_INIT \
+  { sizeof(phx_tensor_desc), 0, PHX_DTYPE_INVALID, 0, {0, 0, 0, 0, 0, 0, 0, 0}, 0, 0 }
 
 /* Describes the tensor. Returns INVALID_ARGUMENT. Thread-safe. */
 PHX_API phx_status phx_tensor_describe(phx_tensor tensor, phx_tensor_desc* out_desc);
@@ -487,7 +492,8 @@ typedef struct phx_profile_record {
   size_t metric_count;
 } phx_profile_record;
 
-#define PHX_PROFILE_RECORD_INIT { sizeof(phx_profile_record) }
+#define PHX_PROFILE_RECORD_INIT \
+  { sizeof(phx_profile_record), 0, PHX_OP_INVALID, NULL, 0, NULL, 0 }
 
 /* Waits for the stream's work, then sets *out_count to its number of records.
  * Returns INVALID_ARGUMENT. Externally synchronized: stream. */
@@ -525,7 +531,7 @@ typedef struct phx_memory_stats {
   uint64_t allocation_count;  /* live allocations */
 } phx_memory_stats;
 
-#define PHX_MEMORY_STATS_INIT { sizeof(phx_memory_stats) }
+#define PHX_MEMORY_STATS_INIT { sizeof(phx_memory_stats), 0, 0, 0, 0, 0 }
 
 /* Fills *out_stats for device. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
 PHX_API phx_status phx_memory_stats_get(phx_context context, size_t device,
