@@ -1,0 +1,99 @@
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+int check_status(phx_status status, const char* what) {
+  if (status == PHX_STATUS_OK) return 0;
+  /* The last error stays valid only until the next phx_ call, so take it last. */
+  const char* name = phx_status_name(status);
+  const char* message = phx_last_error();
+  fprintf(stderr, "phx-devices: %s: %s: %s\n", what, name, message);
+  return -1;
+}
+
+int get_plugin_info(phx_context context, size_t index, phx_plugin_info* out_info) {
+  phx_plugin_info info = {0};
+  info.struct_size = sizeof info;
+  if (check_status(phx_plugin_get(context, index, &info), "phx_plugin_get") != 0) return -1;
+  *out_info = info;
+  return 0;
+}
+
+int get_device_info(phx_context context, size_t device, phx_device_info* out_info) {
+  phx_device_info info = {0};
+  info.struct_size = sizeof info;
+  if (check_status(phx_device_get(context, device, &info), "phx_device_get") != 0) return -1;
+  *out_info = info;
+  return 0;
+}
+
+int get_op_dtype_mask(phx_context context, size_t device, phx_op_id op, uint32_t* out_mask) {
+  uint32_t mask = 0;
+  for (int dtype = PHX_DTYPE_INVALID + 1; dtype < PHX_DTYPE_COUNT; ++dtype) {
+    int supported = 0;
+    phx_status status = phx_device_supports(context, device, op, (phx_dtype)dtype, &supported);
+    if (check_status(status, "phx_device_supports") != 0) return -1;
+    if (supported) mask |= PHX_DTYPE_BIT(dtype);
+  }
+  *out_mask = mask;
+  return 0;
+}
+
+const char* plugin_state_name(phx_plugin_state state) {
+  switch (state) {
+    case PHX_PLUGIN_LOADED: return "loaded";
+    case PHX_PLUGIN_REJECTED: return "rejected";
+    case PHX_PLUGIN_SHADOWED: return "shadowed";
+  }
+  return "unknown";
+}
+
+const char* plugin_stage_name(phx_plugin_stage stage) {
+  switch (stage) {
+    case PHX_PLUGIN_STAGE_FOUND: return "found";
+    case PHX_PLUGIN_STAGE_OPENED: return "opened";
+    case PHX_PLUGIN_STAGE_ENTRY: return "entry";
+    case PHX_PLUGIN_STAGE_VERSION: return "version";
+    case PHX_PLUGIN_STAGE_VALIDATED: return "validated";
+    case PHX_PLUGIN_STAGE_INITIALIZED: return "initialized";
+    case PHX_PLUGIN_STAGE_READY: return "ready";
+  }
+  return "unknown";
+}
+
+void format_api_version(char* buffer, size_t size) {
+  uint32_t version = phx_api_version();
+  snprintf(buffer, size, "%" PRIu32 ".%" PRIu32 ".%" PRIu32, version / 10000,
+           version / 100 % 100, version % 100);
+}
+
+void format_bytes(uint64_t bytes, char* buffer, size_t size) {
+  static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(buffer, size, "%" PRIu64 " B", bytes);
+    return;
+  }
+  double value = (double)bytes / 1024.0;
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024.0;
+    ++unit;
+  }
+  snprintf(buffer, size, "%.1f %s", value, units[unit]);
+}
+
+void format_dtype_list(uint32_t mask, char* buffer, size_t size) {
+  size_t used = 0;
+  buffer[0] = '\0';
+  for (int dtype = PHX_DTYPE_INVALID + 1; dtype < PHX_DTYPE_COUNT; ++dtype) {
+    if (!(mask & PHX_DTYPE_BIT(dtype))) continue;
+    int written = snprintf(buffer + used, size - used, "%s%s", used ? " " : "",
+                           phx_dtype_name((phx_dtype)dtype));
+    if (written < 0 || (size_t)written >= size - used) break; /* truncated; keep what fits */
+    used += (size_t)written;
+  }
+  if (used == 0) snprintf(buffer, size, "-");
+}
+
+const char* text_or_empty(const char* text) { return text ? text : ""; }
