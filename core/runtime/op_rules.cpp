@@ -63,6 +63,36 @@ Arity arity(phx_op_id op) {
   }
 }
 
+constexpr uint32_t kFloats =
+    PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
+constexpr uint32_t kSignedInts =
+    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+constexpr uint32_t kAll = kFloats | kSignedInts | PHX_DTYPE_BIT(PHX_DTYPE_U8);
+
+// The dtypes an op is defined for (its first input's). A dtype outside is a wrong
+// argument; one inside that a device does not implement is UNSUPPORTED, later.
+uint32_t defined_dtypes(phx_op_id op) {
+  switch (op) {
+    case PHX_OP_ADD: case PHX_OP_SUB: case PHX_OP_MUL:
+    case PHX_OP_TRANSPOSE: case PHX_OP_REDUCE_SUM: case PHX_OP_REDUCE_MAX: case PHX_OP_CAST:
+      return kAll;
+    case PHX_OP_RELU:
+      return kFloats | kSignedInts;
+    default:
+      return kFloats;
+  }
+}
+
+std::string dtype_list(uint32_t mask) {
+  std::string s;
+  for (int d = 1; d < PHX_DTYPE_COUNT; ++d) {
+    if (!(mask & (1u << d))) continue;
+    if (!s.empty()) s += ", ";
+    s += phx_dtype_name(static_cast<phx_dtype>(d));
+  }
+  return s;
+}
+
 void check_activation(phx_op_id op, phx_activation activation) {
   if (activation < PHX_ACTIVATION_NONE || activation > PHX_ACTIVATION_SILU)
     broken(op, "unknown activation " + std::to_string(static_cast<int>(activation)));
@@ -227,6 +257,8 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     if (in[i] == nullptr) broken(op, "input " + std::to_string(i) + " is required but null");
   if (out[0] == nullptr) broken(op, "the output is null");
   const Tensor& y = *out[0];
+  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(in[0]->dtype)))
+    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + text(*in[0]));
 
   switch (op) {
     case PHX_OP_MATMUL:
