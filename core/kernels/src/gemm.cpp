@@ -1,0 +1,443 @@
+// The GEMM driver: ISA dispatch, the split into tasks, cache blocking and the K == 0
+// case. The microkernels and fast packers live in gemm_{generic,avx2,avx512}.cpp.
+//
+// Loop nest of one task (rows [i0, i1) x columns [j0, j1) of one matrix of the batch),
+// GotoBLAS/BLIS style with the roles chosen so that the broadcast operand (A) is the
+// one resident in L1:
+//   for ic in rows, step MC          A block MC x KC, packed once per (ic, pc)
+//     for pc in K, step KC
+//       pack A[ic.., pc..] into MR-row panels
+//       for jc in columns, step NC   B block KC x NC, packed, lives in L2
+//         pack B[pc.., jc..] into NR-column panels
+//         for ir in MC, step MR      one A panel (MR x KC) stays in L1 ...
+//           for jr in NC, step NR    ... while the B panels stream from L2
+//             microkernel: C tile (+)= A panel . B panel; epilogue on the last pc
+// C is the f32 accumulator across K blocks; a 16-bit C accumulates in an f32 scratch
+// (MC x columns, per thread) and is written, rounded, by the last K block only.
+
+#include <phx/kernels/gemm.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "gemm_dispatch.h"
+#include "gemm_internal.h"
+
+namespace phx::kernels {
+namespace gemm_detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// ISA selection.
+
+bool cpu_has(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::kGeneric:
+      return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             avx2_kernels() != nullptr;
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("fma") && avx512_kernels() != nullptr;
+    case Isa::kAvx512Bf16:
+      return cpu_has(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16") &&
+             avx512_bf16_kernels() != nullptr;
+  }
+  return false;
+#else
+  return isa == Isa::kGeneric;
+#endif
+}
+
+const IsaKernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+      return *avx512_bf16_kernels();
+    case Isa::kAvx512:
+      return *avx512_kernels();
+    case Isa::kAvx2:
+      return *avx2_kernels();
+    default:
+      return generic_kernels();
+  }
+}
+
+// The automatic choice never takes the VDPBF16PS kernel: on the machine this was tuned
+// on (Xeon with AVX512_BF16, under KVM) VDPBF16PS issues one per two cycles, 32 bf16
+// products each, while two FMAs per cycle give 32 f32 products: bf16 inputs converted to
+// f32 while packing run about 1.5x faster. PHX_CPU_ISA=avx512-bf16 selects it anyway.
+Isa best_isa() {
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
+    if (cpu_has(isa)) return isa;
+  return Isa::kGeneric;
+}
+
+Isa chosen_isa() {
+  static const Isa chosen = [] {
+    Isa best = best_isa();
+    const char* env = std::getenv("PHX_CPU_ISA");
+    if (env == nullptr) return best;
+    if (std::strcmp(env, "avx512-bf16") == 0) return cpu_has(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : best;
+    Isa cap = best;
+    if (std::strcmp(env, "generic") == 0) cap = Isa::kGeneric;
+    else if (std::strcmp(env, "avx2") == 0) cap = Isa::kAvx2;
+    if (static_cast<int>(cap) < static_cast<int>(best)) {
+      best = cap;
+      while (!cpu_has(best)) best = static_cast<Isa>(static_cast<int>(best) - 1);
+    }
+    return best;
+  }();
+  return chosen;
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-thread buffers, 64-byte aligned, grown on demand and kept for the next call.
+
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { ::operator delete(data_, std::align_val_t(64)); }
+  void* get(size_t bytes) {
+    if (bytes > capacity_) {
+      ::operator delete(data_, std::align_val_t(64));
+      capacity_ = (bytes + 4095) & ~size_t{4095};
+      data_ = ::operator new(capacity_, std::align_val_t(64));
+    }
+    return data_;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+struct ThreadBuffers {
+  AlignedBuffer a, b, scratch;
+};
+
+ThreadBuffers& thread_buffers() {
+  thread_local ThreadBuffers buffers;
+  return buffers;
+}
+
+// Scratch budget for a 16-bit C accumulated over several K blocks (floats).
+constexpr int64_t kScratchFloats = int64_t{1} << 20;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The block size, a multiple of unit and at most max_block (itself a multiple of unit),
+// that splits extent into the fewest blocks of nearly equal size.
+int64_t balanced_block(int64_t extent, int64_t max_block, int64_t unit) {
+  const int64_t blocks = (extent + max_block - 1) / max_block;
+  return std::min(max_block, round_up((extent + blocks - 1) / blocks, unit));
+}
+
+size_t dtype_bytes(phx_dtype d) { return d == PHX_DTYPE_F32 ? 4 : 2; }
+
+// ---------------------------------------------------------------------------------------
+// One task: rows [i0, i1) and columns [j0, j1) of matrix bi.
+
+void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, int64_t i1,
+               int64_t j0, int64_t j1) {
+  const size_t in_sz = dtype_bytes(g.in_dtype), out_sz = dtype_bytes(g.out_dtype);
+  const auto* a_base = static_cast<const char*>(g.a) + bi * g.batch_stride_a * int64_t(in_sz);
+  const auto* b_base = static_cast<const char*>(g.b) + bi * g.batch_stride_b * int64_t(in_sz);
+  char* c_base = static_cast<char*>(g.c) + bi * g.batch_stride_c * int64_t(out_sz);
+
+  const PackSrc asrc{a_base, g.lda, !g.trans_a, g.in_dtype};
+  const PackSrc bsrc{b_base, g.ldb, g.trans_b, g.in_dtype};
+  const bool pairs = ks.bf16_pairs && g.in_dtype == PHX_DTYPE_BF16;
+  const PackFn pack = pairs ? ks.pack_pairs : ks.pack_f32;
+  const UkrFn ukr = pairs ? ks.ukr_bf16 : ks.ukr_f32;
+  const int mr = ks.mr, nr = ks.nr;
+  const int64_t K = g.k, kc_max = pairs ? ks.kc_pairs : ks.kc;
+  const bool out16 = g.out_dtype != PHX_DTYPE_F32;
+  const bool multi_k = K > kc_max;
+  const int64_t ncols = j1 - j0;
+
+  int64_t mc = ks.mc;
+  float* scratch = nullptr;
+  int64_t lds = 0;
+  ThreadBuffers& buf = thread_buffers();
+  if (out16 && multi_k) {
+    lds = round_up(ncols, 16);
+    mc = std::max<int64_t>(mr, std::min<int64_t>(mc, kScratchFloats / lds / mr * mr));
+    scratch = static_cast<float*>(buf.scratch.get(size_t(std::min(mc, i1 - i0)) * lds * 4));
+  }
+  // Blocks of equal size rather than full blocks and a short tail.
+  mc = balanced_block(i1 - i0, mc, mr);
+  const int64_t nc = balanced_block(ncols, ks.nc, nr);
+  const int64_t kc_blk = balanced_block(K, kc_max, 4);
+  const int64_t kc_alloc = round_up(kc_blk, 2);
+  char* apack = static_cast<char*>(
+      buf.a.get(size_t(round_up(std::min(mc, i1 - i0), mr) * kc_alloc * 4)));
+  char* bpack = static_cast<char*>(buf.b.get(size_t(round_up(nc, nr) * kc_alloc * 4)));
+
+  for (int64_t ic = i0; ic < i1; ic += mc) {
+    const int64_t mlen = std::min(mc, i1 - ic);
+    for (int64_t pc = 0; pc < K; pc += kc_blk) {
+      const int64_t klen = std::min(kc_blk, K - pc);
+      const int64_t kpad = pairs ? round_up(klen, 2) : klen;
+      const int64_t ksteps = pairs ? kpad / 2 : klen;
+      const size_t elem = pairs ? 2 : 4;
+      const size_t a_panel_bytes = size_t(mr) * size_t(kpad) * elem;
+      const size_t b_panel_bytes = size_t(nr) * size_t(kpad) * elem;
+      const bool first = pc == 0, last = pc + klen == K;
+      pack(asrc, ic, mlen, pc, klen, mr, apack);
+      for (int64_t jc = j0; jc < j1; jc += nc) {
+        const int64_t nlen = std::min(nc, j1 - jc);
+        pack(bsrc, jc, nlen, pc, klen, nr, bpack);
+        for (int64_t ir = 0; ir < mlen; ir += mr) {
+          const char* ap = apack + size_t(ir / mr) * a_panel_bytes;
+          const int64_t row = ic + ir;
+          Tile t;
+          t.mr = int(std::min<int64_t>(mr, mlen - ir));
+          t.accumulate = !first;
+          t.final = last;
+          t.act = g.activation;
+          t.out = g.out_dtype;
+          for (int64_t jr = 0; jr < nlen; jr += nr) {
+            const int64_t col = jc + jr;
+            t.nr = int(std::min<int64_t>(nr, nlen - jr));
+            t.bias = g.bias ? g.bias + col : nullptr;
+            if (!out16) {
+              t.c32 = reinterpret_cast<float*>(c_base) + row * g.ldc + col;
+              t.ldc32 = g.ldc;
+              t.c16 = nullptr;
+              t.ldc16 = 0;
+            } else {
+              t.c16 = reinterpret_cast<uint16_t*>(c_base) + row * g.ldc + col;
+              t.ldc16 = g.ldc;
+              t.c32 = scratch ? scratch + (row - ic) * lds + (col - j0) : nullptr;
+              t.ldc32 = lds;
+            }
+            ukr(ksteps, ap, bpack + size_t(jr / nr) * b_panel_bytes, t);
+          }
+        }
+      }
+    }
+  }
+}
+
+void run_k0(const GemmArgs& g) {
+  const size_t out_sz = dtype_bytes(g.out_dtype);
+  for (int64_t bi = 0; bi < g.batch; ++bi) {
+    char* c_base = static_cast<char*>(g.c) + bi * g.batch_stride_c * int64_t(out_sz);
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        float v = apply_activation(g.bias ? g.bias[j] : 0.0f, g.activation);
+        int64_t off = i * g.ldc + j;
+        store_out(v, g.out_dtype, reinterpret_cast<float*>(c_base) + off,
+                  reinterpret_cast<uint16_t*>(c_base) + off);
+      }
+  }
+}
+
+int64_t gcd64(int64_t a, int64_t b) {
+  while (b != 0) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// Below this many flops a call runs on the calling thread only: waking the workers
+// costs more than it saves.
+constexpr double kParallelFlops = 2.0 * 96 * 96 * 96;
+
+void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks0) {
+  IsaKernels ks = ks0;  // TUNING-ONLY
+  if (const char* e = std::getenv("TUNE_KC")) ks.kc = std::atoi(e);
+  if (const char* e = std::getenv("TUNE_KCP")) ks.kc_pairs = std::atoi(e);
+  if (const char* e = std::getenv("TUNE_NC")) ks.nc = std::atoi(e);
+  if (const char* e = std::getenv("TUNE_MC")) ks.mc = std::atoi(e);
+  if (g.m <= 0 || g.n <= 0 || g.batch <= 0) return;
+  if (g.k == 0) {
+    run_k0(g);
+    return;
+  }
+  const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
+  const int64_t threads = pool.size();
+  static const double par_flops = std::getenv("TUNE_PAR") ? std::atof(std::getenv("TUNE_PAR")) : kParallelFlops;  // TUNING-ONLY
+  if (threads <= 1 || flops < par_flops) {
+    for (int64_t bi = 0; bi < g.batch; ++bi) run_block(g, ks, bi, 0, g.m, 0, g.n);
+    return;
+  }
+  // Split every matrix into `parts` pieces so that batch * parts spreads evenly over
+  // the threads: along M (each thread packs only its rows of A; B's packing, cheap and
+  // repeated, is the price), or along N when M is too short.
+  int64_t parts = threads / gcd64(g.batch, threads);
+  const bool split_m = g.m >= parts * ks.mr * 2 || g.m >= g.n;
+  const int64_t unit = split_m ? ks.mr : ks.nr;
+  const int64_t extent = split_m ? g.m : g.n;
+  parts = std::max<int64_t>(1, std::min(parts, (extent + unit - 1) / unit));
+  const int64_t units = (extent + unit - 1) / unit;
+  auto bounds = [&](int64_t p) { return std::min(extent, units * p / parts * unit); };
+  const int64_t tasks = g.batch * parts;
+  pool.run(size_t(tasks), [&](size_t t) {
+    const int64_t bi = int64_t(t) / parts, p = int64_t(t) % parts;
+    const int64_t lo = bounds(p), hi = bounds(p + 1);
+    if (lo >= hi) return;
+    if (split_m)
+      run_block(g, ks, bi, lo, hi, 0, g.n);
+    else
+      run_block(g, ks, bi, 0, g.m, lo, hi);
+  });
+}
+
+Isa isa_from_name(const char* name, bool* ok) {
+  *ok = true;
+  if (std::strcmp(name, "avx512-bf16") == 0) return Isa::kAvx512Bf16;
+  if (std::strcmp(name, "avx512") == 0) return Isa::kAvx512;
+  if (std::strcmp(name, "avx2") == 0) return Isa::kAvx2;
+  if (std::strcmp(name, "generic") == 0) return Isa::kGeneric;
+  *ok = false;
+  return Isa::kGeneric;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Portable packers.
+
+namespace {
+
+template <phx_dtype D>
+inline float load_elem(const void* p, int64_t idx) {
+  if constexpr (D == PHX_DTYPE_F32) {
+    return static_cast<const float*>(p)[idx];
+  } else if constexpr (D == PHX_DTYPE_BF16) {
+    return bf16_to_f32(static_cast<const uint16_t*>(p)[idx]);
+  } else {
+    return f16_to_f32(static_cast<const uint16_t*>(p)[idx]);
+  }
+}
+
+template <phx_dtype D>
+void pack_f32_t(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int P,
+                float* dst) {
+  for (int64_t p0 = 0; p0 < rows; p0 += P) {
+    const int64_t pr = std::min<int64_t>(P, rows - p0);
+    float* d = dst + p0 * kc;
+    if (s.k_contiguous) {
+      for (int64_t r = 0; r < pr; ++r) {
+        const int64_t base = (r0 + p0 + r) * s.ld + k0;
+        for (int64_t k = 0; k < kc; ++k) d[k * P + r] = load_elem<D>(s.src, base + k);
+      }
+    } else {
+      for (int64_t k = 0; k < kc; ++k) {
+        const int64_t base = (k0 + k) * s.ld + r0 + p0;
+        for (int64_t r = 0; r < pr; ++r) d[k * P + r] = load_elem<D>(s.src, base + r);
+      }
+    }
+    if (pr < P)
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t r = pr; r < P; ++r) d[k * P + r] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                      int panel, void* dst) {
+  float* d = static_cast<float*>(dst);
+  switch (s.dtype) {
+    case PHX_DTYPE_BF16:
+      pack_f32_t<PHX_DTYPE_BF16>(s, r0, rows, k0, kc, panel, d);
+      break;
+    case PHX_DTYPE_F16:
+      pack_f32_t<PHX_DTYPE_F16>(s, r0, rows, k0, kc, panel, d);
+      break;
+    default:
+      pack_f32_t<PHX_DTYPE_F32>(s, r0, rows, k0, kc, panel, d);
+      break;
+  }
+}
+
+void pack_pairs_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                        int P, void* dst) {
+  const auto* src = static_cast<const uint16_t*>(s.src);
+  auto* d0 = static_cast<uint16_t*>(dst);
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t p0 = 0; p0 < rows; p0 += P) {
+    const int64_t pr = std::min<int64_t>(P, rows - p0);
+    uint16_t* d = d0 + p0 * kp * 2;
+    for (int64_t q = 0; q < kp; ++q) {
+      for (int64_t r = 0; r < P; ++r) {
+        uint16_t lo = 0, hi = 0;
+        if (r < pr) {
+          const int64_t row = r0 + p0 + r, k = k0 + 2 * q;
+          const bool has_hi = 2 * q + 1 < kc;
+          if (s.k_contiguous) {
+            lo = src[row * s.ld + k];
+            if (has_hi) hi = src[row * s.ld + k + 1];
+          } else {
+            lo = src[k * s.ld + row];
+            if (has_hi) hi = src[(k + 1) * s.ld + row];
+          }
+        }
+        d[(q * P + r) * 2] = lo;
+        d[(q * P + r) * 2 + 1] = hi;
+      }
+    }
+  }
+}
+
+void write_tile_scalar(const float* acc, int ld_acc, const Tile& t) {
+  for (int i = 0; i < t.mr; ++i) {
+    for (int j = 0; j < t.nr; ++j) {
+      float v = acc[i * ld_acc + j];
+      if (t.accumulate) v += t.c32[i * t.ldc32 + j];
+      if (!t.final) {
+        t.c32[i * t.ldc32 + j] = v;
+        continue;
+      }
+      if (t.bias) v += t.bias[j];
+      v = apply_activation(v, t.act);
+      if (t.out == PHX_DTYPE_F32)
+        t.c32[i * t.ldc32 + j] = v;
+      else
+        store_out(v, t.out, nullptr, static_cast<uint16_t*>(t.c16) + i * t.ldc16 + j);
+    }
+  }
+}
+
+}  // namespace gemm_detail
+
+void gemm(const GemmArgs& args, ThreadPool& pool) {
+  using namespace gemm_detail;
+  run(args, pool, kernels_for(chosen_isa()));
+}
+
+const char* gemm_isa() {
+  using namespace gemm_detail;
+  return kernels_for(chosen_isa()).name;
+}
+
+std::vector<const char*> gemm_supported_isas() {
+  using namespace gemm_detail;
+  std::vector<const char*> names;
+  for (Isa isa : {Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2, Isa::kGeneric})
+    if (cpu_has(isa)) names.push_back(kernels_for(isa).name);
+  return names;
+}
+
+bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa) {
+  using namespace gemm_detail;
+  bool ok = false;
+  Isa which = isa_from_name(isa, &ok);
+  if (!ok || !cpu_has(which)) return false;
+  run(args, pool, kernels_for(which));
+  return true;
+}
+
+}  // namespace phx::kernels

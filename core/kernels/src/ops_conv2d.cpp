@@ -1,0 +1,258 @@
+// conv2d as im2col + gemm(), per image and group, in both layouts.
+//
+// NCHW: out[c, p] = sum_r w[c, r] col[r, p], col [Cig*KH*KW, pixels]; the bias is per
+//   output row, which gemm cannot fuse, so it is added (with the activation) after.
+// NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
+//   output column, fused into gemm with the activation.
+// A 1x1 convolution with stride 1 and no padding needs no col: x is the matrix.
+// Otherwise col is built for a bounded number of output pixels at a time.
+#include <cstring>
+#include <vector>
+
+#include "ops_common.h"
+#include "phx/kernels/gemm.h"
+
+namespace phx::kernels::ops {
+namespace {
+
+// The geometry of one convolution, in elements.
+struct Geometry {
+  bool nhwc = false;
+  int64_t batch = 0, c_in = 0, h = 0, w = 0;
+  int64_t c_out = 0, kh = 0, kw = 0;
+  int64_t h_out = 0, w_out = 0;
+  int64_t groups = 1, c_in_group = 0, c_out_group = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dil_h = 1, dil_w = 1;
+  int64_t pixels_out() const { return h_out * w_out; }
+  int64_t patch() const { return c_in_group * kh * kw; }  // gemm's K
+  bool is_pointwise() const {
+    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
+           pad_left == 0 && h_out == h && w_out == w;
+  }
+};
+
+Geometry make_geometry(const phx_conv2d_params& p, const HostTensor& x, const HostTensor& wt,
+                       const HostTensor& out) {
+  Geometry g;
+  g.nhwc = p.layout == PHX_LAYOUT_NHWC;
+  g.batch = x.shape[0];
+  g.c_in = g.nhwc ? x.shape[3] : x.shape[1];
+  g.h = g.nhwc ? x.shape[1] : x.shape[2];
+  g.w = g.nhwc ? x.shape[2] : x.shape[3];
+  g.c_out = wt.shape[0];
+  g.kh = g.nhwc ? wt.shape[1] : wt.shape[2];
+  g.kw = g.nhwc ? wt.shape[2] : wt.shape[3];
+  g.h_out = g.nhwc ? out.shape[1] : out.shape[2];
+  g.w_out = g.nhwc ? out.shape[2] : out.shape[3];
+  g.groups = p.groups;
+  g.c_in_group = g.c_in / g.groups;
+  g.c_out_group = g.c_out / g.groups;
+  g.stride_h = p.stride[0];
+  g.stride_w = p.stride[1];
+  g.pad_top = p.padding[0];
+  g.pad_left = p.padding[2];
+  g.dil_h = p.dilation[0];
+  g.dil_w = p.dilation[1];
+  return g;
+}
+
+// NCHW col rows [r0, r1) for output pixels [p0, p0 + count): row r = (c, i, j) holds
+// x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] (0 outside the image). x is the group's
+// first channel of the image.
+template <class T>
+void im2col_nchw(const Geometry& g, const T* x, T* col, int64_t r0, int64_t r1, int64_t p0,
+                 int64_t count) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
+    const T* plane = x + c * g.h * g.w;
+    T* dst = col + r * count;
+    for (int64_t q = 0; q < count;) {
+      const int64_t oh = (p0 + q) / g.w_out, ow0 = (p0 + q) % g.w_out;
+      const int64_t len = std::min(count - q, g.w_out - ow0);  // the rest of this output row
+      const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
+      if (ih < 0 || ih >= g.h) {
+        std::fill(dst + q, dst + q + len, T{0});
+      } else {
+        const T* src = plane + ih * g.w;
+        const int64_t offset = j * g.dil_w - g.pad_left;
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t iw = (ow0 + t) * g.stride_w + offset;
+          dst[q + t] = (iw >= 0 && iw < g.w) ? src[iw] : T{0};
+        }
+      }
+      q += len;
+    }
+  }
+}
+
+// NHWC col rows for output pixels [p0 + q0, p0 + q1): row q = the patch (i, j, c) of
+// pixel p0 + q, Cig contiguous channels per tap. x is the image, offset to the group.
+template <class T>
+void im2col_nhwc(const Geometry& g, const T* x, T* col, int64_t p0, int64_t q0, int64_t q1) {
+  const int64_t cig = g.c_in_group;
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t oh = (p0 + q) / g.w_out, ow = (p0 + q) % g.w_out;
+    T* dst = col + q * g.patch();
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
+      for (int64_t j = 0; j < g.kw; ++j, dst += cig) {
+        const int64_t iw = ow * g.stride_w - g.pad_left + j * g.dil_w;
+        if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) {
+          std::fill(dst, dst + cig, T{0});
+        } else {
+          std::memcpy(dst, x + (ih * g.w + iw) * g.c_in, cig * sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += v;
+}
+
+// Output pixels per col: keeps col near this many bytes, whatever the patch size.
+constexpr int64_t kColBytes = 4 << 20;
+
+template <class T>
+void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias,
+               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
+  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const bool pointwise = g.is_pointwise();
+  const int64_t chunk =
+      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
+  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  // With a bias, a 16-bit product goes through f32 so that it is rounded once.
+  const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
+  std::vector<float> product(via_f32 ? static_cast<size_t>(g.c_out_group * chunk) : 0);
+  const size_t out_bytes = dtype_bytes(dtype);
+
+  GemmArgs args;
+  args.in_dtype = dtype;
+  args.k = patch;
+  args.m = g.c_out_group;
+  args.lda = patch;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.c_in + grp * g.c_in_group) * g.h * g.w;
+      const int64_t c0 = grp * g.c_out_group;
+      args.a = wt + c0 * patch;
+      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+        const int64_t count = std::min(chunk, pixels - p0);
+        if (pointwise) {
+          args.b = xg;
+          args.ldb = pixels;
+        } else {
+          parallel_for(pool, patch, count, [&](int64_t r0, int64_t r1) {
+            im2col_nchw(g, xg, col.data(), r0, r1, p0, count);
+          });
+          args.b = col.data();
+          args.ldb = count;
+        }
+        args.n = count;
+        char* dst = static_cast<char*>(out) + ((n * g.c_out + c0) * pixels + p0) * out_bytes;
+        if (bias == nullptr) {  // gemm applies the activation
+          args.c = dst;
+          args.ldc = pixels;
+          args.out_dtype = dtype;
+          args.activation = act;
+          gemm(args, pool);
+          continue;
+        }
+        float* prod = via_f32 ? product.data() : reinterpret_cast<float*>(dst);
+        const int64_t ld = via_f32 ? count : pixels;
+        args.c = prod;
+        args.ldc = ld;
+        args.out_dtype = PHX_DTYPE_F32;
+        args.activation = PHX_ACTIVATION_NONE;
+        gemm(args, pool);
+        parallel_for(pool, g.c_out_group, count, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            float* row = prod + r * ld;
+            add_scalar(row, bias[c0 + r], count);
+            activation_f32(act, row, count);
+            if (via_f32) from_f32(dtype, row, dst + r * pixels * out_bytes, count);
+          }
+        });
+      }
+    }
+  }
+}
+
+template <class T>
+void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias,
+               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
+  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const bool pointwise = g.is_pointwise();
+  const int64_t chunk =
+      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
+  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  const size_t out_bytes = dtype_bytes(dtype);
+
+  GemmArgs args;
+  args.in_dtype = dtype;
+  args.out_dtype = dtype;
+  args.k = patch;
+  args.n = g.c_out_group;
+  args.trans_b = true;  // w is [C_out, patch]: its rows are the columns of the product
+  args.ldb = patch;
+  args.ldc = g.c_out;
+  args.activation = act;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const T* image = x + n * g.h * g.w * g.c_in;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const int64_t c0 = grp * g.c_out_group;
+      args.b = wt + c0 * patch;
+      args.bias = bias != nullptr ? bias + c0 : nullptr;
+      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+        const int64_t count = std::min(chunk, pixels - p0);
+        if (pointwise) {
+          args.a = image + p0 * g.c_in + grp * g.c_in_group;
+          args.lda = g.c_in;
+        } else {
+          const T* xg = image + grp * g.c_in_group;
+          parallel_for(pool, count, patch, [&](int64_t q0, int64_t q1) {
+            im2col_nhwc(g, xg, col.data(), p0, q0, q1);
+          });
+          args.a = col.data();
+          args.lda = patch;
+        }
+        args.m = count;
+        args.c = static_cast<char*>(out) + ((n * pixels + p0) * g.c_out + c0) * out_bytes;
+        gemm(args, pool);
+      }
+    }
+  }
+}
+
+template <class T>
+void conv(const Geometry& g, const HostTensor& x, const HostTensor& wt, const float* bias,
+          phx_activation act, const HostTensor& out, ThreadPool& pool) {
+  const T* px = static_cast<const T*>(x.data);
+  const T* pw = static_cast<const T*>(wt.data);
+  if (g.nhwc) {
+    conv_nhwc(g, px, pw, bias, act, out.data, out.dtype, pool);
+  } else {
+    conv_nchw(g, px, pw, bias, act, out.data, out.dtype, pool);
+  }
+}
+
+}  // namespace
+
+void run_conv2d(const phx_conv2d_params& params, const HostTensor& x, const HostTensor& weight,
+                const HostTensor& bias, const HostTensor& out, ThreadPool& pool) {
+  const Geometry g = make_geometry(params, x, weight, out);
+  std::vector<float> bias_f32;
+  if (bias.data != nullptr) {
+    bias_f32.resize(static_cast<size_t>(g.c_out));
+    copy_to_f32(bias, bias_f32.data());
+  }
+  const float* b = bias.data != nullptr ? bias_f32.data() : nullptr;
+  if (x.dtype == PHX_DTYPE_F32) {
+    conv<uint32_t>(g, x, weight, b, params.activation, out, pool);
+  } else {  // f16, bf16: im2col moves their bits; gemm reads them as in_dtype
+    conv<uint16_t>(g, x, weight, b, params.activation, out, pool);
+  }
+}
+
+}  // namespace phx::kernels::ops

@@ -1,0 +1,129 @@
+// run_op and op_supported: which ops and dtypes the host kernels implement, and the
+// dispatch of each op to its family (ops_*.cpp), once per op.
+#include <new>
+
+#include "ops_common.h"
+
+namespace phx::kernels {
+
+int64_t element_count(const HostTensor& t) {
+  int64_t n = 1;
+  for (uint32_t d = 0; d < t.rank; ++d) n *= t.shape[d];
+  return n;
+}
+
+bool op_supported(phx_op_id op, phx_dtype dtype) {
+  if (ops::is_float(dtype)) return op > PHX_OP_INVALID && op < PHX_OP_COUNT;
+  if (ops::dtype_bytes(dtype) != 0) {
+    switch (op) {
+      case PHX_OP_ADD:
+      case PHX_OP_SUB:
+      case PHX_OP_MUL:
+      case PHX_OP_TRANSPOSE:
+      case PHX_OP_REDUCE_SUM:
+      case PHX_OP_REDUCE_MAX:
+      case PHX_OP_CAST:
+        return true;
+      case PHX_OP_RELU:
+        return ops::is_signed_int(dtype);
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// The input at index, or an absent one (data == nullptr) past input_count.
+HostTensor input_or_absent(const HostTensor* inputs, size_t count, size_t index) {
+  return index < count ? inputs[index] : HostTensor{};
+}
+
+// The parameters the core passed, or the op's defaults when it passed none.
+template <class Params>
+Params params_or(const void* params, Params defaults) {
+  return params != nullptr ? *static_cast<const Params*>(params) : defaults;
+}
+
+// NumPy's default permutation: the dimensions reversed.
+phx_transpose_params reversed_perm(uint32_t rank) {
+  phx_transpose_params p{};
+  p.struct_size = sizeof p;
+  for (uint32_t i = 0; i < rank; ++i) p.perm[i] = rank - 1 - i;
+  return p;
+}
+
+void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_count,
+              const HostTensor& out, ThreadPool& pool) {
+  const HostTensor& x = in[0];
+  switch (op) {
+    case PHX_OP_MATMUL:
+      ops::run_matmul(params_or(params, phx_matmul_params PHX_MATMUL_PARAMS_INIT), x, in[1],
+                      input_or_absent(in, in_count, 2), out, pool);
+      break;
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV:
+      ops::run_binary(op, x, in[1], out, pool);
+      break;
+    case PHX_OP_RELU:
+    case PHX_OP_GELU:
+    case PHX_OP_SILU:
+      ops::run_unary(op, x, out, pool);
+      break;
+    case PHX_OP_SOFTMAX:
+      ops::run_softmax(params_or(params, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT), x, out,
+                       pool);
+      break;
+    case PHX_OP_LAYER_NORM:
+      ops::run_layer_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x,
+                          input_or_absent(in, in_count, 1), input_or_absent(in, in_count, 2),
+                          out, pool);
+      break;
+    case PHX_OP_RMS_NORM:
+      ops::run_rms_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x,
+                        input_or_absent(in, in_count, 1), out, pool);
+      break;
+    case PHX_OP_TRANSPOSE:
+      ops::run_transpose(params_or(params, reversed_perm(x.rank)), x, out, pool);
+      break;
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX:
+      ops::run_reduce(op, params_or(params, phx_reduce_params PHX_REDUCE_PARAMS_INIT), x, out,
+                      pool);
+      break;
+    case PHX_OP_CAST:
+      ops::run_cast(x, out, pool);
+      break;
+    case PHX_OP_CONV2D:
+      ops::run_conv2d(params_or(params, phx_conv2d_params PHX_CONV2D_PARAMS_INIT), x, in[1],
+                      input_or_absent(in, in_count, 2), out, pool);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs,
+                  size_t input_count, const HostTensor* outputs, size_t output_count,
+                  ThreadPool& pool) {
+  if (input_count == 0 || output_count == 0) return PHX_STATUS_UNSUPPORTED;
+  if (!op_supported(op, inputs[0].dtype)) return PHX_STATUS_UNSUPPORTED;
+  // The only output dtype that can differ from the input's is cast's (any dtype here)
+  // and matmul's f32; both are in the supported set when this holds.
+  if (ops::dtype_bytes(outputs[0].dtype) == 0) return PHX_STATUS_UNSUPPORTED;
+  try {
+    dispatch(op, params, inputs, input_count, outputs[0], pool);
+  } catch (const std::bad_alloc&) {  // scratch buffers of the big ops
+    return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (...) {
+    return PHX_STATUS_INTERNAL;
+  }
+  return PHX_STATUS_OK;
+}
+
+}  // namespace phx::kernels
