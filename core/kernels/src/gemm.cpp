@@ -69,9 +69,10 @@ const IsaKernels& kernels_for(Isa isa) {
 }
 
 // The automatic choice never takes the VDPBF16PS kernel: on the machine this was tuned
-// on (Xeon with AVX512_BF16, under KVM) VDPBF16PS issues one per two cycles, 32 bf16
-// products each, while two FMAs per cycle give 32 f32 products: bf16 inputs converted to
-// f32 while packing run about 1.5x faster. PHX_CPU_ISA=avx512-bf16 selects it anyway.
+// on (Xeon with AVX512_BF16, under KVM) a VDPBF16PS (32 bf16 products) issues once per
+// two cycles, 16 products a cycle, while two FMAs a cycle give 32 f32 products: bf16
+// inputs converted to f32 while packing run about 1.5x faster through the f32 kernel.
+// PHX_CPU_ISA=avx512-bf16 selects it anyway (where the CPU has AVX512_BF16).
 Isa best_isa() {
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
     if (cpu_has(isa)) return isa;
@@ -83,7 +84,8 @@ Isa chosen_isa() {
     Isa best = best_isa();
     const char* env = std::getenv("PHX_CPU_ISA");
     if (env == nullptr) return best;
-    if (std::strcmp(env, "avx512-bf16") == 0) return cpu_has(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : best;
+    if (std::strcmp(env, "avx512-bf16") == 0)
+      return cpu_has(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : best;
     Isa cap = best;
     if (std::strcmp(env, "generic") == 0) cap = Isa::kGeneric;
     else if (std::strcmp(env, "avx2") == 0) cap = Isa::kAvx2;
@@ -250,16 +252,12 @@ int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-// Below this many flops a call runs on the calling thread only: waking the workers
-// costs more than it saves.
-constexpr double kParallelFlops = 2.0 * 96 * 96 * 96;
+// Below this many flops (a 128^3 product, ~40 us on one core) a call runs on the
+// calling thread only: waking a sleeping worker (futex, 5-20 us here) would cost more
+// than it saves.
+constexpr double kParallelFlops = 2.0 * 128 * 128 * 128;
 
-void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks0) {
-  IsaKernels ks = ks0;  // TUNING-ONLY
-  if (const char* e = std::getenv("TUNE_KC")) ks.kc = std::atoi(e);
-  if (const char* e = std::getenv("TUNE_KCP")) ks.kc_pairs = std::atoi(e);
-  if (const char* e = std::getenv("TUNE_NC")) ks.nc = std::atoi(e);
-  if (const char* e = std::getenv("TUNE_MC")) ks.mc = std::atoi(e);
+void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks) {
   if (g.m <= 0 || g.n <= 0 || g.batch <= 0) return;
   if (g.k == 0) {
     run_k0(g);
@@ -267,8 +265,7 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks0) {
   }
   const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
   const int64_t threads = pool.size();
-  static const double par_flops = std::getenv("TUNE_PAR") ? std::atof(std::getenv("TUNE_PAR")) : kParallelFlops;  // TUNING-ONLY
-  if (threads <= 1 || flops < par_flops) {
+  if (threads <= 1 || flops < kParallelFlops) {
     for (int64_t bi = 0; bi < g.batch; ++bi) run_block(g, ks, bi, 0, g.m, 0, g.n);
     return;
   }
