@@ -1,0 +1,473 @@
+// Pins the binary layout of the public headers: the offset of every field of every
+// struct, the value of every enum constant, and the type of every function and plugin
+// entry, as released. A plugin built against plugin ABI 1.0, or a program built against
+// API 0.1, relies on each of them; a reorder, a resized field or a renumbered constant
+// breaks it silently, and this test is what makes it loud.
+//
+// When a minor is released, add a block for it below (the fields and constants it
+// appends), never edit an old one: an old block failing means an ABI break.
+#include <phynexus/phynexus.h>
+#include <phynexus/plugin.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace {
+
+#if defined(__x86_64__) && defined(__LP64__)
+constexpr bool kPinnedPlatform = true;
+#else
+constexpr bool kPinnedPlatform = false;
+#endif
+
+#define PHX_EXPECT_OFFSET(type, field, offset) \
+  EXPECT_EQ(offsetof(type, field), size_t{offset}) << #type "." #field " moved"
+// A newer minor may append fields, so a struct may grow but never shrink below the end
+// of the last field of the version that pinned it.
+#define PHX_EXPECT_SIZE_AT_LEAST(type, size) \
+  EXPECT_GE(sizeof(type), size_t{size}) << #type " shrank"
+#define PHX_EXPECT_FIELD_SIZE(type, field, size) \
+  EXPECT_EQ(sizeof(type::field), size_t{size}) << #type "." #field " resized"
+
+class AbiLayout : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kPinnedPlatform) GTEST_SKIP() << "offsets are pinned for x86-64 (LP64) only";
+  }
+};
+
+// ==== Plugin ABI 1.0 (include/phynexus/plugin.h) =====================================
+
+TEST_F(AbiLayout, PluginAbi_1_0_Versions) {
+  EXPECT_EQ(PHX_PLUGIN_ABI_MAJOR, 1);
+  EXPECT_STREQ(PHX_PLUGIN_ENTRY_NAME, "phx_plugin_entry");
+  EXPECT_EQ(PHX_PLUGIN_MAX_METRICS, 16);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_Host) {
+  PHX_EXPECT_OFFSET(phx_plugin_host, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_host, abi_major, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_host, abi_minor, 12);
+  PHX_EXPECT_OFFSET(phx_plugin_host, host_data, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_host, log, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_host, set_error, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_host, num_threads, 40);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_host, 44);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_DeviceInfo) {
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, type, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, name, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, vendor, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, memory_total_bytes, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, memory_available_bytes, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, compute_units, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, dtype_mask, 52);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, properties, 56);
+  PHX_EXPECT_OFFSET(phx_plugin_device_info, property_count, 64);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_device_info, 72);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_Tensor) {
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, buffer, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, offset, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, dtype, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, rank, 28);
+  PHX_EXPECT_OFFSET(phx_plugin_tensor, shape, 32);
+  PHX_EXPECT_FIELD_SIZE(phx_plugin_tensor, shape, 64);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_tensor, 96);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_Profile) {
+  PHX_EXPECT_OFFSET(phx_plugin_profile, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_profile, metrics, 8);
+  PHX_EXPECT_FIELD_SIZE(phx_plugin_profile, metrics, 256);
+  PHX_EXPECT_OFFSET(phx_plugin_profile, metric_count, 264);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_profile, 272);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_Op) {
+  PHX_EXPECT_OFFSET(phx_plugin_op, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_op, op, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_op, params, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_op, inputs, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_op, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_op, outputs, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_op, output_count, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_op, profile, 56);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_op, 64);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_0_Api) {
+  PHX_EXPECT_OFFSET(phx_plugin_api, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_api, abi_major, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_api, abi_minor, 12);
+  PHX_EXPECT_OFFSET(phx_plugin_api, name, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_api, version, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_api, initialize, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_api, shutdown, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_api, device_count, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_api, device_info, 56);
+  PHX_EXPECT_OFFSET(phx_plugin_api, op_supported, 64);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_allocate, 72);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_free, 80);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_write, 88);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_read, 96);
+  PHX_EXPECT_OFFSET(phx_plugin_api, stream_create, 104);
+  PHX_EXPECT_OFFSET(phx_plugin_api, stream_destroy, 112);
+  PHX_EXPECT_OFFSET(phx_plugin_api, stream_submit, 120);
+  PHX_EXPECT_OFFSET(phx_plugin_api, stream_wait, 128);
+  PHX_EXPECT_OFFSET(phx_plugin_api, stream_completed, 136);
+  PHX_EXPECT_OFFSET(phx_plugin_api, memory_stats, 144);
+  PHX_EXPECT_OFFSET(phx_plugin_api, memory_set_limit, 152);
+  PHX_EXPECT_OFFSET(phx_plugin_api, memory_release_cached, 160);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_copy, 168);
+  PHX_EXPECT_OFFSET(phx_plugin_api, device_stats, 176);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 184);
+}
+
+// The entries' types: a changed parameter is as much a break as a moved field.
+template <typename T, typename U>
+constexpr bool kSame = std::is_same_v<T, U>;
+static_assert(kSame<phx_plugin_entry_fn, phx_status (*)(const phx_plugin_host*,
+                                                        const phx_plugin_api**)>);
+static_assert(kSame<decltype(&phx_plugin_entry), phx_plugin_entry_fn>);
+static_assert(kSame<decltype(phx_plugin_host::log), void (*)(void*, phx_log_level, const char*)>);
+static_assert(kSame<decltype(phx_plugin_host::set_error), void (*)(void*, const char*)>);
+static_assert(kSame<decltype(phx_plugin_api::initialize),
+                    phx_status (*)(const phx_plugin_host*, void**)>);
+static_assert(kSame<decltype(phx_plugin_api::shutdown), void (*)(void*)>);
+static_assert(kSame<decltype(phx_plugin_api::device_count), phx_status (*)(void*, uint32_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::device_info),
+                    phx_status (*)(void*, uint32_t, phx_plugin_device_info*)>);
+static_assert(kSame<decltype(phx_plugin_api::op_supported),
+                    phx_status (*)(void*, uint32_t, phx_op_id, phx_dtype, int*)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_allocate),
+                    phx_status (*)(void*, uint32_t, uint64_t, void**)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_free), void (*)(void*, void*)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_write),
+                    phx_status (*)(void*, void*, uint64_t, const void*, uint64_t)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_read),
+                    phx_status (*)(void*, void*, uint64_t, void*, uint64_t)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_create),
+                    phx_status (*)(void*, uint32_t, void**)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_destroy), void (*)(void*, void*)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_submit),
+                    phx_status (*)(void*, void*, const phx_plugin_op*, uint64_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_wait),
+                    phx_status (*)(void*, void*, uint64_t)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_completed),
+                    phx_status (*)(void*, void*, uint64_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::memory_stats),
+                    phx_status (*)(void*, uint32_t, phx_memory_stats*)>);
+static_assert(kSame<decltype(phx_plugin_api::memory_set_limit),
+                    phx_status (*)(void*, uint32_t, uint64_t)>);
+static_assert(kSame<decltype(phx_plugin_api::memory_release_cached),
+                    phx_status (*)(void*, uint32_t)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_copy),
+                    phx_status (*)(void*, void*, uint64_t, void*, uint64_t, uint64_t)>);
+static_assert(kSame<decltype(phx_plugin_api::device_stats),
+                    phx_status (*)(void*, uint32_t, phx_metric*, size_t, size_t*)>);
+
+// ==== Consumer API 0.1 (include/phynexus/phynexus.h) =================================
+
+TEST_F(AbiLayout, Api_0_1_Version) {
+  EXPECT_EQ(PHX_API_VERSION_MAJOR, 0);
+  EXPECT_GE(PHX_API_VERSION_MINOR, 1);
+  EXPECT_EQ(PHX_MAX_RANK, 8);
+  EXPECT_GE(PHX_DTYPE_COUNT, 8);
+  EXPECT_GE(PHX_OP_COUNT, 17);
+  EXPECT_EQ(PHX_CONTEXT_PROFILE, 0x1u);
+  EXPECT_EQ(PHX_DTYPE_BIT(PHX_DTYPE_I32), 0x40u);
+}
+
+TEST_F(AbiLayout, Api_0_1_Enums) {
+  // Every enum of the headers is an int-sized C enum.
+  EXPECT_EQ(sizeof(phx_status), 4u);
+  EXPECT_EQ(sizeof(phx_dtype), 4u);
+  EXPECT_EQ(sizeof(phx_log_level), 4u);
+  EXPECT_EQ(sizeof(phx_plugin_state), 4u);
+  EXPECT_EQ(sizeof(phx_plugin_stage), 4u);
+  EXPECT_EQ(sizeof(phx_device_type), 4u);
+  EXPECT_EQ(sizeof(phx_op_id), 4u);
+  EXPECT_EQ(sizeof(phx_activation), 4u);
+  EXPECT_EQ(sizeof(phx_layout), 4u);
+
+  EXPECT_EQ(PHX_STATUS_OK, 0);
+  EXPECT_EQ(PHX_STATUS_INVALID_ARGUMENT, 1);
+  EXPECT_EQ(PHX_STATUS_NOT_FOUND, 2);
+  EXPECT_EQ(PHX_STATUS_UNSUPPORTED, 3);
+  EXPECT_EQ(PHX_STATUS_OUT_OF_MEMORY, 4);
+  EXPECT_EQ(PHX_STATUS_DEVICE_UNAVAILABLE, 5);
+  EXPECT_EQ(PHX_STATUS_PLUGIN_ERROR, 6);
+  EXPECT_EQ(PHX_STATUS_COMPILATION_ERROR, 7);
+  EXPECT_EQ(PHX_STATUS_INTERNAL, 8);
+
+  EXPECT_EQ(PHX_DTYPE_INVALID, 0);
+  EXPECT_EQ(PHX_DTYPE_F32, 1);
+  EXPECT_EQ(PHX_DTYPE_F16, 2);
+  EXPECT_EQ(PHX_DTYPE_BF16, 3);
+  EXPECT_EQ(PHX_DTYPE_I8, 4);
+  EXPECT_EQ(PHX_DTYPE_I16, 5);
+  EXPECT_EQ(PHX_DTYPE_I32, 6);
+  EXPECT_EQ(PHX_DTYPE_U8, 7);
+
+  EXPECT_EQ(PHX_LOG_TRACE, 0);
+  EXPECT_EQ(PHX_LOG_DEBUG, 1);
+  EXPECT_EQ(PHX_LOG_INFO, 2);
+  EXPECT_EQ(PHX_LOG_WARN, 3);
+  EXPECT_EQ(PHX_LOG_ERROR, 4);
+  EXPECT_EQ(PHX_LOG_OFF, 5);
+
+  EXPECT_EQ(PHX_PLUGIN_LOADED, 0);
+  EXPECT_EQ(PHX_PLUGIN_REJECTED, 1);
+  EXPECT_EQ(PHX_PLUGIN_SHADOWED, 2);
+
+  EXPECT_EQ(PHX_PLUGIN_STAGE_FOUND, 0);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_OPENED, 1);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_ENTRY, 2);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_VERSION, 3);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_VALIDATED, 4);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_INITIALIZED, 5);
+  EXPECT_EQ(PHX_PLUGIN_STAGE_READY, 6);
+
+  EXPECT_EQ(PHX_DEVICE_CPU, 0);
+  EXPECT_EQ(PHX_DEVICE_GPU, 1);
+  EXPECT_EQ(PHX_DEVICE_TPU, 2);
+  EXPECT_EQ(PHX_DEVICE_NPU, 3);
+
+  EXPECT_EQ(PHX_OP_INVALID, 0);
+  EXPECT_EQ(PHX_OP_MATMUL, 1);
+  EXPECT_EQ(PHX_OP_ADD, 2);
+  EXPECT_EQ(PHX_OP_SUB, 3);
+  EXPECT_EQ(PHX_OP_MUL, 4);
+  EXPECT_EQ(PHX_OP_DIV, 5);
+  EXPECT_EQ(PHX_OP_RELU, 6);
+  EXPECT_EQ(PHX_OP_GELU, 7);
+  EXPECT_EQ(PHX_OP_SILU, 8);
+  EXPECT_EQ(PHX_OP_SOFTMAX, 9);
+  EXPECT_EQ(PHX_OP_LAYER_NORM, 10);
+  EXPECT_EQ(PHX_OP_RMS_NORM, 11);
+  EXPECT_EQ(PHX_OP_TRANSPOSE, 12);
+  EXPECT_EQ(PHX_OP_REDUCE_SUM, 13);
+  EXPECT_EQ(PHX_OP_REDUCE_MAX, 14);
+  EXPECT_EQ(PHX_OP_CAST, 15);
+  EXPECT_EQ(PHX_OP_CONV2D, 16);
+
+  EXPECT_EQ(PHX_ACTIVATION_NONE, 0);
+  EXPECT_EQ(PHX_ACTIVATION_RELU, 1);
+  EXPECT_EQ(PHX_ACTIVATION_GELU, 2);
+  EXPECT_EQ(PHX_ACTIVATION_SILU, 3);
+
+  EXPECT_EQ(PHX_LAYOUT_NCHW, 0);
+  EXPECT_EQ(PHX_LAYOUT_NHWC, 1);
+}
+
+TEST_F(AbiLayout, Api_0_1_ContextOptions) {
+  PHX_EXPECT_OFFSET(phx_context_options, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_context_options, plugin_paths, 8);
+  PHX_EXPECT_OFFSET(phx_context_options, plugin_path_count, 16);
+  PHX_EXPECT_OFFSET(phx_context_options, use_default_search_path, 24);
+  PHX_EXPECT_OFFSET(phx_context_options, log_level, 28);
+  PHX_EXPECT_OFFSET(phx_context_options, log_callback, 32);
+  PHX_EXPECT_OFFSET(phx_context_options, log_user_data, 40);
+  PHX_EXPECT_OFFSET(phx_context_options, flags, 48);
+  PHX_EXPECT_OFFSET(phx_context_options, num_threads, 52);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_context_options, 56);
+}
+
+TEST_F(AbiLayout, Api_0_1_PluginInfo) {
+  PHX_EXPECT_OFFSET(phx_plugin_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_info, name, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_info, version, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_info, path, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_info, abi_major, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_info, abi_minor, 36);
+  PHX_EXPECT_OFFSET(phx_plugin_info, state, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_info, stage, 44);
+  PHX_EXPECT_OFFSET(phx_plugin_info, reason, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_info, device_count, 56);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_info, 60);
+}
+
+TEST_F(AbiLayout, Api_0_1_Devices) {
+  PHX_EXPECT_OFFSET(phx_property, key, 0);
+  PHX_EXPECT_OFFSET(phx_property, value, 8);
+  // phx_property has no struct_size: it is an array element and can never grow.
+  EXPECT_EQ(sizeof(phx_property), 16u);
+
+  PHX_EXPECT_OFFSET(phx_device_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_device_info, index, 8);
+  PHX_EXPECT_OFFSET(phx_device_info, plugin, 16);
+  PHX_EXPECT_OFFSET(phx_device_info, type, 24);
+  PHX_EXPECT_OFFSET(phx_device_info, name, 32);
+  PHX_EXPECT_OFFSET(phx_device_info, vendor, 40);
+  PHX_EXPECT_OFFSET(phx_device_info, memory_total_bytes, 48);
+  PHX_EXPECT_OFFSET(phx_device_info, memory_available_bytes, 56);
+  PHX_EXPECT_OFFSET(phx_device_info, compute_units, 64);
+  PHX_EXPECT_OFFSET(phx_device_info, dtype_mask, 68);
+  PHX_EXPECT_OFFSET(phx_device_info, properties, 72);
+  PHX_EXPECT_OFFSET(phx_device_info, property_count, 80);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_device_info, 88);
+}
+
+TEST_F(AbiLayout, Api_0_1_TensorDesc) {
+  PHX_EXPECT_OFFSET(phx_tensor_desc, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, device, 8);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, dtype, 12);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, rank, 16);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, shape, 24);
+  PHX_EXPECT_FIELD_SIZE(phx_tensor_desc, shape, 64);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, element_count, 88);
+  PHX_EXPECT_OFFSET(phx_tensor_desc, byte_size, 96);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_tensor_desc, 104);
+}
+
+TEST_F(AbiLayout, Api_0_1_OpParams) {
+  PHX_EXPECT_OFFSET(phx_matmul_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_matmul_params, transpose_a, 8);
+  PHX_EXPECT_OFFSET(phx_matmul_params, transpose_b, 12);
+  PHX_EXPECT_OFFSET(phx_matmul_params, activation, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_matmul_params, 20);
+
+  PHX_EXPECT_OFFSET(phx_softmax_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_softmax_params, axis, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_softmax_params, 12);
+
+  PHX_EXPECT_OFFSET(phx_norm_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_norm_params, epsilon, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_norm_params, 12);
+
+  PHX_EXPECT_OFFSET(phx_transpose_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_transpose_params, perm, 8);
+  PHX_EXPECT_FIELD_SIZE(phx_transpose_params, perm, 32);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_transpose_params, 40);
+
+  PHX_EXPECT_OFFSET(phx_reduce_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_reduce_params, axes_mask, 8);
+  PHX_EXPECT_OFFSET(phx_reduce_params, keep_dims, 12);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_reduce_params, 16);
+
+  PHX_EXPECT_OFFSET(phx_conv2d_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, layout, 8);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, stride, 12);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, padding, 20);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, dilation, 36);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, groups, 44);
+  PHX_EXPECT_OFFSET(phx_conv2d_params, activation, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_conv2d_params, 52);
+}
+
+TEST_F(AbiLayout, Api_0_1_OpDesc) {
+  PHX_EXPECT_OFFSET(phx_op_desc, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_op_desc, op, 8);
+  PHX_EXPECT_OFFSET(phx_op_desc, params, 16);
+  PHX_EXPECT_OFFSET(phx_op_desc, inputs, 24);
+  PHX_EXPECT_OFFSET(phx_op_desc, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_op_desc, outputs, 40);
+  PHX_EXPECT_OFFSET(phx_op_desc, output_count, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_op_desc, 56);
+}
+
+TEST_F(AbiLayout, Api_0_1_Profiling) {
+  PHX_EXPECT_OFFSET(phx_metric, name, 0);
+  PHX_EXPECT_OFFSET(phx_metric, value, 8);
+  // An array element without struct_size, inside phx_plugin_profile: it can never grow.
+  EXPECT_EQ(sizeof(phx_metric), 16u);
+
+  PHX_EXPECT_OFFSET(phx_profile_record, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_profile_record, ticket, 8);
+  PHX_EXPECT_OFFSET(phx_profile_record, op, 16);
+  PHX_EXPECT_OFFSET(phx_profile_record, signature, 24);
+  PHX_EXPECT_OFFSET(phx_profile_record, host_time_ns, 32);
+  PHX_EXPECT_OFFSET(phx_profile_record, metrics, 40);
+  PHX_EXPECT_OFFSET(phx_profile_record, metric_count, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_profile_record, 56);
+}
+
+TEST_F(AbiLayout, Api_0_1_MemoryStats) {
+  PHX_EXPECT_OFFSET(phx_memory_stats, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_memory_stats, bytes_in_use, 8);
+  PHX_EXPECT_OFFSET(phx_memory_stats, peak_bytes_in_use, 16);
+  PHX_EXPECT_OFFSET(phx_memory_stats, bytes_cached, 24);
+  PHX_EXPECT_OFFSET(phx_memory_stats, limit_bytes, 32);
+  PHX_EXPECT_OFFSET(phx_memory_stats, allocation_count, 40);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_memory_stats, 48);
+}
+
+TEST_F(AbiLayout, Api_0_1_InitMacrosSetStructSize) {
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  EXPECT_EQ(options.struct_size, sizeof(phx_context_options));
+  EXPECT_EQ(options.use_default_search_path, 1);
+  EXPECT_EQ(options.log_level, PHX_LOG_WARN);
+  phx_matmul_params matmul = PHX_MATMUL_PARAMS_INIT;
+  EXPECT_EQ(matmul.struct_size, sizeof(phx_matmul_params));
+  phx_softmax_params softmax = PHX_SOFTMAX_PARAMS_INIT;
+  EXPECT_EQ(softmax.axis, -1);
+  phx_norm_params norm = PHX_NORM_PARAMS_INIT;
+  EXPECT_FLOAT_EQ(norm.epsilon, 1e-5f);
+  phx_conv2d_params conv = PHX_CONV2D_PARAMS_INIT;
+  EXPECT_EQ(conv.groups, 1u);
+  EXPECT_EQ(conv.stride[0], 1u);
+  EXPECT_EQ(conv.dilation[1], 1u);
+}
+
+// The consumer functions' types.
+static_assert(kSame<decltype(&phx_api_version), uint32_t (*)()>);
+static_assert(kSame<decltype(&phx_status_name), const char* (*)(phx_status)>);
+static_assert(kSame<decltype(&phx_last_error), const char* (*)()>);
+static_assert(kSame<decltype(&phx_dtype_size), size_t (*)(phx_dtype)>);
+static_assert(kSame<decltype(&phx_dtype_name), const char* (*)(phx_dtype)>);
+static_assert(kSame<decltype(phx_context_options::log_callback),
+                    void (*)(void*, phx_log_level, const char*)>);
+static_assert(kSame<decltype(&phx_context_create),
+                    phx_status (*)(const phx_context_options*, phx_context*)>);
+static_assert(kSame<decltype(&phx_context_destroy), phx_status (*)(phx_context)>);
+static_assert(kSame<decltype(&phx_plugin_count), phx_status (*)(phx_context, size_t*)>);
+static_assert(kSame<decltype(&phx_plugin_get),
+                    phx_status (*)(phx_context, size_t, phx_plugin_info*)>);
+static_assert(kSame<decltype(&phx_device_type_name), const char* (*)(phx_device_type)>);
+static_assert(kSame<decltype(&phx_device_count), phx_status (*)(phx_context, size_t*)>);
+static_assert(kSame<decltype(&phx_device_get),
+                    phx_status (*)(phx_context, size_t, phx_device_info*)>);
+static_assert(kSame<decltype(&phx_tensor_create),
+                    phx_status (*)(phx_context, size_t, phx_dtype, size_t, const int64_t*,
+                                   phx_tensor*)>);
+static_assert(kSame<decltype(&phx_tensor_destroy), phx_status (*)(phx_tensor)>);
+static_assert(kSame<decltype(&phx_tensor_describe),
+                    phx_status (*)(phx_tensor, phx_tensor_desc*)>);
+static_assert(kSame<decltype(&phx_tensor_upload),
+                    phx_status (*)(phx_tensor, size_t, const void*, size_t)>);
+static_assert(kSame<decltype(&phx_tensor_download),
+                    phx_status (*)(phx_tensor, size_t, void*, size_t)>);
+static_assert(kSame<decltype(&phx_tensor_copy), phx_status (*)(phx_tensor, phx_tensor)>);
+static_assert(kSame<decltype(&phx_stream_create),
+                    phx_status (*)(phx_context, size_t, phx_stream*)>);
+static_assert(kSame<decltype(&phx_stream_destroy), phx_status (*)(phx_stream)>);
+static_assert(kSame<decltype(&phx_stream_synchronize), phx_status (*)(phx_stream)>);
+static_assert(kSame<decltype(&phx_stream_wait), phx_status (*)(phx_stream, uint64_t)>);
+static_assert(kSame<decltype(&phx_stream_query),
+                    phx_status (*)(phx_stream, uint64_t, int*)>);
+static_assert(kSame<decltype(&phx_op_name), const char* (*)(phx_op_id)>);
+static_assert(kSame<decltype(&phx_op_run),
+                    phx_status (*)(phx_stream, const phx_op_desc*, uint64_t*)>);
+static_assert(kSame<decltype(&phx_device_supports),
+                    phx_status (*)(phx_context, size_t, phx_op_id, phx_dtype, int*)>);
+static_assert(kSame<decltype(&phx_profile_count), phx_status (*)(phx_stream, size_t*)>);
+static_assert(kSame<decltype(&phx_profile_get),
+                    phx_status (*)(phx_stream, size_t, phx_profile_record*)>);
+static_assert(kSame<decltype(&phx_profile_clear), phx_status (*)(phx_stream)>);
+static_assert(kSame<decltype(&phx_device_stats),
+                    phx_status (*)(phx_context, size_t, phx_metric*, size_t, size_t*)>);
+static_assert(kSame<decltype(&phx_memory_stats_get),
+                    phx_status (*)(phx_context, size_t, phx_memory_stats*)>);
+static_assert(kSame<decltype(&phx_memory_set_limit),
+                    phx_status (*)(phx_context, size_t, uint64_t)>);
+static_assert(kSame<decltype(&phx_memory_release_cached),
+                    phx_status (*)(phx_context, size_t)>);
+
+}  // namespace

@@ -1,0 +1,366 @@
+// The test plugin of the loader's suite: one small, correct plugin (one CPU device,
+// malloc'd buffers, a synchronous stream that runs PHX_OP_ADD on f32) that CMake builds
+// many times, each build with one PHX_TEST_FAULT_<CASE> definition that makes it break
+// the plugin contract in one way (tests/plugins/CMakeLists.txt lists them).
+//
+// Every build also gets PHX_TEST_CASE (its file tag, unique per .so) and
+// PHX_TEST_PLUGIN_NAME (the name it reports). When PHX_TEST_TRACE_DIR is set, the
+// plugin appends one line per call of entry, initialize and shutdown to
+// $PHX_TEST_TRACE_DIR/<PHX_TEST_CASE>.trace, so a test can tell which entries the
+// loader called, and how often.
+//
+// Built against include/phynexus/plugin.h only, as an out-of-tree plugin would be.
+#include <phynexus/plugin.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#ifndef PHX_TEST_CASE
+#error "PHX_TEST_CASE must name the build (see tests/plugins/CMakeLists.txt)"
+#endif
+#ifndef PHX_TEST_PLUGIN_NAME
+#error "PHX_TEST_PLUGIN_NAME must be set (see tests/plugins/CMakeLists.txt)"
+#endif
+#ifndef PHX_TEST_PLUGIN_VERSION
+#define PHX_TEST_PLUGIN_VERSION "1.2.3"
+#endif
+
+namespace {
+
+void trace(const char* event) {
+  const char* dir = std::getenv("PHX_TEST_TRACE_DIR");
+  if (dir == nullptr || dir[0] == '\0') return;
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/%s.trace", dir, PHX_TEST_CASE);
+  if (std::FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%s\n", event);
+    std::fclose(f);
+  }
+}
+
+struct Plugin {
+  const phx_plugin_host* host;
+  uint64_t bytes_in_use;
+  uint64_t peak_bytes_in_use;
+  uint64_t allocation_count;
+  uint64_t limit_bytes;
+};
+
+struct Buffer {
+  unsigned char* data;
+  uint64_t size;
+};
+
+struct Stream {
+  uint64_t last_ticket;
+};
+
+constexpr uint64_t kDeviceMemory = uint64_t{1} << 30;
+
+phx_status fail(Plugin* plugin, phx_status status, const char* message) {
+  plugin->host->set_error(plugin->host->host_data, message);
+  return status;
+}
+
+phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
+  trace("initialize");
+#if defined(PHX_TEST_FAULT_INIT_FAILS)
+  host->set_error(host->host_data, "simulated init failure");
+  (void)out_plugin;
+  return PHX_STATUS_DEVICE_UNAVAILABLE;
+#elif defined(PHX_TEST_FAULT_THROWS_IN_INIT)
+  (void)host;
+  (void)out_plugin;
+  throw std::runtime_error("simulated exception in initialize");
+#else
+  Plugin* plugin = new (std::nothrow) Plugin{host, 0, 0, 0, 0};
+  if (plugin == nullptr) return PHX_STATUS_OUT_OF_MEMORY;
+  *out_plugin = plugin;
+  return PHX_STATUS_OK;
+#endif
+}
+
+void shutdown(void* plugin) {
+  trace("shutdown");
+  delete static_cast<Plugin*>(plugin);
+}
+
+phx_status device_count(void* plugin, uint32_t* out_count) {
+  (void)plugin;
+#if defined(PHX_TEST_FAULT_THROWS_IN_DEVICE_COUNT)
+  (void)out_count;
+  throw std::runtime_error("simulated exception in device_count");
+#elif defined(PHX_TEST_FAULT_NO_DEVICES)
+  *out_count = 0;
+  return PHX_STATUS_OK;
+#else
+  *out_count = 1;
+  return PHX_STATUS_OK;
+#endif
+}
+
+phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out_info) {
+  (void)device;
+  Plugin* p = static_cast<Plugin*>(plugin);
+  phx_plugin_device_info info{};
+  info.struct_size = sizeof info;
+  info.type = PHX_DEVICE_CPU;
+  info.name = PHX_TEST_PLUGIN_NAME " device";
+  info.vendor = "Phynexus tests";
+  info.memory_total_bytes = kDeviceMemory;
+  info.memory_available_bytes = kDeviceMemory - p->bytes_in_use;
+  info.compute_units = 1;
+  info.dtype_mask = PHX_DTYPE_BIT(PHX_DTYPE_F32);
+  // The host may know a shorter struct (an older host): fill only what it has room for.
+  size_t size = out_info->struct_size < sizeof info ? out_info->struct_size : sizeof info;
+  std::memcpy(out_info, &info, size);
+  out_info->struct_size = size;
+  return PHX_STATUS_OK;
+}
+
+phx_status op_supported(void* plugin, uint32_t device, phx_op_id op, phx_dtype dtype,
+                        int* out_supported) {
+  (void)plugin;
+  (void)device;
+  *out_supported = op == PHX_OP_ADD && dtype == PHX_DTYPE_F32;
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
+  (void)device;
+  Plugin* p = static_cast<Plugin*>(plugin);
+  uint64_t limit = p->limit_bytes != 0 ? p->limit_bytes : kDeviceMemory;
+  if (size > limit || p->bytes_in_use > limit - size) {
+    return fail(p, PHX_STATUS_OUT_OF_MEMORY, "test plugin: past the device's memory");
+  }
+  uint64_t rounded = (size + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded);
+  Buffer* buffer = data != nullptr
+                       ? new (std::nothrow) Buffer{static_cast<unsigned char*>(data), size}
+                       : nullptr;
+  if (buffer == nullptr) {
+    std::free(data);
+    return fail(p, PHX_STATUS_OUT_OF_MEMORY, "test plugin: malloc failed");
+  }
+  p->bytes_in_use += size;
+  if (p->bytes_in_use > p->peak_bytes_in_use) p->peak_bytes_in_use = p->bytes_in_use;
+  ++p->allocation_count;
+  *out_buffer = buffer;
+  return PHX_STATUS_OK;
+}
+
+void buffer_free(void* plugin, void* buffer) {
+  Plugin* p = static_cast<Plugin*>(plugin);
+  Buffer* b = static_cast<Buffer*>(buffer);
+  p->bytes_in_use -= b->size;
+  --p->allocation_count;
+  std::free(b->data);
+  delete b;
+}
+
+phx_status buffer_write(void* plugin, void* buffer, uint64_t offset, const void* src,
+                        uint64_t size) {
+  (void)plugin;
+  std::memcpy(static_cast<Buffer*>(buffer)->data + offset, src, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_read(void* plugin, void* buffer, uint64_t offset, void* dst,
+                       uint64_t size) {
+  (void)plugin;
+  std::memcpy(dst, static_cast<Buffer*>(buffer)->data + offset, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_create(void* plugin, uint32_t device, void** out_stream) {
+  (void)device;
+  Stream* stream = new (std::nothrow) Stream{0};
+  if (stream == nullptr) {
+    return fail(static_cast<Plugin*>(plugin), PHX_STATUS_OUT_OF_MEMORY, "test plugin: no memory");
+  }
+  *out_stream = stream;
+  return PHX_STATUS_OK;
+}
+
+void stream_destroy(void* plugin, void* stream) {
+  (void)plugin;
+  delete static_cast<Stream*>(stream);
+}
+
+const float* f32_data(const phx_plugin_tensor& t) {
+  return reinterpret_cast<const float*>(static_cast<Buffer*>(t.buffer)->data + t.offset);
+}
+
+// The element of input `in` that output element `index` (row-major in `out`) reads
+// under NumPy broadcasting: shapes are aligned at their last dimension.
+uint64_t broadcast_index(const phx_plugin_tensor& in, const phx_plugin_tensor& out,
+                         uint64_t index) {
+  uint64_t result = 0;
+  uint64_t in_stride = 1;
+  for (uint32_t d = 0; d < out.rank; ++d) {
+    uint32_t out_dim = out.rank - 1 - d;
+    int64_t coord = static_cast<int64_t>(index % static_cast<uint64_t>(out.shape[out_dim]));
+    index /= static_cast<uint64_t>(out.shape[out_dim]);
+    if (d < in.rank) {
+      int64_t extent = in.shape[in.rank - 1 - d];
+      if (extent != 1) result += static_cast<uint64_t>(coord) * in_stride;
+      in_stride *= static_cast<uint64_t>(extent);
+    }
+  }
+  return result;
+}
+
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
+                         uint64_t* out_ticket) {
+  Plugin* p = static_cast<Plugin*>(plugin);
+  if (op->op != PHX_OP_ADD || op->input_count != 2 || op->output_count != 1 ||
+      op->inputs[0].dtype != PHX_DTYPE_F32 || op->inputs[1].dtype != PHX_DTYPE_F32 ||
+      op->outputs[0].dtype != PHX_DTYPE_F32) {
+    return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: only add on f32");
+  }
+  const phx_plugin_tensor& a = op->inputs[0];
+  const phx_plugin_tensor& b = op->inputs[1];
+  const phx_plugin_tensor& out = op->outputs[0];
+  uint64_t count = 1;
+  for (uint32_t d = 0; d < out.rank; ++d) count *= static_cast<uint64_t>(out.shape[d]);
+  float* dst = reinterpret_cast<float*>(static_cast<Buffer*>(out.buffer)->data + out.offset);
+  for (uint64_t i = 0; i < count; ++i) {
+    dst[i] = f32_data(a)[broadcast_index(a, out, i)] + f32_data(b)[broadcast_index(b, out, i)];
+  }
+  *out_ticket = ++static_cast<Stream*>(stream)->last_ticket;
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_wait(void* plugin, void* stream, uint64_t ticket) {
+  (void)plugin;
+  (void)stream;
+  (void)ticket;
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_completed(void* plugin, void* stream, uint64_t* out_ticket) {
+  (void)plugin;
+  *out_ticket = static_cast<Stream*>(stream)->last_ticket;
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
+  (void)device;
+  Plugin* p = static_cast<Plugin*>(plugin);
+  phx_memory_stats stats{};
+  stats.struct_size = sizeof stats;
+  stats.bytes_in_use = p->bytes_in_use;
+  stats.peak_bytes_in_use = p->peak_bytes_in_use;
+  stats.bytes_cached = 0;
+  stats.limit_bytes = p->limit_bytes != 0 ? p->limit_bytes : kDeviceMemory;
+  stats.allocation_count = p->allocation_count;
+  size_t size = out_stats->struct_size < sizeof stats ? out_stats->struct_size : sizeof stats;
+  std::memcpy(out_stats, &stats, size);
+  out_stats->struct_size = size;
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
+  (void)device;
+  trace("memory_set_limit");
+  static_cast<Plugin*>(plugin)->limit_bytes = limit_bytes;
+  return PHX_STATUS_OK;
+}
+
+constexpr phx_plugin_api make_api() {
+  phx_plugin_api api{};
+  api.struct_size = sizeof(phx_plugin_api);
+  api.abi_major = PHX_PLUGIN_ABI_MAJOR;
+  api.abi_minor = PHX_PLUGIN_ABI_MINOR;
+  api.name = PHX_TEST_PLUGIN_NAME;
+  api.version = PHX_TEST_PLUGIN_VERSION;
+  api.initialize = initialize;
+  api.shutdown = shutdown;
+  api.device_count = device_count;
+  api.device_info = device_info;
+  api.op_supported = op_supported;
+  api.buffer_allocate = buffer_allocate;
+  api.buffer_free = buffer_free;
+  api.buffer_write = buffer_write;
+  api.buffer_read = buffer_read;
+  api.stream_create = stream_create;
+  api.stream_destroy = stream_destroy;
+  api.stream_submit = stream_submit;
+  api.stream_wait = stream_wait;
+  api.stream_completed = stream_completed;
+  api.memory_stats = memory_stats;
+  api.memory_set_limit = memory_set_limit;
+  api.memory_release_cached = nullptr;
+  api.buffer_copy = nullptr;
+#if defined(PHX_TEST_FAULT_WRONG_MAJOR)
+  api.abi_major = PHX_PLUGIN_ABI_MAJOR + 1;
+#elif defined(PHX_TEST_FAULT_MISSING_REQUIRED_ENTRY)
+  api.stream_submit = nullptr;
+#elif defined(PHX_TEST_FAULT_TABLE_TOO_SMALL)
+  api.struct_size = offsetof(phx_plugin_api, initialize);
+#elif defined(PHX_TEST_FAULT_SHORT_OPTIONAL)
+  // A plugin built against a header that ended before the optional entries: the host
+  // must treat them as absent although the memory behind the table holds them.
+  api.struct_size = offsetof(phx_plugin_api, memory_set_limit);
+#endif
+  return api;
+}
+
+#if defined(PHX_TEST_FAULT_NEWER_MINOR)
+// A plugin built against a newer minor: one more entry at the end of the table, which
+// this host does not know and must ignore.
+phx_status future_entry(void* plugin) {
+  (void)plugin;
+  return PHX_STATUS_OK;
+}
+
+struct NewerApi {
+  phx_plugin_api base;
+  phx_status (*future_entry)(void* plugin);
+};
+
+constexpr NewerApi make_newer_api() {
+  NewerApi api{make_api(), future_entry};
+  api.base.struct_size = sizeof(NewerApi);
+  api.base.abi_minor = PHX_PLUGIN_ABI_MINOR + 1;
+  return api;
+}
+
+constexpr NewerApi kNewerApi = make_newer_api();
+const phx_plugin_api* const kApi = &kNewerApi.base;
+#else
+constexpr phx_plugin_api kApiTable = make_api();
+const phx_plugin_api* const kApi = &kApiTable;
+#endif
+
+}  // namespace
+
+#if !defined(PHX_TEST_FAULT_NO_ENTRY_SYMBOL)
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host* host,
+                                                         const phx_plugin_api** out_api) {
+  trace("entry");
+  if (host == nullptr || out_api == nullptr) return PHX_STATUS_INVALID_ARGUMENT;
+#if defined(PHX_TEST_FAULT_ENTRY_FAILS)
+  (void)kApi;
+  return PHX_STATUS_UNSUPPORTED;
+#elif defined(PHX_TEST_FAULT_THROWS_IN_ENTRY)
+  (void)kApi;
+  throw std::runtime_error("simulated exception in entry");
+#else
+  *out_api = kApi;
+  return PHX_STATUS_OK;
+#endif
+}
+#else
+// Exports a misspelt entry, as a plugin built against the wrong header might.
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry_v2(const phx_plugin_host* host,
+                                                            const phx_plugin_api** out_api) {
+  trace("entry");
+  (void)host;
+  *out_api = kApi;
+  return PHX_STATUS_OK;
+}
+#endif
