@@ -55,6 +55,9 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
     return PHX_STATUS_OK;
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
+    host->set_error(host->host_data, e.what());
+    return PHX_STATUS_INTERNAL;
   }
 }
 
