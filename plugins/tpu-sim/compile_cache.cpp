@@ -1,0 +1,101 @@
+#include "compile_cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+namespace phx::tpu_sim {
+namespace {
+
+constexpr double kVectorProgramCompileNs = 1.0e6;  // 1 ms
+constexpr double kMxuProgramCompileNs = 5.0e6;     // 5 ms: tiling, weight schedule
+
+void append_tensor(std::string& key, const phx_plugin_tensor& t) {
+  if (t.buffer == nullptr) {
+    key += "none;";
+    return;
+  }
+  key += std::to_string(static_cast<int>(t.dtype)) + "[";
+  for (uint32_t d = 0; d < t.rank; ++d) key += std::to_string(t.shape[d]) + "x";
+  key += "];";
+}
+
+template <class... Fields>
+void append_fields(std::string& key, Fields... fields) {
+  ((key += std::to_string(fields) + ","), ...);
+}
+
+void append_params(std::string& key, phx_op_id op, const void* params, uint32_t rank) {
+  if (params == nullptr) return;
+  switch (op) {
+    case PHX_OP_MATMUL: {
+      const auto& p = *static_cast<const phx_matmul_params*>(params);
+      append_fields(key, p.transpose_a, p.transpose_b, static_cast<int>(p.activation));
+      break;
+    }
+    case PHX_OP_SOFTMAX:
+      append_fields(key, static_cast<const phx_softmax_params*>(params)->axis);
+      break;
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+      // the bits, not a decimal rendering that could merge two close values
+      append_fields(key, std::bit_cast<uint32_t>(static_cast<const phx_norm_params*>(params)->epsilon));
+      break;
+    case PHX_OP_TRANSPOSE: {
+      const auto& p = *static_cast<const phx_transpose_params*>(params);
+      for (uint32_t d = 0; d < rank; ++d) append_fields(key, p.perm[d]);
+      break;
+    }
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX: {
+      const auto& p = *static_cast<const phx_reduce_params*>(params);
+      append_fields(key, p.axes_mask, p.keep_dims);
+      break;
+    }
+    case PHX_OP_CONV2D: {
+      const auto& p = *static_cast<const phx_conv2d_params*>(params);
+      append_fields(key, static_cast<int>(p.layout), p.stride[0], p.stride[1], p.padding[0],
+                    p.padding[1], p.padding[2], p.padding[3], p.dilation[0], p.dilation[1],
+                    p.groups, static_cast<int>(p.activation));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+CompileCache::CompileCache(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+
+CompileCache::Lookup CompileCache::lookup(const std::string& signature) {
+  Lookup result;
+  if (auto it = index_.find(signature); it != index_.end()) {
+    recency_.splice(recency_.begin(), recency_, it->second);
+    result.hit = true;
+    return result;
+  }
+  if (index_.size() == capacity_) {
+    index_.erase(recency_.back());
+    recency_.pop_back();
+    result.evicted = true;
+  }
+  recency_.push_front(signature);
+  index_.emplace(signature, recency_.begin());
+  return result;
+}
+
+std::string op_signature(const phx_plugin_op& op) {
+  std::string key = std::to_string(static_cast<int>(op.op)) + ":";
+  for (size_t i = 0; i < op.input_count; ++i) append_tensor(key, op.inputs[i]);
+  key += "->";
+  for (size_t i = 0; i < op.output_count; ++i) append_tensor(key, op.outputs[i]);
+  append_params(key, op.op, op.params, op.input_count > 0 ? op.inputs[0].rank : 0);
+  return key;
+}
+
+double modelled_compile_time_ns(bool uses_mxu) {
+  return uses_mxu ? kMxuProgramCompileNs : kVectorProgramCompileNs;
+}
+
+}  // namespace phx::tpu_sim

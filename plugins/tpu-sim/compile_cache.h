@@ -1,0 +1,43 @@
+// Compilation as on a TPU: shapes are static, so the first op of a new signature (op,
+// shapes, dtypes, params) costs a compilation and later ones reuse the compiled program.
+// A bounded cache of compiled programs per device, least recently used out first.
+// Nothing is compiled and nothing sleeps: the compile time is modelled and reported.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <string>
+#include <unordered_map>
+
+#include <phynexus/plugin.h>
+
+namespace phx::tpu_sim {
+
+class CompileCache {
+ public:
+  explicit CompileCache(size_t capacity);
+
+  struct Lookup {
+    bool hit = false;
+    bool evicted = false;  // a miss that pushed the least recently used program out
+  };
+  // Finds signature, or "compiles" it: inserts it as the most recently used.
+  // Not thread-safe: the device serializes its calls.
+  Lookup lookup(const std::string& signature);
+
+ private:
+  size_t capacity_;
+  std::list<std::string> recency_;  // most recently used first
+  std::unordered_map<std::string, std::list<std::string>::iterator> index_;
+};
+
+// The cache key of op: its id, every tensor's dtype and shape, and the fields of its
+// parameters (field by field: a struct's padding bytes are not part of it).
+std::string op_signature(const phx_plugin_op& op);
+
+// The modelled compile time of a new signature: a fixed cost per program, larger for
+// MXU programs (matmul, conv2d) than for vector ones. An assumption of the order of
+// XLA's compile time for one small op, not a measurement: see docs/tpu-sim.md.
+double modelled_compile_time_ns(bool uses_mxu);
+
+}  // namespace phx::tpu_sim

@@ -1,0 +1,61 @@
+// The simulator's configuration: which chip, how many, and the model's modes, from a
+// config file and PHX_TPU_SIM (docs/tpu-sim.md, "Configuration").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mxu_model.h"
+
+namespace phx::tpu_sim {
+
+enum class Precision {
+  kBf16,     // matmul and conv2d inputs rounded to bf16, products accumulated in f32
+  kHighest,  // f32 inputs kept as they are
+};
+
+// One chip: its generation's figures with the overrides applied.
+struct ChipConfig {
+  std::string generation;
+  uint64_t hbm_bytes = 0;
+  double hbm_bandwidth_gbps = 0;  // 10^9 bytes per second
+  uint32_t mxu_count = 0;
+  uint32_t mxu_size = 0;
+  uint32_t tensor_cores = 0;
+  double clock_ghz = 0;
+  std::string source;
+
+  // 2 flops per MAC, MXUs * R * C MACs per cycle.
+  double peak_bf16_tflops() const;
+};
+
+struct SimConfig {
+  ChipConfig chip;
+  uint32_t chips = 1;
+  double memory_fraction = 1.0;
+  TimingMode timing = TimingMode::kOverlap;
+  Precision precision = Precision::kBf16;
+  uint32_t compile_cache_size = 256;
+  double launch_overhead_ns = 1000.0;
+
+  // The HBM tensors may use: capacity * memory_fraction.
+  uint64_t usable_hbm_bytes() const;
+};
+
+// The settings as text. The file's entries come first; PHX_TPU_SIM's win over them.
+struct ConfigSources {
+  std::string file_path;  // "" when there is no file
+  std::string file_text;  // "key = value" lines, # comments
+  std::string env_text;   // "key=value,key=value"
+};
+
+// Builds the configuration from the defaults (v5e, 1 chip) and sources. On failure
+// returns false with error naming the bad key (or the malformed line and its file).
+bool parse_config(const ConfigSources& sources, SimConfig& out, std::string& error);
+
+// Collects the sources: PHX_TPU_SIM; the file PHX_TPU_SIM_CONFIG names (which must
+// exist), else $XDG_CONFIG_HOME/phynexus/tpu-sim.conf or ~/.config/phynexus/tpu-sim.conf
+// when present. False with error when a named file cannot be read.
+bool read_config_sources(ConfigSources& out, std::string& error);
+
+}  // namespace phx::tpu_sim

@@ -1,0 +1,300 @@
+#include "mxu_ops.h"
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "mxu_gemm.h"
+#include "phx/kernels/convert.h"
+
+namespace phx::tpu_sim {
+namespace {
+
+using kernels::HostTensor;
+using kernels::ThreadPool;
+
+// Runs f(begin, end) over [0, n) in chunks on the pool.
+template <class F>
+void parallel_chunks(ThreadPool& pool, int64_t n, int64_t chunk, F&& f) {
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  pool.run(static_cast<size_t>(chunks), [&](size_t c) {
+    const int64_t begin = static_cast<int64_t>(c) * chunk;
+    f(begin, std::min(n, begin + chunk));
+  });
+}
+
+constexpr int64_t kConvertChunk = 64 * 1024;
+
+// The conversions, cloned per instruction set (they are a few percent of a large matmul).
+#define PHX_TPU_SIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+PHX_TPU_SIM_CLONES void widen_bf16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(src[i]);
+}
+
+PHX_TPU_SIM_CLONES void round_through_bf16(const float* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(kernels::f32_to_bf16(src[i]));
+}
+
+// A tensor's values as f32 (rounded to bf16 when asked); t itself when it already is.
+class F32Values {
+ public:
+  F32Values(const HostTensor& t, bool round_to_bf16, ThreadPool& pool) {
+    if (t.dtype == PHX_DTYPE_F32 && !round_to_bf16) {
+      data_ = static_cast<const float*>(t.data);
+      return;
+    }
+    const int64_t n = kernels::element_count(t);
+    storage_.reset(new float[static_cast<size_t>(n)]);  // every element is written below
+    float* dst = storage_.get();
+    if (t.dtype == PHX_DTYPE_BF16) {  // already bf16 values: widening is exact
+      const auto* src = static_cast<const uint16_t*>(t.data);
+      parallel_chunks(pool, n, kConvertChunk,
+                      [&](int64_t b, int64_t e) { widen_bf16(src + b, dst + b, e - b); });
+    } else {
+      const auto* src = static_cast<const float*>(t.data);
+      parallel_chunks(pool, n, kConvertChunk,
+                      [&](int64_t b, int64_t e) { round_through_bf16(src + b, dst + b, e - b); });
+    }
+    data_ = storage_.get();
+  }
+  const float* data() const { return data_; }
+
+ private:
+  std::unique_ptr<float[]> storage_;
+  const float* data_ = nullptr;
+};
+
+// Where the f32 sums go: out itself when it is f32, else scratch rounded into out later.
+class Accumulator {
+ public:
+  explicit Accumulator(const HostTensor& out) {
+    if (out.dtype == PHX_DTYPE_F32) {
+      data_ = static_cast<float*>(out.data);
+    } else {  // every element is written by the GEMM
+      storage_.reset(new float[static_cast<size_t>(kernels::element_count(out))]);
+      data_ = storage_.get();
+    }
+  }
+  float* data() const { return data_; }
+
+ private:
+  std::unique_ptr<float[]> storage_;
+  float* data_ = nullptr;
+};
+
+phx_op_id activation_op(phx_activation act) {
+  switch (act) {
+    case PHX_ACTIVATION_RELU:
+      return PHX_OP_RELU;
+    case PHX_ACTIVATION_GELU:
+      return PHX_OP_GELU;
+    case PHX_ACTIVATION_SILU:
+      return PHX_OP_SILU;
+    default:
+      return PHX_OP_INVALID;
+  }
+}
+
+// out = round(act(acc + bias)), with acc f32 of out's shape. The bias is no MXU input:
+// it is added in f32 as it is, and broadcast as bias_view's shape says.
+phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
+                  const HostTensor& out, ThreadPool& pool) {
+  HostTensor sums = out;
+  sums.data = acc;
+  sums.dtype = PHX_DTYPE_F32;
+  phx_status status = PHX_STATUS_OK;
+  if (bias_view.data != nullptr) {
+    F32Values bias(bias_view, false, pool);
+    HostTensor inputs[2] = {sums, bias_view};
+    inputs[1].data = const_cast<float*>(bias.data());
+    inputs[1].dtype = PHX_DTYPE_F32;
+    status = kernels::run_op(PHX_OP_ADD, nullptr, inputs, 2, &sums, 1, pool);
+  }
+  if (status == PHX_STATUS_OK && act != PHX_ACTIVATION_NONE)
+    status = kernels::run_op(activation_op(act), nullptr, &sums, 1, &sums, 1, pool);
+  if (status == PHX_STATUS_OK && out.dtype != PHX_DTYPE_F32)
+    status = kernels::run_op(PHX_OP_CAST, nullptr, &sums, 1, &out, 1, pool);
+  return status;
+}
+
+// The matrix of t (batch dimensions aligned to the right of out's) that out's batch
+// index uses: dimensions of size 1 broadcast.
+int64_t broadcast_matrix_index(const HostTensor& t, const HostTensor& out, int64_t index) {
+  const int out_batch = static_cast<int>(out.rank) - 2, t_batch = static_cast<int>(t.rank) - 2;
+  int64_t matrix = 0, stride = 1;
+  for (int d = out_batch - 1; d >= 0; --d) {
+    const int64_t coord = index % out.shape[d];
+    index /= out.shape[d];
+    const int td = d - (out_batch - t_batch);
+    if (td < 0) break;
+    if (t.shape[td] != 1) matrix += coord * stride;
+    stride *= t.shape[td];
+  }
+  return matrix;
+}
+
+struct ConvGeometry {
+  bool nhwc = false;
+  int64_t batch = 0, c_in = 0, h = 0, w = 0, c_out = 0, kh = 0, kw = 0, h_out = 0, w_out = 0;
+  int64_t groups = 1, c_in_group = 0, c_out_group = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dil_h = 1, dil_w = 1;
+  int64_t pixels() const { return h_out * w_out; }
+  int64_t patch() const { return c_in_group * kh * kw; }  // the GEMM's K
+};
+
+ConvGeometry conv_geometry(const phx_conv2d_params& p, const HostTensor& x, const HostTensor& w,
+                           const HostTensor& out) {
+  ConvGeometry g;
+  g.nhwc = p.layout == PHX_LAYOUT_NHWC;
+  g.batch = x.shape[0];
+  g.c_in = g.nhwc ? x.shape[3] : x.shape[1];
+  g.h = g.nhwc ? x.shape[1] : x.shape[2];
+  g.w = g.nhwc ? x.shape[2] : x.shape[3];
+  g.c_out = w.shape[0];
+  g.kh = g.nhwc ? w.shape[1] : w.shape[2];
+  g.kw = g.nhwc ? w.shape[2] : w.shape[3];
+  g.h_out = g.nhwc ? out.shape[1] : out.shape[2];
+  g.w_out = g.nhwc ? out.shape[2] : out.shape[3];
+  g.groups = p.groups;
+  g.c_in_group = g.c_in / g.groups;
+  g.c_out_group = g.c_out / g.groups;
+  g.stride_h = p.stride[0];
+  g.stride_w = p.stride[1];
+  g.pad_top = p.padding[0];
+  g.pad_left = p.padding[2];
+  g.dil_h = p.dilation[0];
+  g.dil_w = p.dilation[1];
+  return g;
+}
+
+// The patch of output pixel p of image n for group grp, in the weight's k order:
+// (c, i, j) for NCHW weights [C_out, C_in/g, KH, KW], (i, j, c) for NHWC [C_out, KH, KW,
+// C_in/g]; taps outside the image are 0.
+void gather_patch(const ConvGeometry& g, const float* x, int64_t n, int64_t grp, int64_t p,
+                  float* dst) {
+  const int64_t oh = p / g.w_out, ow = p % g.w_out;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t iw = ow * g.stride_w - g.pad_left + j * g.dil_w;
+      const bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+      for (int64_t c = 0; c < g.c_in_group; ++c) {
+        const int64_t channel = grp * g.c_in_group + c;
+        float v = 0.0f;
+        if (inside)
+          v = g.nhwc ? x[((n * g.h + ih) * g.w + iw) * g.c_in + channel]
+                     : x[((n * g.c_in + channel) * g.h + ih) * g.w + iw];
+        const int64_t k = g.nhwc ? (i * g.kw + j) * g.c_in_group + c : (c * g.kh + i) * g.kw + j;
+        dst[k] = v;
+      }
+    }
+  }
+}
+
+// The patches of every group are gathered for this many output pixels at a time.
+constexpr int64_t kPatchFloats = int64_t{1} << 20;  // 4 MiB
+
+}  // namespace
+
+phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
+                      const HostTensor& bias, const HostTensor& out, const MxuNumerics& numerics,
+                      ThreadPool& pool) {
+  try {
+    const bool trans_a = params.transpose_a != 0, trans_b = params.transpose_b != 0;
+    const int64_t m = out.shape[out.rank - 2], n = out.shape[out.rank - 1];
+    const int64_t k = trans_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
+    const F32Values av(a, numerics.round_to_bf16, pool), bv(b, numerics.round_to_bf16, pool);
+    const Accumulator acc(out);
+    const int64_t batch = kernels::element_count(out) / (m * n);
+    std::vector<MxuProduct> products(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) {
+      MxuProduct& p = products[static_cast<size_t>(i)];
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.a = av.data() + broadcast_matrix_index(a, out, i) * m * k;
+      p.lda = trans_a ? m : k;
+      p.trans_a = trans_a;
+      p.b = bv.data() + broadcast_matrix_index(b, out, i) * k * n;
+      p.ldb = trans_b ? k : n;
+      p.trans_b = trans_b;
+      p.c = acc.data() + i * m * n;
+      p.ldc = n;
+    }
+    mxu_gemm(products, numerics.pass_depth, pool);
+    return finish(acc.data(), bias, params.activation, out, pool);
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  }
+}
+
+phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
+                      const HostTensor& weight, const HostTensor& bias, const HostTensor& out,
+                      const MxuNumerics& numerics, ThreadPool& pool) {
+  try {
+    const ConvGeometry g = conv_geometry(params, x, weight, out);
+    const F32Values xv(x, numerics.round_to_bf16, pool), wv(weight, numerics.round_to_bf16, pool);
+    const Accumulator acc(out);
+    const int64_t pixels = g.pixels(), patch = g.patch();
+    const int64_t chunk = std::clamp<int64_t>(kPatchFloats / (patch * g.groups), 1, pixels);
+    std::vector<float> patches(static_cast<size_t>(g.groups * chunk * patch));
+    std::vector<MxuProduct> products(static_cast<size_t>(g.groups));
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+        const int64_t count = std::min(chunk, pixels - p0);
+        // patches[grp][q] is the patch of pixel p0 + q for group grp.
+        parallel_chunks(pool, g.groups * count, 64, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r)
+            gather_patch(g, xv.data(), n, r / count, p0 + r % count,
+                         patches.data() + (r / count * chunk + r % count) * patch);
+        });
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          MxuProduct& p = products[static_cast<size_t>(grp)];
+          const float* cols = patches.data() + grp * chunk * patch;
+          const float* w = wv.data() + grp * g.c_out_group * patch;
+          const int64_t c0 = grp * g.c_out_group;
+          p.k = patch;
+          if (g.nhwc) {  // out[pixel, c] = patch(pixel) . w[c]
+            p.m = count;
+            p.n = g.c_out_group;
+            p.a = cols;
+            p.lda = patch;
+            p.trans_a = false;
+            p.b = w;
+            p.ldb = patch;
+            p.trans_b = true;
+            p.c = acc.data() + (n * pixels + p0) * g.c_out + c0;
+            p.ldc = g.c_out;
+          } else {  // out[c, pixel] = w[c] . patch(pixel)
+            p.m = g.c_out_group;
+            p.n = count;
+            p.a = w;
+            p.lda = patch;
+            p.trans_a = false;
+            p.b = cols;
+            p.ldb = patch;
+            p.trans_b = true;
+            p.c = acc.data() + (n * g.c_out + c0) * pixels + p0;
+            p.ldc = pixels;
+          }
+        }
+        mxu_gemm(products, numerics.pass_depth, pool);
+      }
+    }
+    // The bias is per output channel: [C_out] broadcasts over NHWC's last dimension,
+    // [C_out, 1, 1] over NCHW's channels.
+    HostTensor bias_view = bias;
+    if (bias.data != nullptr && !g.nhwc) {
+      bias_view.rank = 3;
+      bias_view.shape[0] = g.c_out;
+      bias_view.shape[1] = bias_view.shape[2] = 1;
+    }
+    return finish(acc.data(), bias_view, params.activation, out, pool);
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  }
+}
+
+}  // namespace phx::tpu_sim

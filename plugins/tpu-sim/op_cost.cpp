@@ -1,0 +1,117 @@
+#include "op_cost.h"
+
+#include <algorithm>
+
+namespace phx::tpu_sim {
+namespace {
+
+// A TensorCore's vector unit is 8 sublanes x 128 lanes of 32-bit ALUs (Norrie et al.,
+// "The Design Process for Google's Training Chips: TPUv2 and TPUv3", IEEE Micro 2021):
+// one elementary operation on 1024 elements per cycle.
+constexpr uint64_t kVectorLanes = 8 * 128;
+
+uint64_t elements(const phx_plugin_tensor& t) {
+  uint64_t n = 1;
+  for (uint32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.shape[d]);
+  return n;
+}
+
+uint64_t bytes(const phx_plugin_tensor& t) {
+  if (t.buffer == nullptr) return 0;  // an absent optional input
+  const uint64_t size = t.dtype == PHX_DTYPE_F32 || t.dtype == PHX_DTYPE_I32 ? 4
+                        : t.dtype == PHX_DTYPE_I8 || t.dtype == PHX_DTYPE_U8 ? 1
+                                                                             : 2;
+  return elements(t) * size;
+}
+
+// Elementary vector operations per element, first order: one for arithmetic, compares
+// and moves; a divide is a reciprocal plus a Newton step; exp and erf are polynomial
+// evaluations; the normalizations and softmax pass over the data more than once.
+uint64_t ops_per_element(phx_op_id op) {
+  switch (op) {
+    case PHX_OP_DIV:
+      return 4;
+    case PHX_OP_GELU:
+    case PHX_OP_SILU:
+      return 12;
+    case PHX_OP_SOFTMAX:
+      return 16;
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op) {
+  if (op.op == PHX_OP_MATMUL) {
+    const phx_plugin_tensor& a = op.inputs[0];
+    const phx_plugin_tensor& out = op.outputs[0];
+    const auto* p = static_cast<const phx_matmul_params*>(op.params);
+    const bool trans_a = p != nullptr && p->transpose_a != 0;
+    GemmShape s;
+    s.m = static_cast<uint64_t>(out.shape[out.rank - 2]);
+    s.n = static_cast<uint64_t>(out.shape[out.rank - 1]);
+    s.k = static_cast<uint64_t>(a.shape[trans_a ? a.rank - 2 : a.rank - 1]);
+    s.batch = elements(out) / (s.m * s.n);
+    return s;
+  }
+  if (op.op == PHX_OP_CONV2D) {
+    const phx_plugin_tensor& x = op.inputs[0];
+    const phx_plugin_tensor& w = op.inputs[1];
+    const phx_plugin_tensor& out = op.outputs[0];
+    const auto* p = static_cast<const phx_conv2d_params*>(op.params);
+    const bool nhwc = p != nullptr && p->layout == PHX_LAYOUT_NHWC;
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    const uint64_t c_out = static_cast<uint64_t>(w.shape[0]);
+    const uint64_t c_in = static_cast<uint64_t>(nhwc ? x.shape[3] : x.shape[1]);
+    const uint64_t kh = static_cast<uint64_t>(nhwc ? w.shape[1] : w.shape[2]);
+    const uint64_t kw = static_cast<uint64_t>(nhwc ? w.shape[2] : w.shape[3]);
+    const uint64_t pixels = nhwc ? uint64_t(out.shape[1] * out.shape[2])
+                                 : uint64_t(out.shape[2] * out.shape[3]);
+    GemmShape s;
+    s.m = static_cast<uint64_t>(out.shape[0]) * pixels;
+    s.k = c_in / groups * kh * kw;
+    s.n = c_out / groups;
+    s.batch = groups;
+    return s;
+  }
+  return std::nullopt;
+}
+
+uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
+  uint64_t touched = 0;
+  for (size_t i = 0; i < op.input_count; ++i)
+    if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));
+  for (size_t i = 0; i < op.output_count; ++i) touched = std::max(touched, elements(op.outputs[i]));
+  const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
+  return (touched * ops_per_element(op.op) + lanes - 1) / lanes;
+}
+
+OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
+  const ChipConfig& chip = config.chip;
+  OpCost cost;
+  for (size_t i = 0; i < op.input_count; ++i) cost.hbm_bytes += bytes(op.inputs[i]);
+  for (size_t i = 0; i < op.output_count; ++i) cost.hbm_bytes += bytes(op.outputs[i]);
+  uint64_t cycles = 0;
+  if (const auto gemm = lowered_gemm(op)) {
+    const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};
+    cost.uses_mxu = true;
+    cost.mxu = estimate_gemm(*gemm, layout, config.timing);
+    cycles = cost.mxu.cycles;
+  } else {
+    cost.vector_cycles = vector_cycles(op, chip.tensor_cores);
+    cycles = cost.vector_cycles;
+  }
+  cost.compute_time_ns = double(cycles) / chip.clock_ghz;             // GHz = cycles per ns
+  cost.hbm_time_ns = double(cost.hbm_bytes) / chip.hbm_bandwidth_gbps;  // GB/s = bytes per ns
+  cost.memory_bound = cost.hbm_time_ns > cost.compute_time_ns;
+  cost.estimated_time_ns =
+      std::max(cost.compute_time_ns, cost.hbm_time_ns) + config.launch_overhead_ns;
+  return cost;
+}
+
+}  // namespace phx::tpu_sim

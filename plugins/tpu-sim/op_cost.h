@@ -1,0 +1,39 @@
+// What an op costs on the simulated chip: MXU cycles for matmul and conv2d (lowered to
+// GEMMs, mxu_model.h), vector-unit cycles for the rest, the HBM bytes it moves, and the
+// estimated time: max(compute time, HBM time) + the launch overhead.
+#pragma once
+
+#include <phynexus/plugin.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "config.h"
+#include "mxu_model.h"
+
+namespace phx::tpu_sim {
+
+struct OpCost {
+  bool uses_mxu = false;
+  MxuEstimate mxu;             // zero unless uses_mxu
+  uint64_t vector_cycles = 0;  // zero when uses_mxu (the epilogue is fused)
+  uint64_t hbm_bytes = 0;      // every input read once, every output written once
+  double compute_time_ns = 0;  // cycles / clock
+  double hbm_time_ns = 0;      // bytes / bandwidth
+  double estimated_time_ns = 0;
+  bool memory_bound = false;  // HBM time > compute time
+};
+
+// The GEMM an MXU op lowers to; nullopt for other ops.
+//   matmul: M, N, K of one product; batch = the product of the output's batch dims.
+//   conv2d: M = N * H_out * W_out, K = C_in / groups * KH * KW, N = C_out / groups;
+//           batch = groups.
+std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op);
+
+// Vector-unit work of a non-MXU op: elements touched times elementary vector operations
+// per element (docs/tpu-sim.md), over 8 x 128 lanes per TensorCore per cycle.
+uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores);
+
+OpCost cost_op(const phx_plugin_op& op, const SimConfig& config);
+
+}  // namespace phx::tpu_sim

@@ -1,0 +1,113 @@
+// The configuration parser: defaults, the generations, overrides, and errors that name
+// the bad key (or the malformed line).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config.h"
+
+namespace phx::tpu_sim {
+namespace {
+
+// Parses env (and a file's text); returns the error, "" on success.
+std::string parse(const std::string& env, SimConfig& cfg, const std::string& file_text = "") {
+  ConfigSources src;
+  src.env_text = env;
+  if (!file_text.empty()) {
+    src.file_path = "tpu-sim.conf";
+    src.file_text = file_text;
+  }
+  std::string error;
+  return parse_config(src, cfg, error) ? "" : error;
+}
+
+TEST(Config, DefaultsAreOneV5eChip) {
+  SimConfig cfg;
+  ASSERT_EQ(parse("", cfg), "");
+  EXPECT_EQ(cfg.chip.generation, "v5e");
+  EXPECT_EQ(cfg.chip.hbm_bytes, 16'000'000'000u);
+  EXPECT_EQ(cfg.chips, 1u);
+  EXPECT_EQ(cfg.memory_fraction, 1.0);
+  EXPECT_EQ(cfg.timing, TimingMode::kOverlap);
+  EXPECT_EQ(cfg.precision, Precision::kBf16);
+  EXPECT_EQ(cfg.compile_cache_size, 256u);
+  EXPECT_EQ(cfg.chip.mxu_count, 4u);
+  EXPECT_EQ(cfg.chip.mxu_size, 128u);
+  // The clock is derived so that the peak is the published one: 197 TFLOP/s.
+  EXPECT_NEAR(cfg.chip.peak_bf16_tflops(), 197.0, 1e-9);
+}
+
+TEST(Config, EveryGenerationHasItsCapacityAndPeak) {
+  struct Expected {
+    const char* generation;
+    uint64_t hbm_bytes;
+    double peak;
+    uint32_t mxu_size;
+  };
+  for (const Expected& e : {Expected{"v4", 32'000'000'000u, 275.0, 128},
+                            Expected{"v5e", 16'000'000'000u, 197.0, 128},
+                            Expected{"v5p", 95'000'000'000u, 459.0, 128},
+                            Expected{"v6e", 32'000'000'000u, 918.0, 256},
+                            Expected{"v7", 128'000'000'000u, 2307.0, 256}}) {
+    SimConfig cfg;
+    ASSERT_EQ(parse(std::string("generation=") + e.generation, cfg), "");
+    EXPECT_EQ(cfg.chip.hbm_bytes, e.hbm_bytes) << e.generation;
+    EXPECT_NEAR(cfg.chip.peak_bf16_tflops(), e.peak, 1e-9) << e.generation;
+    EXPECT_EQ(cfg.chip.mxu_size, e.mxu_size) << e.generation;
+  }
+}
+
+TEST(Config, EnvironmentOverridesTheFileAndFiguresOverrideTheGeneration) {
+  SimConfig cfg;
+  const std::string file =
+      "# a comment\n"
+      "generation = v5p   # trailing comment\n"
+      "chips = 2\n"
+      "\n"
+      "timing = scalesim\n";
+  ASSERT_EQ(parse("chips=4, memory_fraction=0.5,precision=highest,mxu_count=2", cfg, file), "");
+  EXPECT_EQ(cfg.chip.generation, "v5p");
+  EXPECT_EQ(cfg.chips, 4u);
+  EXPECT_EQ(cfg.timing, TimingMode::kScaleSim);
+  EXPECT_EQ(cfg.precision, Precision::kHighest);
+  EXPECT_EQ(cfg.usable_hbm_bytes(), 47'500'000'000u);
+  // Two MXUs at v5p's clock: a quarter of its 8-MXU peak.
+  EXPECT_NEAR(cfg.chip.peak_bf16_tflops(), 459.0 / 4, 1e-9);
+}
+
+TEST(Config, ErrorsNameTheBadKey) {
+  SimConfig cfg;
+  std::string error = parse("generation=v9", cfg);
+  EXPECT_NE(error.find("'generation'"), std::string::npos) << error;
+  EXPECT_NE(error.find("v9"), std::string::npos) << error;
+
+  error = parse("hbm_bytes=-5", cfg);
+  EXPECT_NE(error.find("'hbm_bytes'"), std::string::npos) << error;
+  EXPECT_NE(parse("hbm_bytes=1125899906842625", cfg).find("'hbm_bytes'"), std::string::npos);  // 2^50 + 1
+  EXPECT_EQ(parse("hbm_bytes=1125899906842624", cfg), "");                                     // 2^50
+
+  for (const char* bad : {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5",
+                          "timing=fast", "precision=f16", "compile_cache_size=0",
+                          "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    error = parse(bad, cfg);
+    EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;
+  }
+
+  error = parse("generation=v4,bogus=1", cfg);
+  EXPECT_NE(error.find("'bogus'"), std::string::npos) << error;
+}
+
+TEST(Config, MalformedFileNamesTheLine) {
+  SimConfig cfg;
+  std::string error = parse("", cfg, "generation = v4\nthis line has no value\n");
+  EXPECT_NE(error.find("tpu-sim.conf:2"), std::string::npos) << error;
+  error = parse("", cfg, "chips = 2\nspeed = 3\n");
+  EXPECT_NE(error.find("'speed'"), std::string::npos) << error;
+  EXPECT_NE(error.find("tpu-sim.conf:2"), std::string::npos) << error;
+  error = parse("generation", cfg);
+  EXPECT_NE(error.find("PHX_TPU_SIM"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace phx::tpu_sim

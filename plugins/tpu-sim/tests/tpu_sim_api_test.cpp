@@ -1,0 +1,574 @@
+// The TPU-sim plugin through the C API: the chips it lists, bit-exact MXU numerics, HBM
+// capacity, configuration errors, the compile cache, profile records and statistics.
+// Every test sets PHX_TPU_SIM before creating its context (the plugin reads it then).
+#include <phynexus/phynexus.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+// ---- the context and its tpu-sim devices ---------------------------------------------
+
+class Sim {
+ public:
+  // settings: PHX_TPU_SIM's value; config_file: PHX_TPU_SIM_CONFIG's, or none.
+  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr) {
+    setenv("PHX_TPU_SIM", settings, 1);
+    if (config_file != nullptr)
+      setenv("PHX_TPU_SIM_CONFIG", config_file, 1);
+    else
+      unsetenv("PHX_TPU_SIM_CONFIG");
+    // A developer's own ~/.config/phynexus/tpu-sim.conf must not change the tests.
+    setenv("XDG_CONFIG_HOME", "/nonexistent/phx-tpu-sim-test", 1);
+    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+    options.log_level = PHX_LOG_OFF;
+    options.flags = flags;
+    EXPECT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
+    size_t count = 0;
+    phx_device_count(context_, &count);
+    for (size_t i = 0; i < count; ++i) {
+      phx_device_info info = PHX_DEVICE_INFO_INIT;
+      phx_device_get(context_, i, &info);
+      if (std::string(info.plugin) == "tpu-sim") tpu_devices_.push_back(i);
+      if (info.type == PHX_DEVICE_CPU) has_cpu_ = true;
+    }
+  }
+  ~Sim() { phx_context_destroy(context_); }
+  Sim(const Sim&) = delete;
+  Sim& operator=(const Sim&) = delete;
+
+  phx_context context() const { return context_; }
+  const std::vector<size_t>& tpus() const { return tpu_devices_; }
+  size_t tpu() const { return tpu_devices_.at(0); }
+  bool has_cpu() const { return has_cpu_; }
+
+  // The tpu-sim plugin's record (state, reason).
+  phx_plugin_info plugin() const {
+    size_t count = 0;
+    phx_plugin_count(context_, &count);
+    for (size_t i = 0; i < count; ++i) {
+      phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
+      phx_plugin_get(context_, i, &info);
+      if (std::string(info.path).find("phx_tpu_sim") != std::string::npos) return info;
+    }
+    ADD_FAILURE() << "no tpu-sim plugin file found";
+    return PHX_PLUGIN_INFO_INIT;
+  }
+
+  std::map<std::string, double> stats(size_t device) const {
+    size_t count = 0;
+    phx_device_stats(context_, device, nullptr, 0, &count);
+    std::vector<phx_metric> metrics(count);
+    phx_device_stats(context_, device, metrics.data(), count, &count);
+    std::map<std::string, double> named;
+    for (const phx_metric& m : metrics) named[m.name] = m.value;
+    return named;
+  }
+
+ private:
+  phx_context context_ = nullptr;
+  std::vector<size_t> tpu_devices_;
+  bool has_cpu_ = false;
+};
+
+std::string property(phx_context ctx, size_t device, const std::string& key) {
+  phx_device_info info = PHX_DEVICE_INFO_INIT;
+  phx_device_get(ctx, device, &info);
+  for (size_t i = 0; i < info.property_count; ++i)
+    if (key == info.properties[i].key) return info.properties[i].value;
+  return "";
+}
+
+// A tensor that destroys itself.
+class Tensor {
+ public:
+  Tensor(phx_context ctx, size_t device, phx_dtype dtype, std::vector<int64_t> shape)
+      : shape_(std::move(shape)) {
+    status_ = phx_tensor_create(ctx, device, dtype, shape_.size(), shape_.data(), &t_);
+  }
+  ~Tensor() {
+    if (t_ != nullptr) phx_tensor_destroy(t_);
+  }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  phx_status status() const { return status_; }
+  phx_tensor get() const { return t_; }
+  template <class T>
+  void upload(const std::vector<T>& v) {
+    ASSERT_EQ(phx_tensor_upload(t_, 0, v.data(), v.size() * sizeof(T)), PHX_STATUS_OK);
+  }
+  template <class T>
+  std::vector<T> download(size_t count) const {
+    std::vector<T> v(count);
+    EXPECT_EQ(phx_tensor_download(t_, 0, v.data(), count * sizeof(T)), PHX_STATUS_OK);
+    return v;
+  }
+
+ private:
+  std::vector<int64_t> shape_;
+  phx_tensor t_ = nullptr;
+  phx_status status_ = PHX_STATUS_OK;
+};
+
+phx_status run(phx_stream stream, phx_op_id op, const void* params,
+               std::vector<phx_tensor> inputs, phx_tensor output) {
+  phx_op_desc desc = {sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), &output, 1};
+  return phx_op_run(stream, &desc, nullptr);
+}
+
+// ---- the reference: the numerics rule of docs/tpu-sim.md, written plainly ------------
+
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// f32 -> bf16, round to nearest, ties to even (finite inputs only here).
+uint16_t to_bf16(float f) {
+  const uint32_t b = bits(f);
+  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+float bf16_value(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+float round_bf16(float f) { return bf16_value(to_bf16(f)); }
+
+// sum_k a(k) * b(k) with K cut in passes of depth: each pass summed in f32 from zero in
+// k order, the passes added in order.
+template <class A, class B>
+float mxu_dot(int64_t k_count, int64_t depth, A a, B b) {
+  float acc = 0.0f;
+  for (int64_t k0 = 0; k0 < k_count; k0 += depth) {
+    float pass = 0.0f;
+    for (int64_t k = k0; k < std::min(k_count, k0 + depth); ++k) pass += a(k) * b(k);
+    acc += pass;
+  }
+  return acc;
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+void expect_bit_identical(const std::vector<float>& got, const std::vector<float>& want,
+                          const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (bits(got[i]) != bits(want[i]) && mismatches++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", the rule gives "
+                    << want[i];
+  EXPECT_EQ(mismatches, 0u) << what;
+}
+
+// ---- tests ---------------------------------------------------------------------------
+
+TEST(TpuSim, ListsEveryChipWithItsFigures) {
+  Sim sim("generation=v6e,chips=3,memory_fraction=0.5");
+  ASSERT_EQ(sim.tpus().size(), 3u);
+  for (size_t d : sim.tpus()) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    ASSERT_EQ(phx_device_get(sim.context(), d, &info), PHX_STATUS_OK);
+    EXPECT_EQ(info.type, PHX_DEVICE_TPU);
+    EXPECT_STREQ(info.name, "TPU v6e (simulated)");
+    EXPECT_EQ(info.memory_total_bytes, 16'000'000'000u);  // 32 GB x 0.5
+    EXPECT_EQ(info.compute_units, 4u);
+    EXPECT_EQ(property(sim.context(), d, "mxu"), "4 x 256x256");
+    EXPECT_EQ(property(sim.context(), d, "peak_bf16_tflops"), "918");
+    EXPECT_EQ(property(sim.context(), d, "matmul_precision"), "bf16");
+  }
+  EXPECT_TRUE(sim.has_cpu());
+}
+
+// matmul on bf16-rounded inputs, for shapes inside one pass, across several passes (not
+// multiples of 128), a matrix-vector and a vector-matrix product, with bias and relu.
+TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
+  Sim sim("generation=v5e");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  struct Case {
+    int64_t m, k, n;
+    bool trans_b;
+  };
+  for (const Case& c : {Case{33, 100, 47, false}, Case{64, 300, 65, true}, Case{130, 129, 1, false},
+                        Case{1, 1000, 257, false}, Case{200, 513, 96, false}}) {
+    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
+    const auto a = random_values(size_t(c.m * c.k), 1);
+    const auto b = random_values(size_t(c.k * c.n), 2);
+    const auto bias = random_values(size_t(c.n), 3);
+    Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.m, c.k});
+    Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+              c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n});
+    Tensor tbias(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.n});
+    Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.m, c.n});
+    ta.upload(a);
+    tb.upload(b);
+    tbias.upload(bias);
+    phx_matmul_params params = PHX_MATMUL_PARAMS_INIT;
+    params.transpose_b = c.trans_b;
+    params.activation = PHX_ACTIVATION_RELU;
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, &params, {ta.get(), tb.get(), tbias.get()}, out.get()),
+              PHX_STATUS_OK) << phx_last_error();
+    std::vector<float> want(size_t(c.m * c.n));
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        const float sum = mxu_dot(
+            c.k, 128, [&](int64_t k) { return round_bf16(a[size_t(i * c.k + k)]); },
+            [&](int64_t k) {
+              return round_bf16(c.trans_b ? b[size_t(j * c.k + k)] : b[size_t(k * c.n + j)]);
+            });
+        const float biased = sum + bias[size_t(j)];
+        want[size_t(i * c.n + j)] = biased < 0.0f ? 0.0f : biased;
+      }
+    expect_bit_identical(out.download<float>(want.size()), want, what);
+  }
+  phx_stream_destroy(stream);
+}
+
+// bf16 tensors in and out, batched with a broadcast operand, on v6e's 256-deep passes.
+TEST(TpuSim, Bf16TensorsBatchedOn256DeepArrays) {
+  Sim sim("generation=v6e");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  const int64_t batch = 3, m = 17, k = 600, n = 40;
+  std::vector<uint16_t> a(size_t(batch * m * k)), b(size_t(k * n));
+  const auto ra = random_values(a.size(), 4), rb = random_values(b.size(), 5);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = to_bf16(ra[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = to_bf16(rb[i]);
+  Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {batch, m, k});
+  Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {k, n});
+  Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {batch, m, n});
+  ta.upload(a);
+  tb.upload(b);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK)
+      << phx_last_error();
+  const auto got = out.download<uint16_t>(size_t(batch * m * n));
+  size_t mismatches = 0;
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float sum = mxu_dot(
+            k, 256, [&](int64_t kk) { return bf16_value(a[size_t((s * m + i) * k + kk)]); },
+            [&](int64_t kk) { return bf16_value(b[size_t(kk * n + j)]); });
+        mismatches += got[size_t((s * m + i) * n + j)] != to_bf16(sum);
+      }
+  EXPECT_EQ(mismatches, 0u);
+  phx_stream_destroy(stream);
+}
+
+// conv2d lowered to the MXU: NCHW with padding, stride and bias (K = 32 * 3 * 3 = 288,
+// three passes), NHWC with two groups and dilation.
+TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
+  Sim sim("generation=v5e");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  struct Case {
+    phx_layout layout;
+    int64_t n, c_in, h, w, c_out, kh, kw, groups, stride, pad, dil;
+    bool bias;
+  };
+  for (const Case& c : {Case{PHX_LAYOUT_NCHW, 2, 32, 9, 7, 5, 3, 3, 1, 2, 1, 1, true},
+                        Case{PHX_LAYOUT_NHWC, 1, 16, 8, 8, 6, 3, 3, 2, 1, 2, 2, false}}) {
+    const int64_t ho = (c.h + 2 * c.pad - c.dil * (c.kh - 1) - 1) / c.stride + 1;
+    const int64_t wo = (c.w + 2 * c.pad - c.dil * (c.kw - 1) - 1) / c.stride + 1;
+    const int64_t cig = c.c_in / c.groups, cog = c.c_out / c.groups;
+    const bool nhwc = c.layout == PHX_LAYOUT_NHWC;
+    const auto x = random_values(size_t(c.n * c.c_in * c.h * c.w), 6);
+    const auto w = random_values(size_t(c.c_out * cig * c.kh * c.kw), 7);
+    const auto bias = random_values(size_t(c.c_out), 8);
+    Tensor tx(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+              nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in} : std::vector<int64_t>{c.n, c.c_in, c.h, c.w});
+    Tensor tw(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+              nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig} : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw});
+    Tensor tbias(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.c_out});
+    Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+               nhwc ? std::vector<int64_t>{c.n, ho, wo, c.c_out} : std::vector<int64_t>{c.n, c.c_out, ho, wo});
+    tx.upload(x);
+    tw.upload(w);
+    tbias.upload(bias);
+    phx_conv2d_params p = PHX_CONV2D_PARAMS_INIT;
+    p.layout = c.layout;
+    p.stride[0] = p.stride[1] = uint32_t(c.stride);
+    p.padding[0] = p.padding[1] = p.padding[2] = p.padding[3] = uint32_t(c.pad);
+    p.dilation[0] = p.dilation[1] = uint32_t(c.dil);
+    p.groups = uint32_t(c.groups);
+    std::vector<phx_tensor> inputs = {tx.get(), tw.get()};
+    if (c.bias) inputs.push_back(tbias.get());
+    ASSERT_EQ(run(stream, PHX_OP_CONV2D, &p, inputs, out.get()), PHX_STATUS_OK) << phx_last_error();
+
+    // K in the weight's order: (c, i, j) for NCHW weights, (i, j, c) for NHWC.
+    const int64_t patch = cig * c.kh * c.kw;
+    std::vector<float> want(size_t(c.n * c.c_out * ho * wo));
+    for (int64_t img = 0; img < c.n; ++img)
+      for (int64_t co = 0; co < c.c_out; ++co)
+        for (int64_t oh = 0; oh < ho; ++oh)
+          for (int64_t ow = 0; ow < wo; ++ow) {
+            const int64_t grp = co / cog;
+            auto x_at = [&](int64_t kk) {
+              const int64_t ci = nhwc ? kk % cig : kk / (c.kh * c.kw);
+              const int64_t i = nhwc ? kk / (c.kw * cig) : kk / c.kw % c.kh;
+              const int64_t j = nhwc ? kk / cig % c.kw : kk % c.kw;
+              const int64_t ih = oh * c.stride - c.pad + i * c.dil, iw = ow * c.stride - c.pad + j * c.dil;
+              if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) return 0.0f;
+              const int64_t ch = grp * cig + ci;
+              const size_t at = size_t(nhwc ? ((img * c.h + ih) * c.w + iw) * c.c_in + ch
+                                            : ((img * c.c_in + ch) * c.h + ih) * c.w + iw);
+              return round_bf16(x[at]);
+            };
+            auto w_at = [&](int64_t kk) { return round_bf16(w[size_t(co * patch + kk)]); };
+            float v = mxu_dot(patch, 128, x_at, w_at);
+            if (c.bias) v += bias[size_t(co)];
+            const size_t at = size_t(nhwc ? ((img * ho + oh) * wo + ow) * c.c_out + co
+                                          : ((img * c.c_out + co) * ho + oh) * wo + ow);
+            want[at] = v;
+          }
+    expect_bit_identical(out.download<float>(want.size()), want, nhwc ? "nhwc" : "nchw");
+  }
+  phx_stream_destroy(stream);
+}
+
+// With precision=highest the f32 inputs are not rounded: the result is the f32 product
+// (within 2 K u sum |a b|, u = 2^-24) and differs from the bf16 rule's.
+TEST(TpuSim, HighestPrecisionKeepsF32Inputs) {
+  Sim sim("precision=highest");
+  EXPECT_EQ(property(sim.context(), sim.tpu(), "matmul_precision"), "f32");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  const int64_t m = 8, k = 200, n = 8;
+  const auto a = random_values(size_t(m * k), 9), b = random_values(size_t(k * n), 10);
+  Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_F32, {m, k});
+  Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_F32, {k, n});
+  Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32, {m, n});
+  ta.upload(a);
+  tb.upload(b);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
+  const auto got = out.download<float>(size_t(m * n));
+  size_t differs_from_bf16 = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double p = double(a[size_t(i * k + kk)]) * b[size_t(kk * n + j)];
+        exact += p;
+        magnitude += std::abs(p);
+      }
+      const float g = got[size_t(i * n + j)];
+      EXPECT_NEAR(g, exact, 2.0 * k * 0x1p-24 * magnitude);
+      const float rule = mxu_dot(
+          k, 128, [&](int64_t kk) { return round_bf16(a[size_t(i * k + kk)]); },
+          [&](int64_t kk) { return round_bf16(b[size_t(kk * n + j)]); });
+      differs_from_bf16 += bits(g) != bits(rule);
+    }
+  EXPECT_GT(differs_from_bf16, size_t(m * n / 2));
+  phx_stream_destroy(stream);
+}
+
+TEST(TpuSim, HbmCapacityIsEnforced) {
+  Sim sim("hbm_bytes=1048576");
+  const size_t d = sim.tpu();
+  {
+    Tensor fits(sim.context(), d, PHX_DTYPE_F32, {131072});  // 512 KiB
+    ASSERT_EQ(fits.status(), PHX_STATUS_OK);
+    Tensor too_big(sim.context(), d, PHX_DTYPE_F32, {196608});  // 768 KiB
+    EXPECT_EQ(too_big.status(), PHX_STATUS_OUT_OF_MEMORY);
+    const std::string message = phx_last_error();
+    EXPECT_NE(message.find("requested 786432 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("524288 bytes in use"), std::string::npos) << message;
+    EXPECT_NE(message.find("capacity 1048576 bytes"), std::string::npos) << message;
+  }
+  // The 512 KiB block is cached now; the 768 KiB tensor needs its room: it is evicted.
+  phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &stats), PHX_STATUS_OK);
+  EXPECT_EQ(stats.bytes_in_use, 0u);
+  EXPECT_EQ(stats.bytes_cached, 524288u);
+  EXPECT_EQ(stats.peak_bytes_in_use, 524288u);
+  EXPECT_EQ(stats.limit_bytes, 1048576u);
+  {
+    Tensor now_fits(sim.context(), d, PHX_DTYPE_F32, {196608});
+    EXPECT_EQ(now_fits.status(), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_EQ(sim.stats(d)["memory_evictions"], 1.0);
+    // Allocations are counted at the device's 512-byte granule: 1 byte takes 512.
+    Tensor one_byte(sim.context(), d, PHX_DTYPE_BF16, {1});
+    ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &stats), PHX_STATUS_OK);
+    EXPECT_EQ(stats.bytes_in_use, 786432u + 512u);
+    EXPECT_EQ(stats.allocation_count, 2u);
+  }
+  ASSERT_EQ(phx_memory_release_cached(sim.context(), d), PHX_STATUS_OK);
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &stats), PHX_STATUS_OK);
+  EXPECT_EQ(stats.bytes_cached, 0u);
+
+  ASSERT_EQ(phx_memory_set_limit(sim.context(), d, 262144), PHX_STATUS_OK);
+  Tensor over_limit(sim.context(), d, PHX_DTYPE_F32, {131072});
+  EXPECT_EQ(over_limit.status(), PHX_STATUS_OUT_OF_MEMORY);
+  ASSERT_EQ(phx_memory_set_limit(sim.context(), d, 0), PHX_STATUS_OK);
+  Tensor back(sim.context(), d, PHX_DTYPE_F32, {131072});
+  EXPECT_EQ(back.status(), PHX_STATUS_OK);
+}
+
+// Resident set size of this process, in bytes.
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+TEST(TpuSim, AHugeChipReservesNoHostMemory) {
+  const uint64_t before = resident_bytes();
+  Sim sim("generation=v5p,chips=4,hbm_bytes=1125899906842624");  // 4 chips of 2^50 bytes
+  ASSERT_EQ(sim.tpus().size(), 4u);
+  phx_device_info info = PHX_DEVICE_INFO_INIT;
+  phx_device_get(sim.context(), sim.tpu(), &info);
+  EXPECT_EQ(info.memory_total_bytes, uint64_t{1} << 50);
+  Tensor t(sim.context(), sim.tpu(), PHX_DTYPE_F32, {1024});
+  EXPECT_EQ(t.status(), PHX_STATUS_OK);
+  // Loading two plugins and their thread pools costs a few MiB; 4 PiB would not fit.
+  EXPECT_LT(resident_bytes() - before, uint64_t{64} << 20);
+}
+
+void expect_rejected(const Sim& sim, const std::string& named) {
+  const phx_plugin_info info = sim.plugin();
+  EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
+  EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
+  EXPECT_TRUE(sim.tpus().empty());
+  EXPECT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
+}
+
+TEST(TpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
+  expect_rejected(Sim("generation=v9"), "'generation'");
+  expect_rejected(Sim("hbm_bytes=-1"), "'hbm_bytes'");
+  expect_rejected(Sim("memory_fraction=2"), "'memory_fraction'");
+  expect_rejected(Sim("chips=2,turbo=1"), "'turbo'");
+}
+
+TEST(TpuSim, BadConfigFileRejectsThePlugin) {
+  const std::string path = testing::TempDir() + "phx-tpu-sim-test.conf";
+  std::ofstream(path) << "generation = v4\nchips 2\n";
+  expect_rejected(Sim("", 0, path.c_str()), path + ":2");
+  expect_rejected(Sim("", 0, "/nonexistent/tpu-sim.conf"), "/nonexistent/tpu-sim.conf");
+
+  std::ofstream(path) << "generation = v4   # a comment\nchips = 2\n";  // now well-formed
+  {
+    Sim sim("", 0, path.c_str());
+    ASSERT_EQ(sim.tpus().size(), 2u);
+    EXPECT_EQ(property(sim.context(), sim.tpu(), "generation"), "v4");
+  }
+  {
+    Sim sim("chips=1", 0, path.c_str());  // the environment wins over the file
+    EXPECT_EQ(sim.tpus().size(), 1u);
+  }
+  unsetenv("PHX_TPU_SIM_CONFIG");
+  std::remove(path.c_str());
+}
+
+// The value of metric name in record index of stream; NaN when absent.
+double metric(phx_stream stream, size_t index, const char* name) {
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
+  return NAN;
+}
+
+TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {
+  Sim sim("compile_cache_size=1", PHX_CONTEXT_PROFILE);
+  const size_t d = sim.tpu();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  Tensor a(sim.context(), d, PHX_DTYPE_F32, {4, 4}), b(sim.context(), d, PHX_DTYPE_F32, {4, 4});
+  Tensor c(sim.context(), d, PHX_DTYPE_F32, {4, 4});
+  Tensor x(sim.context(), d, PHX_DTYPE_F32, {8}), y(sim.context(), d, PHX_DTYPE_F32, {8});
+  a.upload(std::vector<float>(16, 1.0f));
+  b.upload(std::vector<float>(16, 1.0f));
+  x.upload(std::vector<float>(8, 1.0f));
+  // matmul (miss), matmul (hit), relu (miss: evicts matmul), matmul (miss: evicts relu).
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {a.get(), b.get()}, c.get()), PHX_STATUS_OK);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {a.get(), b.get()}, c.get()), PHX_STATUS_OK);
+  ASSERT_EQ(run(stream, PHX_OP_RELU, nullptr, {x.get()}, y.get()), PHX_STATUS_OK);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {a.get(), b.get()}, c.get()), PHX_STATUS_OK);
+  const double hits[] = {0, 1, 0, 0};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(metric(stream, i, "compile_cache_hit"), hits[i]) << i;
+    if (hits[i] == 1.0) {
+      EXPECT_EQ(metric(stream, i, "compile_time_ns"), 0.0) << i;
+    } else {
+      EXPECT_GT(metric(stream, i, "compile_time_ns"), 0.0) << i;
+    }
+  }
+  auto stats = sim.stats(d);
+  EXPECT_EQ(stats["compile_cache_hits"], 1.0);
+  EXPECT_EQ(stats["compile_cache_misses"], 3.0);
+  EXPECT_EQ(stats["compile_cache_evictions"], 2.0);
+  EXPECT_EQ(stats["compile_time_ns_total"], metric(stream, 0, "compile_time_ns") +
+                                                metric(stream, 2, "compile_time_ns") +
+                                                metric(stream, 3, "compile_time_ns"));
+  phx_stream_destroy(stream);
+}
+
+TEST(TpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
+  Sim sim("generation=v5e,timing=scalesim", PHX_CONTEXT_PROFILE);
+  const size_t d = sim.tpu();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  // matmul bf16 [200 x 300] . [300 x 100] -> f32 on 4 x 128x128: folds = 3 * 1 = 3,
+  // f = ceil(3 / 4) = 1, T = 200; scalesim 1 * (256 + 128 + 200 - 2) - 1 = 581 cycles,
+  // at 197e3 / (2 * 4 * 128^2) = 1.503 GHz: 386.6 ns. Mapping efficiency 300 * 100 /
+  // (384 * 128). HBM: 200*300*2 + 300*100*2 + 200*100*4 = 260000 bytes / 819 GB/s =
+  // 317.5 ns: compute-bound.
+  Tensor a(sim.context(), d, PHX_DTYPE_BF16, {200, 300}), b(sim.context(), d, PHX_DTYPE_BF16, {300, 100});
+  Tensor c(sim.context(), d, PHX_DTYPE_F32, {200, 100});
+  a.upload(std::vector<uint16_t>(200 * 300, 0x3f80));  // 1.0
+  b.upload(std::vector<uint16_t>(300 * 100, 0x3f80));
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {a.get(), b.get()}, c.get()), PHX_STATUS_OK);
+  EXPECT_EQ(c.download<float>(1)[0], 300.0f);
+  // add f32 [200 x 100] + itself: vector unit, ceil(20000 / 1024) = 20 cycles.
+  Tensor e(sim.context(), d, PHX_DTYPE_F32, {200, 100});
+  ASSERT_EQ(run(stream, PHX_OP_ADD, nullptr, {c.get(), c.get()}, e.get()), PHX_STATUS_OK);
+
+  EXPECT_EQ(metric(stream, 0, "mxu_cycles"), 581.0);
+  EXPECT_EQ(metric(stream, 0, "mxu_folds"), 3.0);
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "mapping_efficiency"), 30000.0 / (384.0 * 128.0));
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "padding_waste"), 1.0 - 30000.0 / (384.0 * 128.0));
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "mxu_utilization"), 6e6 / (581.0 * 128 * 128 * 4));
+  const double mm_bytes = 200 * 300 * 2 + 300 * 100 * 2 + 200 * 100 * 4;
+  EXPECT_EQ(metric(stream, 0, "hbm_bytes"), mm_bytes);
+  const double clock_ghz = 197e3 / (2.0 * 4 * 128 * 128);
+  EXPECT_EQ(metric(stream, 0, "memory_bound"), 0.0);
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "compute_time_ns"), 581.0 / clock_ghz);
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "hbm_time_ns"), mm_bytes / 819.0);
+  EXPECT_DOUBLE_EQ(metric(stream, 0, "estimated_time_ns"), 581.0 / clock_ghz + 1000.0);
+  EXPECT_EQ(metric(stream, 1, "mxu_cycles"), 0.0);
+  EXPECT_EQ(metric(stream, 1, "vector_cycles"), 20.0);
+  EXPECT_EQ(metric(stream, 1, "hbm_bytes"), 3 * 80000.0);
+  EXPECT_EQ(metric(stream, 1, "memory_bound"), 1.0);  // 240 KB for 20 cycles
+
+  auto stats = sim.stats(d);
+  EXPECT_EQ(stats["ops"], 2.0);
+  EXPECT_EQ(stats["modelled_cycles_total"], 601.0);
+  EXPECT_EQ(stats["mxu_cycles_total"], 581.0);
+  EXPECT_EQ(stats["hbm_bytes_total"], mm_bytes + 240000.0);
+  EXPECT_DOUBLE_EQ(stats["modelled_time_ns_total"], metric(stream, 0, "estimated_time_ns") +
+                                                        metric(stream, 1, "estimated_time_ns"));
+  EXPECT_EQ(stats["compile_cache_misses"], 2.0);
+  phx_stream_destroy(stream);
+}
+
+}  // namespace

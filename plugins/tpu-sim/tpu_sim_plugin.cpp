@@ -1,0 +1,379 @@
+// The TPU-sim plugin: simulated TPU chips (docs/tpu-sim.md). Tensors live in host memory
+// counted against each chip's HBM; ops run synchronously on submission with the host
+// kernels, matmul and conv2d under the MXU's numerics; every op is costed by the timing
+// model and goes through the chip's compile cache; the figures go to the op's profile
+// record and to the device statistics.
+#include <phynexus/plugin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compile_cache.h"
+#include "config.h"
+#include "hbm_pool.h"
+#include "mxu_ops.h"
+#include "op_cost.h"
+#include "phx/kernels/ops.h"
+#include "phx/kernels/thread_pool.h"
+
+namespace phx::tpu_sim {
+namespace {
+
+constexpr uint32_t kDtypeMask =
+    PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+
+// An op whose MXU mapping uses less of the arrays than this is logged at compile time.
+constexpr double kPoorMappingEfficiency = 0.5;
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+// The running totals of phx_device_stats.
+struct Totals {
+  uint64_t ops = 0, mxu_cycles = 0, vector_cycles = 0, hbm_bytes = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
+  double modelled_time_ns = 0, compile_time_ns = 0;
+};
+
+struct Device {
+  Device(uint32_t index, const SimConfig& config)
+      : hbm(index, config.usable_hbm_bytes()), cache(config.compile_cache_size) {
+    const ChipConfig& chip = config.chip;
+    name = "TPU " + chip.generation + " (simulated)";
+    const bool bf16 = config.precision == Precision::kBf16;
+    texts = {
+        {"generation", chip.generation},
+        {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
+                    std::to_string(chip.hbm_bytes) + " bytes; GB = 10^9 bytes)"},
+        {"memory_fraction", format_number(config.memory_fraction)},
+        {"hbm_bandwidth", format_number(chip.hbm_bandwidth_gbps) + " GB/s"},
+        {"peak_bf16_tflops", format_number(chip.peak_bf16_tflops())},
+        {"mxu", std::to_string(chip.mxu_count) + " x " + std::to_string(chip.mxu_size) + "x" +
+                    std::to_string(chip.mxu_size)},
+        {"clock", format_number(chip.clock_ghz) + " GHz"},
+        {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
+        {"precision", bf16 ? "bf16" : "highest"},
+        {"matmul_precision", bf16 ? "bf16" : "f32"},
+        {"compile_cache_size", std::to_string(config.compile_cache_size)},
+        {"source", chip.source},
+    };
+    for (const auto& [key, value] : texts) properties.push_back({key.c_str(), value.c_str()});
+  }
+
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
+  std::vector<phx_property> properties;
+  HbmPool hbm;
+  std::mutex mutex;  // guards cache and totals
+  CompileCache cache;
+  Totals totals;
+};
+
+struct Stream {
+  uint32_t device;
+  uint64_t submitted = 0;
+};
+
+struct Plugin {
+  Plugin(const phx_plugin_host* h, const SimConfig& c) : host(h), config(c), pool(h->num_threads) {
+    for (uint32_t i = 0; i < config.chips; ++i) devices.push_back(std::make_unique<Device>(i, config));
+  }
+
+  const phx_plugin_host* host;
+  SimConfig config;
+  kernels::ThreadPool pool;
+  std::vector<std::unique_ptr<Device>> devices;
+
+  phx_status error(phx_status status, const std::string& message) const {
+    host->set_error(host->host_data, message.c_str());
+    return status;
+  }
+  void log(phx_log_level level, const std::string& message) const {
+    host->log(host->host_data, level, message.c_str());
+  }
+};
+
+Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+HbmBlock& block_of(void* buffer) { return *static_cast<HbmBlock*>(buffer); }
+
+phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
+  try {
+    ConfigSources sources;
+    SimConfig config;
+    std::string error;
+    if (!read_config_sources(sources, error) || !parse_config(sources, config, error)) {
+      host->set_error(host->host_data, ("configuration: " + error).c_str());
+      return PHX_STATUS_INVALID_ARGUMENT;
+    }
+    auto* plugin = new Plugin(host, config);
+    plugin->log(PHX_LOG_INFO, std::to_string(config.chips) + " x " + plugin->devices[0]->name +
+                                  (sources.file_path.empty() ? "" : ", config " + sources.file_path));
+    *out_plugin = plugin;
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  }
+}
+
+void shutdown(void* plugin) { delete &self(plugin); }
+
+phx_status device_count(void* plugin, uint32_t* out_count) {
+  *out_count = self(plugin).config.chips;
+  return PHX_STATUS_OK;
+}
+
+phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
+  Plugin& p = self(plugin);
+  Device& d = *p.devices[device];
+  const uint64_t total = p.config.usable_hbm_bytes();
+  out->type = PHX_DEVICE_TPU;
+  out->name = d.name.c_str();
+  out->vendor = "Phynexus (simulated)";
+  out->memory_total_bytes = total;
+  out->memory_available_bytes = total - d.hbm.in_use();
+  out->compute_units = p.config.chip.mxu_count;
+  out->dtype_mask = kDtypeMask;
+  out->properties = d.properties.data();
+  out->property_count = d.properties.size();
+  return PHX_STATUS_OK;
+}
+
+phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
+  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && kernels::op_supported(op, dtype);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
+  Plugin& p = self(plugin);
+  std::string error;
+  HbmBlock* block = p.devices[device]->hbm.allocate(size, error);
+  if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
+  *out_buffer = block;
+  return PHX_STATUS_OK;
+}
+
+void buffer_free(void* plugin, void* buffer) {
+  HbmBlock& block = block_of(buffer);
+  self(plugin).devices[block.device]->hbm.free(&block);
+}
+
+phx_status buffer_write(void*, void* buffer, uint64_t offset, const void* src, uint64_t size) {
+  std::memcpy(static_cast<char*>(block_of(buffer).data) + offset, src, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t size) {
+  std::memcpy(dst, static_cast<const char*>(block_of(buffer).data) + offset, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
+                       uint64_t size) {
+  std::memcpy(static_cast<char*>(block_of(dst).data) + dst_offset,
+              static_cast<const char*>(block_of(src).data) + src_offset, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_create(void*, uint32_t device, void** out_stream) {
+  *out_stream = new (std::nothrow) Stream{device};
+  return *out_stream != nullptr ? PHX_STATUS_OK : PHX_STATUS_OUT_OF_MEMORY;
+}
+
+void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
+
+kernels::HostTensor host_view(const phx_plugin_tensor& t) {
+  kernels::HostTensor view;
+  view.data = t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
+  view.dtype = t.dtype;
+  view.rank = t.rank;
+  for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
+  return view;
+}
+
+// Every op of the C API has at most three inputs and one output.
+constexpr size_t kMaxInputs = 3;
+
+// Computes op: matmul and conv2d under the MXU's numerics, the rest as in f32.
+phx_status execute(Plugin& p, const phx_plugin_op& op) {
+  kernels::HostTensor in[kMaxInputs];
+  for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
+  const kernels::HostTensor out = host_view(op.outputs[0]);
+  MxuNumerics numerics;
+  numerics.round_to_bf16 = p.config.precision == Precision::kBf16;
+  numerics.pass_depth = p.config.chip.mxu_size;
+  switch (op.op) {
+    case PHX_OP_MATMUL:
+      return mxu_matmul(*static_cast<const phx_matmul_params*>(op.params), in[0], in[1], in[2],
+                        out, numerics, p.pool);
+    case PHX_OP_CONV2D:
+      return mxu_conv2d(*static_cast<const phx_conv2d_params*>(op.params), in[0], in[1], in[2],
+                        out, numerics, p.pool);
+    default:
+      return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
+  }
+}
+
+void add_metric(phx_plugin_profile& profile, const char* name, double value) {
+  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS) profile.metrics[profile.metric_count++] = {name, value};
+}
+
+// Costs op, looks its program up in the compile cache, adds both to the device's totals
+// and to the op's profile record.
+void account(Plugin& p, Device& d, const phx_plugin_op& op) {
+  const OpCost cost = cost_op(op, p.config);
+  const std::string signature = op_signature(op);
+  CompileCache::Lookup lookup;
+  double compile_ns = 0;
+  {
+    std::lock_guard lock(d.mutex);
+    lookup = d.cache.lookup(signature);
+    compile_ns = lookup.hit ? 0.0 : modelled_compile_time_ns(cost.uses_mxu);
+    Totals& t = d.totals;
+    ++t.ops;
+    t.mxu_cycles += cost.mxu.cycles;
+    t.vector_cycles += cost.vector_cycles;
+    t.hbm_bytes += cost.hbm_bytes;
+    t.modelled_time_ns += cost.estimated_time_ns;
+    t.compile_time_ns += compile_ns;
+    ++(lookup.hit ? t.cache_hits : t.cache_misses);
+    t.cache_evictions += lookup.evicted ? 1 : 0;
+  }
+  if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
+    p.log(PHX_LOG_INFO, std::string(op.op == PHX_OP_MATMUL ? "matmul" : "conv2d") + " uses " +
+                            format_number(100 * cost.mxu.mapping_efficiency) +
+                            "% of the MXU cells it occupies: K and N padded to multiples of " +
+                            std::to_string(p.config.chip.mxu_size));
+  if (op.profile == nullptr) return;
+  phx_plugin_profile& profile = *op.profile;
+  add_metric(profile, "mxu_cycles", double(cost.mxu.cycles));
+  add_metric(profile, "mxu_folds", double(cost.mxu.folds));
+  add_metric(profile, "vector_cycles", double(cost.vector_cycles));
+  add_metric(profile, "hbm_bytes", double(cost.hbm_bytes));
+  add_metric(profile, "compute_time_ns", cost.compute_time_ns);
+  add_metric(profile, "hbm_time_ns", cost.hbm_time_ns);
+  add_metric(profile, "estimated_time_ns", cost.estimated_time_ns);
+  add_metric(profile, "mxu_utilization", cost.mxu.utilization);
+  add_metric(profile, "mapping_efficiency", cost.mxu.mapping_efficiency);
+  add_metric(profile, "padding_waste", cost.mxu.padding_waste);
+  add_metric(profile, "memory_bound", cost.memory_bound ? 1.0 : 0.0);
+  add_metric(profile, "compile_cache_hit", lookup.hit ? 1.0 : 0.0);
+  add_metric(profile, "compile_time_ns", compile_ns);
+}
+
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op, uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  if (op->input_count > kMaxInputs || op->output_count != 1)
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
+  try {
+    const phx_status status = execute(p, *op);
+    if (status == PHX_STATUS_OUT_OF_MEMORY)
+      return p.error(status, "out of host memory for the simulation's scratch buffers");
+    if (status != PHX_STATUS_OK)
+      return p.error(status, "no host kernel for op " + std::to_string(op->op) + " on dtype " +
+                                 std::to_string(op->inputs[0].dtype));
+    account(p, *p.devices[s.device], *op);
+  } catch (const std::bad_alloc&) {
+    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  }
+  *out_ticket = ++s.submitted;
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_wait(void*, void*, uint64_t) { return PHX_STATUS_OK; }
+
+phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
+  *out_ticket = static_cast<Stream*>(stream)->submitted;
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
+  const phx_memory_stats stats = self(plugin).devices[device]->hbm.stats();
+  const size_t size = std::min(out_stats->struct_size, sizeof stats);
+  std::memcpy(reinterpret_cast<char*>(out_stats) + sizeof(size_t),
+              reinterpret_cast<const char*>(&stats) + sizeof(size_t), size - sizeof(size_t));
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
+  self(plugin).devices[device]->hbm.set_limit(limit_bytes);
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_release_cached(void* plugin, uint32_t device) {
+  self(plugin).devices[device]->hbm.release_cached();
+  return PHX_STATUS_OK;
+}
+
+phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
+                        size_t* out_count) {
+  Device& d = *self(plugin).devices[device];
+  Totals t;
+  {
+    std::lock_guard lock(d.mutex);
+    t = d.totals;
+  }
+  const phx_metric metrics[] = {
+      {"ops", double(t.ops)},
+      {"modelled_cycles_total", double(t.mxu_cycles + t.vector_cycles)},
+      {"mxu_cycles_total", double(t.mxu_cycles)},
+      {"vector_cycles_total", double(t.vector_cycles)},
+      {"modelled_time_ns_total", t.modelled_time_ns},
+      {"hbm_bytes_total", double(t.hbm_bytes)},
+      {"compile_cache_hits", double(t.cache_hits)},
+      {"compile_cache_misses", double(t.cache_misses)},
+      {"compile_cache_evictions", double(t.cache_evictions)},
+      {"compile_time_ns_total", t.compile_time_ns},
+      {"memory_evictions", double(d.hbm.evictions())},
+  };
+  const size_t count = sizeof metrics / sizeof metrics[0];
+  for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
+  *out_count = count;
+  return PHX_STATUS_OK;
+}
+
+constexpr phx_plugin_api kApi = {
+    sizeof(phx_plugin_api),
+    PHX_PLUGIN_ABI_MAJOR,
+    PHX_PLUGIN_ABI_MINOR,
+    "tpu-sim",
+    "0.1.0",
+    initialize,
+    shutdown,
+    device_count,
+    device_info,
+    op_supported,
+    buffer_allocate,
+    buffer_free,
+    buffer_write,
+    buffer_read,
+    stream_create,
+    stream_destroy,
+    stream_submit,
+    stream_wait,
+    stream_completed,
+    memory_stats,
+    memory_set_limit,
+    memory_release_cached,
+    buffer_copy,
+    device_stats,
+};
+
+}  // namespace
+}  // namespace phx::tpu_sim
+
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host*,
+                                                         const phx_plugin_api** out_api) {
+  *out_api = &phx::tpu_sim::kApi;
+  return PHX_STATUS_OK;
+}
