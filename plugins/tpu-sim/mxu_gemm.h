@@ -6,10 +6,8 @@
 // in f32, k in order, starting from zero; the pass's sums are then added, in f32 and in
 // pass order, to the output's accumulator:
 //   acc = p_0;  acc = acc + p_1;  ...   with p_j = (((0 + a_k b_k) + a_k+1 b_k+1) + ...)
-// For K <= depth that is the plain k-order f32 sum. The host GEMM (phx::kernels::gemm)
-// sums one K block in k order from zero with FMA; its K block (256 or more on every
-// instruction set) holds a whole pass, so each pass is one gemm call and the passes are
-// added here.
+// For K <= depth that is the plain k-order f32 sum. The host GEMM does exactly this when
+// asked for passes of a fixed depth (GemmArgs::k_pass), on every instruction set.
 #pragma once
 
 #include <cstdint>

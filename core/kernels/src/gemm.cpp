@@ -156,13 +156,16 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
 
   const PackSrc asrc{a_base, g.lda, !g.trans_a, g.in_dtype};
   const PackSrc bsrc{b_base, g.ldb, g.trans_b, g.in_dtype};
-  const bool pairs = ks.bf16_pairs && g.in_dtype == PHX_DTYPE_BF16;
+  // Fixed passes need each k's product added on its own, which vdpbf16ps does not do.
+  const bool pairs = ks.bf16_pairs && g.in_dtype == PHX_DTYPE_BF16 && g.k_pass == 0;
   const PackFn pack = pairs ? ks.pack_pairs : ks.pack_f32;
   const UkrFn ukr = pairs ? ks.ukr_bf16 : ks.ukr_f32;
   const int mr = ks.mr, nr = ks.nr;
   const int64_t K = g.k, kc_max = pairs ? ks.kc_pairs : ks.kc;
   const bool out16 = g.out_dtype != PHX_DTYPE_F32;
-  const bool multi_k = K > kc_max;
+  // Blocks of equal size rather than full blocks and a short tail, unless fixed.
+  const int64_t kc_blk = g.k_pass > 0 ? std::min(g.k_pass, K) : balanced_block(K, kc_max, 4);
+  const bool multi_k = K > kc_blk;
   const int64_t ncols = j1 - j0;
 
   int64_t mc = ks.mc;
@@ -174,10 +177,8 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
     mc = std::max<int64_t>(mr, std::min<int64_t>(mc, kScratchFloats / lds / mr * mr));
     scratch = static_cast<float*>(buf.scratch.get(size_t(std::min(mc, i1 - i0)) * lds * 4));
   }
-  // Blocks of equal size rather than full blocks and a short tail.
   mc = balanced_block(i1 - i0, mc, mr);
   const int64_t nc = balanced_block(ncols, ks.nc, nr);
-  const int64_t kc_blk = balanced_block(K, kc_max, 4);
   const int64_t kc_alloc = round_up(kc_blk, 2);
   char* apack = static_cast<char*>(
       buf.a.get(size_t(round_up(std::min(mc, i1 - i0), mr) * kc_alloc * 4)));

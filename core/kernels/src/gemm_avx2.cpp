@@ -183,11 +183,14 @@ PHX_AVX2 inline void write_tile(__m256 (&c0)[kMr], __m256 (&c1)[kMr], const Tile
     for (int i = 0; i < kMr; ++i) {
       if (i >= t.mr) break;
       float* c = t.c32 + i * t.ldc32;
-      __m256 v0 = _mm256_add_ps(c0[i], bias0), v1 = _mm256_add_ps(c1[i], bias1);
+      // The block's sum joins C before the bias: every path rounds (acc + C) + bias.
+      __m256 v0 = c0[i], v1 = c1[i];
       if (t.accumulate) {
         v0 = _mm256_add_ps(v0, _mm256_loadu_ps(c));
         v1 = _mm256_add_ps(v1, _mm256_loadu_ps(c + 8));
       }
+      v0 = _mm256_add_ps(v0, bias0);
+      v1 = _mm256_add_ps(v1, bias1);
       _mm256_storeu_ps(c, v0);
       _mm256_storeu_ps(c + 8, v1);
     }
@@ -197,11 +200,13 @@ PHX_AVX2 inline void write_tile(__m256 (&c0)[kMr], __m256 (&c1)[kMr], const Tile
   for (int i = 0; i < kMr; ++i) {
     if (i >= t.mr) break;
     float* c = t.c32 + i * t.ldc32;
-    __m256 v0 = _mm256_add_ps(c0[i], bias0), v1 = _mm256_add_ps(c1[i], bias1);
+    __m256 v0 = c0[i], v1 = c1[i];
     if (t.accumulate) {
       v0 = _mm256_add_ps(v0, load8(c, n0));
       v1 = _mm256_add_ps(v1, load8(c + 8, n1));
     }
+    v0 = _mm256_add_ps(v0, bias0);
+    v1 = _mm256_add_ps(v1, bias1);
     store8(c, n0, v0);
     store8(c + 8, n1, v1);
   }

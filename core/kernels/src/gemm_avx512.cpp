@@ -171,11 +171,14 @@ PHX_AVX512 inline void write_tile(__m512 (&c0)[kMr], __m512 (&c1)[kMr], const Ti
   for (int i = 0; i < kMr; ++i) {
     if (i >= t.mr) break;
     float* c = t.c32 + i * t.ldc32;
-    __m512 v0 = _mm512_add_ps(c0[i], bias0), v1 = _mm512_add_ps(c1[i], bias1);
+    // The block's sum joins C before the bias: every path rounds (acc + C) + bias.
+    __m512 v0 = c0[i], v1 = c1[i];
     if (t.accumulate) {
       v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c));
       v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c + 16));
     }
+    v0 = _mm512_add_ps(v0, bias0);
+    v1 = _mm512_add_ps(v1, bias1);
     _mm512_mask_storeu_ps(c, m0, v0);
     _mm512_mask_storeu_ps(c + 16, m1, v1);
   }

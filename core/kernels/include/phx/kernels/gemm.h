@@ -37,6 +37,12 @@ struct GemmArgs {
   int64_t batch_stride_c = 0;
   const float* bias = nullptr;
   phx_activation activation = PHX_ACTIVATION_NONE;
+  // 0: the kernel blocks K as it likes (results may differ in the last bits between
+  // instruction sets). > 0: K is summed in passes of k_pass values, as a systolic
+  // array's passes are: each pass in f32 in k order from zero, the passes added in
+  // order, (acc + pass) + ... , then the bias; the same bits on every instruction set.
+  // f32 microkernels only (bf16 is widened while packing).
+  int64_t k_pass = 0;
 };
 
 // Runs the product on pool. The caller has checked the arguments (dtypes supported,
