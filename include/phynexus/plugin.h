@@ -9,9 +9,12 @@
  *
  * Versioning, both ways. The host tells the plugin the highest ABI it speaks
  * (phx_plugin_host.abi_major/abi_minor); the plugin answers with the ABI it implements
- * (phx_plugin_api.abi_major/abi_minor). The host accepts the same major with a minor
- * between PHX_PLUGIN_ABI_MIN_MINOR and its own; anything else is rejected with a message
- * naming both versions, and the plugin is never called again (not even shutdown).
+ * (phx_plugin_api.abi_major/abi_minor). The host accepts the same major with any minor
+ * at or above PHX_PLUGIN_ABI_MIN_MINOR; anything else is rejected with a message naming
+ * both versions, and the plugin is never called again (not even shutdown). A plugin of
+ * a newer minor than the host's sees the host's minor in phx_plugin_host and uses only
+ * what that minor offers, or refuses by returning an error from its entry; the host
+ * ignores the entries of its table past those the host knows.
  * A new minor only appends: entries at the end of phx_plugin_api, fields at the end of a
  * struct, enum values. See CHANGELOG-plugin.md beside this header.
  *

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the default preset (Release) and runs the benchmarks: about a minute on 2 cores,
+# plus the build. Each benchmark runs 3 times and the summaries use the median, which
+# keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
+# each program, then its summary: for bench_gemm the ratio of the CPU plugin to OpenBLAS
+# per N, for bench_dispatch the cost of one op, for bench_tpu_sim the simulator's cost
+# against the CPU plugin.
+#   PHX_BENCH_THREADS=N      threads for the CPU plugin and OpenBLAS alike (default: all)
+#   PHX_BENCH_MIN_TIME=S     seconds each repetition runs at least (default 0.5)
+#   PHX_BENCH_REPETITIONS=R  repetitions per benchmark (default 3)
+# Extra arguments go to every program, e.g. --benchmark_filter=f32.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cmake --preset default >/dev/null
+cmake --build --preset default -j"$(nproc)" --target bench_gemm bench_dispatch bench_tpu_sim \
+  phx_plugin_cpu phx_plugin_tpu_sim
+
+# Profiling and logging would be measured too; the thread count is the benchmarks' own.
+unset PHX_PROFILE PHX_LOG_LEVEL PHX_NUM_THREADS PHX_PLUGIN_PATH PHX_ADD_PLUGIN_PATH
+options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
+         --benchmark_repetitions="${PHX_BENCH_REPETITIONS:-3}"
+         --benchmark_report_aggregates_only=true)
+
+build/bin/bench_gemm "${options[@]}" "$@"
+echo
+build/bin/bench_dispatch "${options[@]}" "$@"
+echo
+build/bin/bench_tpu_sim "${options[@]}" "$@"
