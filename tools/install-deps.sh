@@ -5,8 +5,8 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build git pkg-config file
-  clang libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build git pkg-config python3
+  clang-format
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
