@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "errors.h"
 
@@ -36,6 +37,17 @@ void write_struct(Struct* out, const Struct& value, const char* what) {
   std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
               reinterpret_cast<const char*>(&value) + sizeof(size_t),
               std::min(size, sizeof value) - sizeof(size_t));
+}
+
+// The integer a caller passed where the header declares an enum. A C caller may pass
+// any int there; loading it as a C++ enum when it is none of the enum's values is
+// undefined behaviour, so every enum that crosses the ABI is read through this first.
+template <typename Enum>
+int enum_value(const Enum& value) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(int));
+  int result;
+  std::memcpy(&result, &value, sizeof result);
+  return result;
 }
 
 template <typename T>

@@ -8,9 +8,8 @@
 using namespace phx;
 
 namespace {
-// As int: an enum's value may be anything the caller's integer held.
-bool valid_dtype(phx_dtype dtype) { return static_cast<int>(dtype) > 0 && static_cast<int>(dtype) < PHX_DTYPE_COUNT; }
-bool valid_op(phx_op_id op) { return static_cast<int>(op) > 0 && static_cast<int>(op) < PHX_OP_COUNT; }
+bool valid_dtype(const phx_dtype& dtype) { return enum_value(dtype) > 0 && enum_value(dtype) < PHX_DTYPE_COUNT; }
+bool valid_op(const phx_op_id& op) { return enum_value(op) > 0 && enum_value(op) < PHX_OP_COUNT; }
 }  // namespace
 
 extern "C" {
@@ -23,7 +22,7 @@ PHX_API phx_status phx_context_create(const phx_context_options* options, phx_co
             "options.plugin_paths is null but plugin_path_count is not 0");
     for (size_t i = 0; i < opts.plugin_path_count; ++i)
       require(opts.plugin_paths[i] != nullptr, "options.plugin_paths holds a null path");
-    if (static_cast<int>(opts.log_level) < PHX_LOG_TRACE || static_cast<int>(opts.log_level) > PHX_LOG_OFF)
+    if (enum_value(opts.log_level) < PHX_LOG_TRACE || enum_value(opts.log_level) > PHX_LOG_OFF)
       fail(PHX_STATUS_INVALID_ARGUMENT, "options.log_level is not a phx_log_level");
     auto context = std::make_unique<Context>(opts);
     context->handle = context_table().add(context.get());

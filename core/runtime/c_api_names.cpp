@@ -1,12 +1,16 @@
 // The C API's version and the names of its enums.
 #include <phynexus/phynexus.h>
 
+#include "abi_structs.h"
+
+using phx::enum_value;
+
 extern "C" {
 
 PHX_API uint32_t phx_api_version(void) { return PHX_API_VERSION; }
 
 PHX_API const char* phx_status_name(phx_status status) {
-  switch (status) {
+  switch (enum_value(status)) {
     case PHX_STATUS_OK: return "PHX_STATUS_OK";
     case PHX_STATUS_INVALID_ARGUMENT: return "PHX_STATUS_INVALID_ARGUMENT";
     case PHX_STATUS_NOT_FOUND: return "PHX_STATUS_NOT_FOUND";
@@ -21,7 +25,7 @@ PHX_API const char* phx_status_name(phx_status status) {
 }
 
 PHX_API size_t phx_dtype_size(phx_dtype dtype) {
-  switch (dtype) {
+  switch (enum_value(dtype)) {
     case PHX_DTYPE_F32: case PHX_DTYPE_I32: return 4;
     case PHX_DTYPE_F16: case PHX_DTYPE_BF16: case PHX_DTYPE_I16: return 2;
     case PHX_DTYPE_I8: case PHX_DTYPE_U8: return 1;
@@ -30,7 +34,7 @@ PHX_API size_t phx_dtype_size(phx_dtype dtype) {
 }
 
 PHX_API const char* phx_dtype_name(phx_dtype dtype) {
-  switch (dtype) {
+  switch (enum_value(dtype)) {
     case PHX_DTYPE_F32: return "f32";
     case PHX_DTYPE_F16: return "f16";
     case PHX_DTYPE_BF16: return "bf16";
@@ -43,7 +47,7 @@ PHX_API const char* phx_dtype_name(phx_dtype dtype) {
 }
 
 PHX_API const char* phx_device_type_name(phx_device_type type) {
-  switch (type) {
+  switch (enum_value(type)) {
     case PHX_DEVICE_CPU: return "cpu";
     case PHX_DEVICE_GPU: return "gpu";
     case PHX_DEVICE_TPU: return "tpu";
@@ -53,7 +57,7 @@ PHX_API const char* phx_device_type_name(phx_device_type type) {
 }
 
 PHX_API const char* phx_op_name(phx_op_id op) {
-  switch (op) {
+  switch (enum_value(op)) {
     case PHX_OP_MATMUL: return "matmul";
     case PHX_OP_ADD: return "add";
     case PHX_OP_SUB: return "sub";

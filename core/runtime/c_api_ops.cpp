@@ -37,9 +37,9 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     check_struct_size(desc->struct_size, "desc");
     if (desc->struct_size < offsetof(phx_op_desc, output_count) + sizeof(size_t))
       fail(PHX_STATUS_INVALID_ARGUMENT, "desc.struct_size is too small for an op descriptor");
-    phx_op_id op = desc->op;
-    if (static_cast<int>(op) <= PHX_OP_INVALID || static_cast<int>(op) >= PHX_OP_COUNT)
-      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown op id " + std::to_string(static_cast<int>(op)));
+    if (enum_value(desc->op) <= PHX_OP_INVALID || enum_value(desc->op) >= PHX_OP_COUNT)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown op id " + std::to_string(enum_value(desc->op)));
+    const phx_op_id op = desc->op;
     if (desc->input_count > kMaxInputs || desc->output_count != 1)
       fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " +
                                             std::to_string(desc->input_count) + " inputs and " +

@@ -47,8 +47,8 @@ PHX_API phx_status phx_tensor_create(phx_context handle, size_t device, phx_dtyp
   return guard(__func__, [&] {
     Context& context = lookup(handle);
     require_out(out_tensor, "out_tensor");
-    if (phx_dtype_size(dtype) == 0)
-      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+    if (enum_value(dtype) <= PHX_DTYPE_INVALID || enum_value(dtype) >= PHX_DTYPE_COUNT)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
     if (rank > PHX_MAX_RANK)
       fail(PHX_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
     require(shape != nullptr || rank == 0, "shape is null");

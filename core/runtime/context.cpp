@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "abi_structs.h"
 #include "errors.h"
 #include "logging.h"
 #include "plugin_loader.h"
@@ -92,6 +93,9 @@ void Context::add_devices(Plugin& plugin) {
         return plugin.api().device_info(plugin.instance(), local, &info);
       });
       auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
+      if (enum_value(info.type) < PHX_DEVICE_CPU || enum_value(info.type) > PHX_DEVICE_NPU)
+        fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": device_info gave an unknown device type " +
+                                          std::to_string(enum_value(info.type)));
       device->type = info.type;
       device->name = text(info.name);
       device->vendor = text(info.vendor);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "abi_structs.h"
 #include "errors.h"
 
 namespace phx {
@@ -93,9 +94,9 @@ std::string dtype_list(uint32_t mask) {
   return s;
 }
 
-void check_activation(phx_op_id op, phx_activation activation) {
-  if (activation < PHX_ACTIVATION_NONE || activation > PHX_ACTIVATION_SILU)
-    broken(op, "unknown activation " + std::to_string(static_cast<int>(activation)));
+void check_activation(phx_op_id op, const phx_activation& activation) {
+  if (enum_value(activation) < PHX_ACTIVATION_NONE || enum_value(activation) > PHX_ACTIVATION_SILU)
+    broken(op, "unknown activation " + std::to_string(enum_value(activation)));
 }
 
 void same_dtype(phx_op_id op, const Tensor& a, const Tensor& b, const char* what) {
@@ -156,8 +157,8 @@ void check_norm(phx_op_id op, const Tensor* const* in, size_t count, const Tenso
 void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, const Tensor* bias,
                   const Tensor& out) {
   const phx_op_id op = PHX_OP_CONV2D;
-  if (p.layout != PHX_LAYOUT_NCHW && p.layout != PHX_LAYOUT_NHWC)
-    broken(op, "unknown layout " + std::to_string(static_cast<int>(p.layout)));
+  if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
+    broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
   if (x->rank != 4 || w->rank != 4)
     broken(op, "x and weight need rank 4, got " + text(*x) + " and " + text(*w));
   same_dtype(op, *x, *w, "x and weight");

@@ -273,8 +273,8 @@ typedef struct phx_tensor_s* phx_tensor;
  * contents are undefined until written. rank 0 is a scalar (shape may then be null);
  * every dimension must be >= 1 (use a separate code path for empty tensors).
  * The caller owns *out_tensor and destroys it with phx_tensor_destroy.
- * Returns INVALID_ARGUMENT (rank > PHX_MAX_RANK, a dimension < 1, a byte size that
- * overflows 64 bits, unknown dtype), NOT_FOUND (no such device), UNSUPPORTED (the
+ * Returns INVALID_ARGUMENT (rank > PHX_MAX_RANK, a dimension < 1, a byte size above
+ * 2^62, which no machine holds, unknown dtype), NOT_FOUND (no such device), UNSUPPORTED (the
  * device cannot hold dtype), OUT_OF_MEMORY (also past the device's memory limit).
  * Thread-safe. */
 PHX_API phx_status phx_tensor_create(phx_context context, size_t device, phx_dtype dtype,
