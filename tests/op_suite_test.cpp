@@ -1,0 +1,1751 @@
+// The op conformance suite: every op, on every device found at run time, checked
+// against float64 references computed here from the same (dtype-rounded) inputs.
+// A device that does not claim an (op, dtype) (phx_device_supports) must answer
+// PHX_STATUS_UNSUPPORTED for it; a claimed one must produce the right numbers.
+//
+// Tolerances. u(dt) is the unit roundoff of a dtype: f32 2^-24, f16 2^-11, bf16 2^-8.
+// Every float result may carry one final rounding to the output dtype:
+//   round(out, ref) = u(out) * |ref| + half the smallest subnormal of out (f16: 2^-25).
+// On top of that, per op (|.| of the float64 reference; K, n as named):
+//   - transpose, relu, reduce_max, cast, integer ops: exact (tolerance 0; a float zero
+//     must also keep its sign).
+//   - add, sub, mul, div: computed in f32, then stored: 2 * 2^-24 * |ref|.
+//   - matmul, conv2d with K products per output and S = sum_k |a_k * b_k| + |bias|:
+//       pre = 2 * K * 2^-24 * S + 1e-6;
+//     with a fused activation (Lipschitz <= 1.2 for relu, gelu, silu), 1.2 * pre plus
+//     the activation's own error 8 * 2^-24 * |ref| + 1e-6.
+//   - gelu, silu: 8 * 2^-24 * |ref| + 1e-6 * max(1, |x|) (erf and exp evaluated in f32;
+//     the absolute term covers the cancellation in 1 + erf(x / sqrt 2) for x << 0).
+//   - softmax over n elements: (n + 32) * 2^-24 * |ref| + 1e-7 (n for the f32 sum, 32
+//     for exp and the division).
+//   - layer_norm over n: (2n + 32) * 2^-24 * ((|xhat| + 1) * |gamma| + |beta|), where
+//     xhat = (x - mean) / sqrt(var + eps): the f32 mean and variance sums each err by
+//     up to n ulps, the +1 covers the mean's error seen through 1 / sigma.
+//   - rms_norm over n: (n + 32) * 2^-24 * |ref| + 1e-6.
+//   - reduce_sum over n: (n + 2) * 2^-24 * sum |x|.
+// All random inputs come from a fixed-seed RNG, so any failure reproduces.
+
+#include <gtest/gtest.h>
+#include <phynexus/phynexus.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <numeric>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Index = std::vector<int64_t>;
+
+constexpr phx_dtype kFloatDtypes[] = {PHX_DTYPE_F32, PHX_DTYPE_F16, PHX_DTYPE_BF16};
+constexpr phx_dtype kIntDtypes[] = {PHX_DTYPE_I8, PHX_DTYPE_I16, PHX_DTYPE_I32, PHX_DTYPE_U8};
+constexpr phx_dtype kAllDtypes[] = {PHX_DTYPE_F32, PHX_DTYPE_F16, PHX_DTYPE_BF16, PHX_DTYPE_I8,
+                                    PHX_DTYPE_I16, PHX_DTYPE_I32, PHX_DTYPE_U8};
+constexpr phx_activation kActivations[] = {PHX_ACTIVATION_NONE, PHX_ACTIVATION_RELU,
+                                           PHX_ACTIVATION_GELU, PHX_ACTIVATION_SILU};
+constexpr double kF32Epsilon = 0x1p-24;  // unit roundoff of f32
+
+bool is_float(phx_dtype dt) {
+  return dt == PHX_DTYPE_F32 || dt == PHX_DTYPE_F16 || dt == PHX_DTYPE_BF16;
+}
+
+int64_t element_count(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string shape_string(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// ---- The dtypes as the host models them ------------------------------------------------
+
+struct FloatFormat {
+  int precision;     // significand bits, the implicit one included
+  int min_exponent;  // exponent of the smallest normal number
+  double max_finite;
+};
+
+FloatFormat float_format(phx_dtype dt) {
+  switch (dt) {
+    case PHX_DTYPE_F16:
+      return {11, -14, 65504.0};
+    case PHX_DTYPE_BF16:
+      return {8, -126, 0x1.FEp127};
+    default:
+      return {24, -126, 0x1.FFFFFEp127};
+  }
+}
+
+double unit_roundoff(phx_dtype dt) { return std::ldexp(1.0, -float_format(dt).precision); }
+
+// Half the smallest subnormal of dt: the largest error of rounding a tiny result.
+double half_min_subnormal(phx_dtype dt) {
+  const FloatFormat f = float_format(dt);
+  return std::ldexp(1.0, f.min_exponent - f.precision);
+}
+
+// Rounds v to the nearest value of a float dtype, ties to even, overflowing to infinity.
+double round_to_float(phx_dtype dt, double v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  const FloatFormat f = float_format(dt);
+  int e = 0;
+  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e); subnormals share the smallest quantum
+  const int quantum_exponent = std::max(e - 1, f.min_exponent) - (f.precision - 1);
+  // nearbyint rounds in the default mode: to nearest, ties to even.
+  const double r = std::ldexp(std::nearbyint(std::ldexp(v, -quantum_exponent)), quantum_exponent);
+  return std::fabs(r) > f.max_finite ? std::copysign(INFINITY, v) : r;
+}
+
+struct IntRange {
+  double lo;
+  double hi;
+};
+
+IntRange int_range(phx_dtype dt) {
+  switch (dt) {
+    case PHX_DTYPE_I8:
+      return {-128.0, 127.0};
+    case PHX_DTYPE_I16:
+      return {-32768.0, 32767.0};
+    case PHX_DTYPE_I32:
+      return {-2147483648.0, 2147483647.0};
+    default:
+      return {0.0, 255.0};
+  }
+}
+
+// The cast rule for a float going to an integer dtype: round to nearest even,
+// saturate, NaN -> 0.
+double round_to_int(phx_dtype dt, double v) {
+  if (std::isnan(v)) return 0.0;
+  const IntRange range = int_range(dt);
+  return std::clamp(std::nearbyint(v), range.lo, range.hi);
+}
+
+double round_to(phx_dtype dt, double v) {
+  return is_float(dt) ? round_to_float(dt, v) : round_to_int(dt, v);
+}
+
+// Two's complement wrap-around of an exact integer result to dt.
+int64_t wrap_to(phx_dtype dt, int64_t v) {
+  switch (dt) {
+    case PHX_DTYPE_I8:
+      return static_cast<int8_t>(v);
+    case PHX_DTYPE_I16:
+      return static_cast<int16_t>(v);
+    case PHX_DTYPE_I32:
+      return static_cast<int32_t>(v);
+    default:
+      return static_cast<uint8_t>(v);
+  }
+}
+
+// The binary16 bits of v, which must be exactly representable (or inf or NaN).
+uint16_t f16_bits(double v) {
+  if (std::isnan(v)) return 0x7E00;
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return sign | 0x7C00;
+  if (a < 0x1p-14) return sign | static_cast<uint16_t>(a * 0x1p24);  // subnormal or zero
+  int e = 0;
+  std::frexp(a, &e);
+  const int exponent = e - 1;
+  const auto mantissa = static_cast<uint16_t>((std::ldexp(a, -exponent) - 1.0) * 1024.0);
+  return sign | static_cast<uint16_t>((exponent + 15) << 10) | mantissa;
+}
+
+double f16_value(uint16_t bits) {
+  const double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  const int exponent = (bits >> 10) & 0x1F;
+  const int mantissa = bits & 0x3FF;
+  if (exponent == 0x1F) return mantissa ? NAN : sign * INFINITY;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
+template <class T>
+void store(unsigned char* dst, T value) {
+  std::memcpy(dst, &value, sizeof value);
+}
+
+template <class T>
+T load(const unsigned char* src) {
+  T value;
+  std::memcpy(&value, src, sizeof value);
+  return value;
+}
+
+// Writes v, already representable in dt, as dt's bytes.
+void encode(phx_dtype dt, double v, unsigned char* dst) {
+  switch (dt) {
+    case PHX_DTYPE_F32:
+      store(dst, static_cast<float>(v));
+      break;
+    case PHX_DTYPE_F16:
+      store(dst, f16_bits(v));
+      break;
+    case PHX_DTYPE_BF16:  // exact: v already has bf16 precision
+      store(dst, static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16));
+      break;
+    case PHX_DTYPE_I8:
+      store(dst, static_cast<int8_t>(v));
+      break;
+    case PHX_DTYPE_I16:
+      store(dst, static_cast<int16_t>(v));
+      break;
+    case PHX_DTYPE_I32:
+      store(dst, static_cast<int32_t>(v));
+      break;
+    default:
+      store(dst, static_cast<uint8_t>(v));
+      break;
+  }
+}
+
+double decode(phx_dtype dt, const unsigned char* src) {
+  switch (dt) {
+    case PHX_DTYPE_F32:
+      return load<float>(src);
+    case PHX_DTYPE_F16:
+      return f16_value(load<uint16_t>(src));
+    case PHX_DTYPE_BF16:
+      return std::bit_cast<float>(static_cast<uint32_t>(load<uint16_t>(src)) << 16);
+    case PHX_DTYPE_I8:
+      return load<int8_t>(src);
+    case PHX_DTYPE_I16:
+      return load<int16_t>(src);
+    case PHX_DTYPE_I32:
+      return load<int32_t>(src);
+    default:
+      return load<uint8_t>(src);
+  }
+}
+
+// ---- Host tensors and references ---------------------------------------------------------
+
+// A tensor on the host: its values are exactly representable in its dtype.
+struct HostTensor {
+  phx_dtype dtype = PHX_DTYPE_F32;
+  Shape shape;
+  std::vector<double> values;
+
+  double at(int64_t i) const { return values[static_cast<size_t>(i)]; }
+};
+
+// What an op must produce: each value within its tolerance.
+struct Expected {
+  std::vector<double> values;
+  std::vector<double> tolerances;
+
+  void add(double value, double tolerance) {
+    values.push_back(value);
+    tolerances.push_back(tolerance);
+  }
+};
+
+double final_rounding(phx_dtype out, double ref) {
+  if (!is_float(out)) return 0.0;
+  return unit_roundoff(out) * std::fabs(ref) + half_min_subnormal(out);
+}
+
+class Random {
+ public:
+  explicit Random(uint64_t seed) : engine_(seed) {}
+
+  double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(engine_); }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(engine_);
+  }
+
+  // Values in [lo, hi] rounded to dt; for an integer dtype, integers in [lo, hi] clamped
+  // to its range.
+  HostTensor tensor(phx_dtype dt, Shape shape, double lo = -1.0, double hi = 1.0) {
+    HostTensor t{dt, std::move(shape), {}};
+    const int64_t count = element_count(t.shape);
+    t.values.reserve(static_cast<size_t>(count));
+    const IntRange range = is_float(dt) ? IntRange{lo, hi} : int_range(dt);
+    for (int64_t i = 0; i < count; ++i) {
+      t.values.push_back(is_float(dt) ? round_to_float(dt, uniform(lo, hi))
+                                      : static_cast<double>(
+                                            integer(static_cast<int64_t>(std::max(lo, range.lo)),
+                                                    static_cast<int64_t>(std::min(hi, range.hi)))));
+    }
+    return t;
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// Calls fn(index, flat) for every index of shape, in row-major order.
+template <class Fn>
+void for_each_index(const Shape& shape, Fn fn) {
+  Index index(shape.size(), 0);
+  const int64_t count = element_count(shape);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    fn(index, flat);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// The row-major offset, in a tensor of `shape` broadcast against a bigger shape (aligned
+// right, size-1 dims stretched), of the element at `index` of that bigger shape.
+int64_t broadcast_offset(const Shape& shape, const Index& index) {
+  const size_t skip = index.size() - shape.size();
+  int64_t offset = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset = offset * shape[d] + (shape[d] == 1 ? 0 : index[skip + d]);
+  }
+  return offset;
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = std::max(da, db);
+  }
+  return out;
+}
+
+double apply_activation(phx_activation act, double x) {
+  switch (act) {
+    case PHX_ACTIVATION_RELU:
+      return std::max(x, 0.0);
+    case PHX_ACTIVATION_GELU:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case PHX_ACTIVATION_SILU:
+      return x / (1.0 + std::exp(-x));
+    default:
+      return x;
+  }
+}
+
+// The tolerance of a sum of K products (matmul, conv2d) through a fused activation.
+double accumulation_tolerance(int64_t k, double abs_sum, phx_activation act, double ref,
+                              phx_dtype out) {
+  const double pre = 2.0 * static_cast<double>(k) * kF32Epsilon * abs_sum + 1e-6;
+  const double tol =
+      act == PHX_ACTIVATION_NONE ? pre : 1.2 * pre + 8 * kF32Epsilon * std::fabs(ref) + 1e-6;
+  return tol + final_rounding(out, ref);
+}
+
+// ---- Handles -------------------------------------------------------------------------------
+
+// Owns a phx_tensor.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(phx_tensor tensor) : tensor_(tensor) {}
+  Tensor(Tensor&& other) noexcept : tensor_(std::exchange(other.tensor_, nullptr)) {}
+  Tensor& operator=(Tensor&& other) noexcept {
+    std::swap(tensor_, other.tensor_);
+    return *this;
+  }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  ~Tensor() {
+    if (tensor_) phx_tensor_destroy(tensor_);
+  }
+  phx_tensor get() const { return tensor_; }
+
+ private:
+  phx_tensor tensor_ = nullptr;
+};
+
+phx_status create_tensor(phx_context context, size_t device, phx_dtype dt, const Shape& shape,
+                         Tensor* out) {
+  phx_tensor t = nullptr;
+  const phx_status status = phx_tensor_create(context, device, dt, shape.size(),
+                                              shape.empty() ? nullptr : shape.data(), &t);
+  if (status == PHX_STATUS_OK) *out = Tensor(t);
+  return status;
+}
+
+std::vector<unsigned char> to_bytes(const HostTensor& h) {
+  const size_t size = phx_dtype_size(h.dtype);
+  std::vector<unsigned char> bytes(h.values.size() * size);
+  for (size_t i = 0; i < h.values.size(); ++i) encode(h.dtype, h.values[i], &bytes[i * size]);
+  return bytes;
+}
+
+// ---- The devices found at run time ---------------------------------------------------------
+
+struct DeviceParam {
+  size_t index;
+  std::string name;  // "<plugin>_<index>_<device name>", for the test names
+};
+
+void PrintTo(const DeviceParam& p, std::ostream* os) { *os << p.name; }
+
+std::string identifier(const std::string& s) {
+  std::string id;
+  for (char c : s) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return id;
+}
+
+// Runs when the tests are instantiated: a context made only to list the devices, so that
+// each plugin's devices get the whole suite the day the plugin loads.
+std::vector<DeviceParam> devices_found_at_run_time() {
+  std::vector<DeviceParam> devices;
+  phx_context context = nullptr;
+  if (phx_context_create(nullptr, &context) != PHX_STATUS_OK) return devices;
+  size_t count = 0;
+  phx_device_count(context, &count);
+  for (size_t i = 0; i < count; ++i) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    if (phx_device_get(context, i, &info) != PHX_STATUS_OK) continue;
+    devices.push_back({i, identifier(std::string(info.plugin) + "_" + std::to_string(i) + "_" +
+                                     std::string(info.name))});
+  }
+  phx_context_destroy(context);
+  return devices;
+}
+
+TEST(Devices, AtLeastOneIsFound) {
+  phx_context context = nullptr;
+  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
+  size_t count = 0;
+  EXPECT_EQ(phx_device_count(context, &count), PHX_STATUS_OK);
+  EXPECT_GE(count, 1u) << "no device: the CPU plugin was not found beside the library";
+  EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+}
+
+// ---- The fixture: one context per device's suite, one stream per test -------------------
+
+class OpSuite : public ::testing::TestWithParam<DeviceParam> {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(phx_context_create(nullptr, &context_), PHX_STATUS_OK) << phx_last_error();
+  }
+  static void TearDownTestSuite() {
+    if (context_) {
+      EXPECT_EQ(phx_context_destroy(context_), PHX_STATUS_OK);
+    }
+    context_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(context_, nullptr);
+    ASSERT_EQ(phx_stream_create(context_, device(), &stream_), PHX_STATUS_OK) << phx_last_error();
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    ASSERT_EQ(phx_device_get(context_, device(), &info), PHX_STATUS_OK);
+    dtype_mask_ = info.dtype_mask;
+    for (size_t i = 0; i < info.property_count; ++i) {
+      const phx_property& property = info.properties[i];
+      if (std::string(property.key) == "matmul_precision") {
+        bf16_products_ = std::string(property.value) == "bf16";
+      }
+    }
+  }
+  void TearDown() override {
+    if (stream_) {
+      EXPECT_EQ(phx_stream_destroy(stream_), PHX_STATUS_OK);
+    }
+  }
+
+  size_t device() const { return GetParam().index; }
+  bool holds(phx_dtype dt) const { return (dtype_mask_ & PHX_DTYPE_BIT(dt)) != 0; }
+
+  // The values a matmul or conv2d input enters the products with. A device whose
+  // "matmul_precision" property is "bf16" (the TPU simulator, as a TPU does) rounds them to
+  // bf16 first, then multiplies and accumulates in f32 (docs/tpu-sim.md).
+  HostTensor as_multiplied(const HostTensor& h) const {
+    HostTensor rounded = h;
+    if (bf16_products_) {
+      for (double& v : rounded.values) v = round_to_float(PHX_DTYPE_BF16, v);
+    }
+    return rounded;
+  }
+
+  bool claims(phx_op_id op, phx_dtype dt) const {
+    int supported = -1;
+    EXPECT_EQ(phx_device_supports(context_, device(), op, dt, &supported), PHX_STATUS_OK);
+    EXPECT_TRUE(supported == 0 || supported == 1) << supported;
+    return supported == 1;
+  }
+
+  Tensor make(phx_dtype dt, const Shape& shape) {
+    Tensor t;
+    EXPECT_EQ(create_tensor(context_, device(), dt, shape, &t), PHX_STATUS_OK)
+        << phx_dtype_name(dt) << shape_string(shape) << ": " << phx_last_error();
+    return t;
+  }
+
+  Tensor upload(const HostTensor& h) {
+    Tensor t = make(h.dtype, h.shape);
+    if (!t.get()) return t;
+    const std::vector<unsigned char> bytes = to_bytes(h);
+    EXPECT_EQ(phx_tensor_upload(t.get(), 0, bytes.data(), bytes.size()), PHX_STATUS_OK)
+        << phx_last_error();
+    return t;
+  }
+
+  std::vector<double> download(const Tensor& t, phx_dtype dt, int64_t count) {
+    const size_t size = phx_dtype_size(dt);
+    std::vector<unsigned char> bytes(static_cast<size_t>(count) * size);
+    EXPECT_EQ(phx_tensor_download(t.get(), 0, bytes.data(), bytes.size()), PHX_STATUS_OK)
+        << phx_last_error();
+    std::vector<double> values(static_cast<size_t>(count));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = decode(dt, &bytes[i * size]);
+    return values;
+  }
+
+  // Submits the op and waits for it; returns the first status that is not OK.
+  phx_status run(phx_op_id op, const void* params, const std::vector<phx_tensor>& inputs,
+                 const std::vector<phx_tensor>& outputs, uint64_t* ticket = nullptr) {
+    const phx_op_desc desc = {
+        sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
+        outputs.size()};
+    const phx_status status = phx_op_run(stream_, &desc, ticket);
+    return status != PHX_STATUS_OK ? status : phx_stream_synchronize(stream_);
+  }
+
+  // Runs op on inputs (null: an absent optional input) into a new output of out_dtype and
+  // out_shape, and compares with expected. When the device does not claim the op for the
+  // first input's dtype, checks instead that it answers UNSUPPORTED.
+  void check_op(const std::string& what, phx_op_id op, const void* params,
+                const std::vector<const HostTensor*>& inputs, phx_dtype out_dtype,
+                const Shape& out_shape, const Expected& expected) {
+    SCOPED_TRACE(std::string(phx_op_name(op)) + " " + what);
+    const phx_dtype dt = inputs.front()->dtype;
+    const bool claimed = claims(op, dt);
+    if (!holds(dt) || !holds(out_dtype)) {
+      // A device that cannot hold a dtype cannot claim an op on it.
+      EXPECT_FALSE(claimed && !holds(dt));
+      Tensor t;
+      EXPECT_EQ(create_tensor(context_, device(), holds(dt) ? out_dtype : dt, {1}, &t),
+                PHX_STATUS_UNSUPPORTED);
+      return;
+    }
+    std::vector<Tensor> owned;
+    std::vector<phx_tensor> handles;
+    for (const HostTensor* in : inputs) {
+      owned.push_back(in ? upload(*in) : Tensor());
+      handles.push_back(owned.back().get());
+    }
+    const Tensor out = make(out_dtype, out_shape);
+    ASSERT_NE(out.get(), nullptr);
+    const phx_status status = run(op, params, handles, {out.get()});
+    if (!claimed) {
+      EXPECT_EQ(status, PHX_STATUS_UNSUPPORTED)
+          << "not claimed by phx_device_supports: " << phx_last_error();
+      return;
+    }
+    ASSERT_EQ(status, PHX_STATUS_OK) << phx_last_error();
+    expect_matches(download(out, out_dtype, element_count(out_shape)), expected, out_dtype);
+  }
+
+  static void expect_matches(const std::vector<double>& got, const Expected& expected,
+                             phx_dtype out_dtype) {
+    ASSERT_EQ(got.size(), expected.values.size());
+    size_t failures = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double ref = expected.values[i];
+      const double tol = expected.tolerances[i];
+      bool ok = false;
+      if (std::isnan(ref)) {
+        ok = std::isnan(got[i]);
+      } else if (std::isinf(ref) || tol == 0.0) {
+        ok = got[i] == ref &&
+             !(is_float(out_dtype) && ref == 0.0 && std::signbit(got[i]) != std::signbit(ref));
+      } else {
+        ok = std::fabs(got[i] - ref) <= tol;
+      }
+      if (!ok && ++failures <= 5) {
+        ADD_FAILURE() << "element " << i << ": got " << std::setprecision(10) << got[i]
+                      << ", expected " << ref << " +- " << tol;
+      }
+    }
+    EXPECT_EQ(failures, 0u) << "of " << got.size() << " elements";
+  }
+
+  static inline phx_context context_ = nullptr;
+  phx_stream stream_ = nullptr;
+  uint32_t dtype_mask_ = 0;
+  bool bf16_products_ = false;
+};
+
+// ---- Coverage: what the suite tests and what the devices claim ----------------------------
+
+// The dtypes the op rules allow for each op's (first) input, which is what this suite tests.
+uint32_t dtypes_the_rules_allow(phx_op_id op) {
+  uint32_t floats = 0;
+  for (phx_dtype dt : kFloatDtypes) floats |= PHX_DTYPE_BIT(dt);
+  uint32_t all = 0;
+  for (phx_dtype dt : kAllDtypes) all |= PHX_DTYPE_BIT(dt);
+  switch (op) {
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_TRANSPOSE:
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX:
+    case PHX_OP_CAST:
+      return all;
+    case PHX_OP_RELU:
+      return floats | PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) |
+             PHX_DTYPE_BIT(PHX_DTYPE_I32);
+    default:
+      return floats;
+  }
+}
+
+TEST_P(OpSuite, ClaimsAreWithinTheRulesAndTheDeviceDtypes) {
+  for (int op = PHX_OP_MATMUL; op < PHX_OP_COUNT; ++op) {
+    for (phx_dtype dt : kAllDtypes) {
+      const auto id = static_cast<phx_op_id>(op);
+      if (!claims(id, dt)) continue;
+      EXPECT_TRUE(dtypes_the_rules_allow(id) & PHX_DTYPE_BIT(dt))
+          << phx_op_name(id) << " claimed for " << phx_dtype_name(dt) << ", which its rules forbid";
+      EXPECT_TRUE(holds(dt)) << phx_op_name(id) << " claimed for " << phx_dtype_name(dt)
+                             << ", which the device cannot hold";
+    }
+  }
+}
+
+// ---- matmul ----------------------------------------------------------------------------------
+
+struct MatmulCase {
+  MatmulCase(Shape a_shape, Shape b_shape, bool ta = false, bool tb = false)
+      : a(std::move(a_shape)), b(std::move(b_shape)), transpose_a(ta), transpose_b(tb) {}
+  MatmulCase& with_bias(Shape shape) {
+    bias = std::move(shape);
+    has_bias = true;
+    return *this;
+  }
+  MatmulCase& with_activation(phx_activation act) {
+    activation = act;
+    return *this;
+  }
+
+  Shape a;  // as stored (transposed when transpose_a)
+  Shape b;
+  bool transpose_a;
+  bool transpose_b;
+  Shape bias;
+  bool has_bias = false;
+  phx_activation activation = PHX_ACTIVATION_NONE;
+};
+
+class MatmulTest : public OpSuite {
+ protected:
+  void check(const MatmulCase& c, phx_dtype dt, phx_dtype out_dt, Random& rng) {
+    const HostTensor a = rng.tensor(dt, c.a);
+    const HostTensor b = rng.tensor(dt, c.b);
+    const size_t ra = c.a.size();
+    const size_t rb = c.b.size();
+    const int64_t m = c.transpose_a ? c.a[ra - 1] : c.a[ra - 2];
+    const int64_t k = c.transpose_a ? c.a[ra - 2] : c.a[ra - 1];
+    const int64_t n = c.transpose_b ? c.b[rb - 2] : c.b[rb - 1];
+    const Shape batch_a(c.a.begin(), c.a.end() - 2);
+    const Shape batch_b(c.b.begin(), c.b.end() - 2);
+    Shape out_shape = broadcast_shape(batch_a, batch_b);
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    HostTensor bias;
+    if (c.has_bias) bias = rng.tensor(out_dt, c.bias);
+    const HostTensor a_multiplied = as_multiplied(a);
+    const HostTensor b_multiplied = as_multiplied(b);
+
+    Expected expected;
+    for_each_index(out_shape, [&](const Index& index, int64_t) {
+      const Index batch(index.begin(), index.end() - 2);
+      const int64_t i = index[index.size() - 2];
+      const int64_t j = index.back();
+      const int64_t a_base = broadcast_offset(batch_a, batch) * m * k;
+      const int64_t b_base = broadcast_offset(batch_b, batch) * k * n;
+      double sum = 0.0;
+      double abs_sum = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double x = a_multiplied.at(a_base + (c.transpose_a ? p * m + i : i * k + p));
+        const double y = b_multiplied.at(b_base + (c.transpose_b ? j * k + p : p * n + j));
+        sum += x * y;
+        abs_sum += std::fabs(x * y);
+      }
+      if (c.has_bias) {
+        const double bv = bias.at(broadcast_offset(bias.shape, index));
+        sum += bv;
+        abs_sum += std::fabs(bv);
+      }
+      const double ref = apply_activation(c.activation, sum);
+      expected.add(ref, accumulation_tolerance(k, abs_sum, c.activation, ref, out_dt));
+    });
+
+    const phx_matmul_params params = {sizeof(phx_matmul_params), c.transpose_a ? 1 : 0,
+                                      c.transpose_b ? 1 : 0, c.activation};
+    std::vector<const HostTensor*> inputs = {&a, &b};
+    if (c.has_bias) inputs.push_back(&bias);
+    std::ostringstream what;
+    what << phx_dtype_name(dt) << "->" << phx_dtype_name(out_dt) << " a" << shape_string(c.a)
+         << (c.transpose_a ? "T" : "") << " b" << shape_string(c.b) << (c.transpose_b ? "T" : "")
+         << (c.has_bias ? " bias" + shape_string(c.bias) : "") << " act " << c.activation;
+    check_op(what.str(), PHX_OP_MATMUL, &params, inputs, out_dt, out_shape, expected);
+  }
+
+  // Runs each case for every float dtype, with the output in the same dtype and in f32.
+  void check_all(const std::vector<MatmulCase>& cases, uint64_t seed) {
+    Random rng(seed);
+    for (phx_dtype dt : kFloatDtypes) {
+      for (phx_dtype out_dt : {dt, PHX_DTYPE_F32}) {
+        for (const MatmulCase& c : cases) check(c, dt, out_dt, rng);
+        if (dt == PHX_DTYPE_F32) break;  // f32 -> f32 once
+      }
+    }
+  }
+};
+
+TEST_P(MatmulTest, SizesAndKFrom1To1000) {
+  std::vector<MatmulCase> cases;
+  for (int64_t k : {1, 2, 7, 127, 129, 1000}) cases.emplace_back(Shape{3, k}, Shape{k, 5});
+  cases.emplace_back(Shape{1, 1}, Shape{1, 1});
+  cases.emplace_back(Shape{1, 129}, Shape{129, 1});
+  cases.emplace_back(Shape{127, 33}, Shape{33, 129});
+  cases.emplace_back(Shape{129, 64}, Shape{64, 127});
+  cases.emplace_back(Shape{1000, 7}, Shape{7, 3});
+  cases.emplace_back(Shape{7, 1000}, Shape{1000, 17});
+  check_all(cases, 1);
+}
+
+TEST_P(MatmulTest, TransposeFlags) {
+  std::vector<MatmulCase> cases;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Shape a = ta ? Shape{129, 7} : Shape{7, 129};      // M 7, K 129
+      const Shape b = tb ? Shape{127, 129} : Shape{129, 127};  // N 127
+      cases.emplace_back(a, b, ta, tb);
+      cases.emplace_back(ta ? Shape{2, 5, 3} : Shape{2, 3, 5}, tb ? Shape{4, 5} : Shape{5, 4}, ta,
+                         tb);
+    }
+  }
+  check_all(cases, 2);
+}
+
+TEST_P(MatmulTest, BatchedWithBroadcastBatchDims) {
+  const std::vector<MatmulCase> cases = {
+      {{3, 7, 9}, {3, 9, 5}},                        // same batch
+      {{2, 3, 7, 9}, {3, 9, 5}},                     // b has fewer batch dims
+      {{7, 9}, {4, 9, 5}},                           // a has none
+      {{4, 1, 7, 9}, {1, 5, 9, 5}},                  // both sides broadcast
+      {{2, 1, 3, 5, 4}, {6, 1, 4, 3}},               // rank 5 against rank 4
+      MatmulCase({5, 9, 7}, {1, 5, 9}, true, true),  // with both transposed
+  };
+  check_all(cases, 3);
+}
+
+TEST_P(MatmulTest, BiasVectorAndGeneralBroadcast) {
+  const MatmulCase plain({7, 9}, {9, 5});
+  const MatmulCase batched({2, 3, 7, 9}, {9, 5});
+  const std::vector<MatmulCase> cases = {
+      MatmulCase(plain).with_bias({5}),
+      MatmulCase(plain).with_bias({7, 1}),       // a column
+      MatmulCase(plain).with_bias({7, 5}),       // full
+      MatmulCase(plain).with_bias({1}),          // one value
+      MatmulCase(plain).with_bias({}),           // a scalar
+      MatmulCase(batched).with_bias({3, 1, 5}),  // middle batch dim
+      MatmulCase(batched).with_bias({2, 1, 7, 1}),
+      MatmulCase({5, 9, 7}, {9, 5}, true).with_bias({5}),
+  };
+  check_all(cases, 4);
+}
+
+TEST_P(MatmulTest, FusedActivations) {
+  std::vector<MatmulCase> cases;
+  for (phx_activation act : kActivations) {
+    cases.push_back(MatmulCase({7, 129}, {129, 13}).with_bias({13}).with_activation(act));
+    cases.push_back(MatmulCase({2, 5, 3}, {2, 3, 4}).with_activation(act));
+  }
+  check_all(cases, 5);
+}
+
+// ---- Elementwise binary ------------------------------------------------------------------------
+
+const std::vector<std::pair<Shape, Shape>>& broadcast_cases() {
+  static const std::vector<std::pair<Shape, Shape>> cases = {
+      {{1000}, {1000}},     // same shape
+      {{129, 257}, {257}},  // 33153 elements: split over threads
+      {{7, 129}, {7, 129}},
+      {{7, 129}, {}},          // a scalar
+      {{}, {127, 7}},          // a scalar on the left
+      {{}, {}},                // scalars on both sides
+      {{127, 7}, {7}},         // a row
+      {{127, 7}, {127, 1}},    // a column
+      {{3, 5, 7}, {3, 1, 7}},  // a middle dim
+      {{5, 1, 7}, {1, 6, 1}},  // both sides broadcast
+      {{127, 1}, {1, 129}},
+      {{2, 3, 4, 5}, {4, 1}},  // ranks differ
+  };
+  return cases;
+}
+
+class BinaryTest : public OpSuite {
+ protected:
+  static double float_op(phx_op_id op, double a, double b) {
+    switch (op) {
+      case PHX_OP_ADD:
+        return a + b;
+      case PHX_OP_SUB:
+        return a - b;
+      case PHX_OP_MUL:
+        return a * b;
+      default:
+        return a / b;
+    }
+  }
+  static int64_t int_op(phx_op_id op, int64_t a, int64_t b) {
+    switch (op) {
+      case PHX_OP_ADD:
+        return a + b;
+      case PHX_OP_SUB:
+        return a - b;
+      default:
+        return a * b;
+    }
+  }
+
+  void check_dtype(phx_op_id op, phx_dtype dt, Random& rng) {
+    for (const auto& shapes : broadcast_cases()) {
+      const Shape& shape_a = shapes.first;
+      const Shape& shape_b = shapes.second;
+      const HostTensor a = rng.tensor(dt, shape_a, -4.0, 4.0);
+      // A divisor away from zero: [0.5, 2] with a random sign.
+      HostTensor b =
+          rng.tensor(dt, shape_b, op == PHX_OP_DIV ? 0.5 : -4.0, op == PHX_OP_DIV ? 2.0 : 4.0);
+      if (op == PHX_OP_DIV) {
+        for (double& v : b.values) v = rng.integer(0, 1) ? v : -v;
+      }
+      const Shape out_shape = broadcast_shape(shape_a, shape_b);
+      Expected expected;
+      for_each_index(out_shape, [&](const Index& index, int64_t) {
+        const double x = a.at(broadcast_offset(shape_a, index));
+        const double y = b.at(broadcast_offset(shape_b, index));
+        if (is_float(dt)) {
+          const double ref = float_op(op, x, y);
+          expected.add(ref, 2 * kF32Epsilon * std::fabs(ref) + final_rounding(dt, ref));
+        } else {
+          expected.add(static_cast<double>(wrap_to(
+                           dt, int_op(op, static_cast<int64_t>(x), static_cast<int64_t>(y)))),
+                       0.0);
+        }
+      });
+      check_op(std::string(phx_dtype_name(dt)) + " " + shape_string(shape_a) + " " +
+                   shape_string(shape_b),
+               op, nullptr, {&a, &b}, dt, out_shape, expected);
+    }
+  }
+
+  void check(phx_op_id op, uint64_t seed) {
+    Random rng(seed);
+    for (phx_dtype dt : kFloatDtypes) check_dtype(op, dt, rng);
+    if (op == PHX_OP_DIV) return;  // div is for floats only
+    for (phx_dtype dt : kIntDtypes) check_dtype(op, dt, rng);
+  }
+};
+
+TEST_P(BinaryTest, Add) { check(PHX_OP_ADD, 10); }
+TEST_P(BinaryTest, Sub) { check(PHX_OP_SUB, 11); }
+TEST_P(BinaryTest, Mul) { check(PHX_OP_MUL, 12); }
+TEST_P(BinaryTest, Div) { check(PHX_OP_DIV, 13); }
+
+TEST_P(BinaryTest, IntegersWrapAround) {
+  // Full-range operands make add, sub and mul overflow for most elements.
+  Random rng(14);
+  for (phx_dtype dt : kIntDtypes) {
+    const IntRange range = int_range(dt);
+    const HostTensor a = rng.tensor(dt, {129}, range.lo, range.hi);
+    const HostTensor b = rng.tensor(dt, {129}, range.lo, range.hi);
+    for (phx_op_id op : {PHX_OP_ADD, PHX_OP_SUB, PHX_OP_MUL}) {
+      Expected expected;
+      for (size_t i = 0; i < a.values.size(); ++i) {
+        expected.add(static_cast<double>(wrap_to(dt, int_op(op, static_cast<int64_t>(a.values[i]),
+                                                            static_cast<int64_t>(b.values[i])))),
+                     0.0);
+      }
+      check_op(std::string(phx_dtype_name(dt)) + " full range", op, nullptr, {&a, &b}, dt, {129},
+               expected);
+    }
+  }
+}
+
+// ---- Elementwise unary
+// ----------------------------------------------------------------------------
+
+class UnaryTest : public OpSuite {
+ protected:
+  void check(phx_op_id op, phx_dtype dt, Random& rng) {
+    for (const Shape& shape : {Shape{}, Shape{1}, Shape{7}, Shape{1000}, Shape{3, 127},
+                               Shape{2, 3, 129}, Shape{129, 257}}) {
+      const HostTensor x = rng.tensor(dt, shape, -6.0, 6.0);
+      Expected expected;
+      for (double v : x.values) {
+        if (op == PHX_OP_RELU) {
+          expected.add(std::max(v, 0.0), 0.0);
+          continue;
+        }
+        const double ref =
+            apply_activation(op == PHX_OP_GELU ? PHX_ACTIVATION_GELU : PHX_ACTIVATION_SILU, v);
+        expected.add(ref, 8 * kF32Epsilon * std::fabs(ref) + 1e-6 * std::max(1.0, std::fabs(v)) +
+                              final_rounding(dt, ref));
+      }
+      check_op(std::string(phx_dtype_name(dt)) + shape_string(shape), op, nullptr, {&x}, dt, shape,
+               expected);
+    }
+  }
+};
+
+TEST_P(UnaryTest, Relu) {
+  Random rng(20);
+  for (phx_dtype dt : kFloatDtypes) check(PHX_OP_RELU, dt, rng);
+  for (phx_dtype dt : {PHX_DTYPE_I8, PHX_DTYPE_I16, PHX_DTYPE_I32}) check(PHX_OP_RELU, dt, rng);
+}
+
+TEST_P(UnaryTest, Gelu) {
+  Random rng(21);
+  for (phx_dtype dt : kFloatDtypes) check(PHX_OP_GELU, dt, rng);
+}
+
+TEST_P(UnaryTest, Silu) {
+  Random rng(22);
+  for (phx_dtype dt : kFloatDtypes) check(PHX_OP_SILU, dt, rng);
+}
+
+// ---- softmax
+// --------------------------------------------------------------------------------------
+
+TEST_P(OpSuite, SoftmaxOnSeveralAxes) {
+  struct Case {
+    Shape shape;
+    int32_t axis;
+    double range;  // inputs in [-range, range]
+  };
+  const std::vector<Case> cases = {
+      {{1000}, -1, 8.0},     {{7, 129}, -1, 8.0},  {{7, 129}, 0, 8.0},   {{7, 129}, 1, 8.0},
+      {{3, 5, 7}, 1, 8.0},   {{3, 5, 7}, -3, 8.0}, {{3, 5, 7}, -2, 8.0}, {{1, 1}, -1, 8.0},
+      {{4, 127}, -1, 100.0},  // exp(100) overflows f32: the max must be subtracted
+      {{257, 129}, -1, 8.0}, {{257, 129}, 0, 8.0},  // split over threads
+  };
+  Random rng(30);
+  for (phx_dtype dt : kFloatDtypes) {
+    for (const Case& c : cases) {
+      const HostTensor x = rng.tensor(dt, c.shape, -c.range, c.range);
+      const auto rank = static_cast<int32_t>(c.shape.size());
+      const auto axis = static_cast<size_t>(c.axis < 0 ? c.axis + rank : c.axis);
+      const int64_t n = c.shape[axis];
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
+      const int64_t outer = element_count(c.shape) / (n * inner);
+      Expected expected;
+      expected.values.resize(x.values.size());
+      expected.tolerances.resize(x.values.size());
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t in = 0; in < inner; ++in) {
+          auto at = [&](int64_t i) { return static_cast<size_t>((o * n + i) * inner + in); };
+          double max = -INFINITY;
+          for (int64_t i = 0; i < n; ++i) max = std::max(max, x.values[at(i)]);
+          double sum = 0.0;
+          for (int64_t i = 0; i < n; ++i) sum += std::exp(x.values[at(i)] - max);
+          for (int64_t i = 0; i < n; ++i) {
+            const double ref = std::exp(x.values[at(i)] - max) / sum;
+            expected.values[at(i)] = ref;
+            expected.tolerances[at(i)] =
+                static_cast<double>(n + 32) * kF32Epsilon * ref + 1e-7 + final_rounding(dt, ref);
+          }
+        }
+      }
+      const phx_softmax_params params = {sizeof(phx_softmax_params), c.axis};
+      check_op(std::string(phx_dtype_name(dt)) + shape_string(c.shape) + " axis " +
+                   std::to_string(c.axis),
+               PHX_OP_SOFTMAX, &params, {&x}, dt, c.shape, expected);
+    }
+  }
+}
+
+// ---- layer_norm and rms_norm ------------------------------------------------------------------
+
+struct NormCase {
+  Shape shape;
+  bool gamma;
+  bool beta;  // layer_norm only
+  float epsilon;
+  bool constant_rows = false;  // every row one value: the variance is 0, eps alone divides
+};
+
+class NormTest : public OpSuite {
+ protected:
+  void check(phx_op_id op, const NormCase& c, phx_dtype dt, Random& rng, bool short_form) {
+    // An offset mean, so that a variance computed as E[x^2] - E[x]^2 loses accuracy.
+    HostTensor x = rng.tensor(dt, c.shape, -0.5, 1.5);
+    const int64_t n = c.shape.back();
+    if (c.constant_rows) {
+      for (size_t i = 0; i < x.values.size(); ++i)
+        x.values[i] = x.values[i - i % static_cast<size_t>(n)];
+    }
+    const HostTensor gamma = rng.tensor(dt, {n}, -2.0, 2.0);
+    const HostTensor beta = rng.tensor(dt, {n}, -1.0, 1.0);
+    Expected expected;
+    const double eps = c.epsilon;
+    for (int64_t row = 0; row < element_count(c.shape) / n; ++row) {
+      const double* v = &x.values[static_cast<size_t>(row * n)];
+      double mean = 0.0;
+      double mean_square = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        mean += v[i] / static_cast<double>(n);
+        mean_square += v[i] * v[i] / static_cast<double>(n);
+      }
+      double variance = 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        variance += (v[i] - mean) * (v[i] - mean) / static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double g = c.gamma ? gamma.at(i) : 1.0;
+        const double b = c.beta ? beta.at(i) : 0.0;
+        const auto growth = static_cast<double>(n);
+        if (op == PHX_OP_LAYER_NORM) {
+          const double xhat = (v[i] - mean) / std::sqrt(variance + eps);
+          const double ref = xhat * g + b;
+          expected.add(ref, (2 * growth + 32) * kF32Epsilon *
+                                    ((std::fabs(xhat) + 1) * std::fabs(g) + std::fabs(b)) +
+                                final_rounding(dt, ref));
+        } else {
+          const double ref = v[i] / std::sqrt(mean_square + eps) * g;
+          expected.add(
+              ref, (growth + 32) * kF32Epsilon * std::fabs(ref) + 1e-6 + final_rounding(dt, ref));
+        }
+      }
+    }
+    // The long form passes every optional input, null when absent; the short form drops
+    // the absent ones at the end.
+    std::vector<const HostTensor*> inputs = {&x, c.gamma ? &gamma : nullptr};
+    if (op == PHX_OP_LAYER_NORM) inputs.push_back(c.beta ? &beta : nullptr);
+    while (short_form && inputs.size() > 1 && inputs.back() == nullptr) inputs.pop_back();
+    const phx_norm_params params = {sizeof(phx_norm_params), c.epsilon};
+    std::ostringstream what;
+    what << phx_dtype_name(dt) << shape_string(c.shape) << (c.gamma ? " gamma" : "")
+         << (c.beta ? " beta" : "") << " eps " << c.epsilon << (c.constant_rows ? " constant" : "")
+         << (short_form ? " short form" : "");
+    check_op(what.str(), op, &params, inputs, dt, c.shape, expected);
+  }
+};
+
+TEST_P(NormTest, LayerNormWithAndWithoutGammaBeta) {
+  Random rng(40);
+  for (phx_dtype dt : kFloatDtypes) {
+    for (bool gamma : {false, true}) {
+      for (bool beta : {false, true}) {
+        for (const Shape& shape :
+             {Shape{7, 129}, Shape{2, 3, 1000}, Shape{127, 7}, Shape{3, 1}, Shape{257, 129}}) {
+          check(PHX_OP_LAYER_NORM, {shape, gamma, beta, 1e-5f}, dt, rng, false);
+        }
+        check(PHX_OP_LAYER_NORM, {{5, 33}, gamma, beta, 0.5f}, dt, rng, true);
+        check(PHX_OP_LAYER_NORM, {{4, 17}, gamma, beta, 0.25f, true}, dt, rng, false);
+      }
+    }
+  }
+}
+
+TEST_P(NormTest, RmsNormWithAndWithoutGamma) {
+  Random rng(41);
+  for (phx_dtype dt : kFloatDtypes) {
+    for (bool gamma : {false, true}) {
+      for (const Shape& shape :
+           {Shape{7, 129}, Shape{2, 3, 1000}, Shape{127, 7}, Shape{3, 1}, Shape{257, 129}}) {
+        check(PHX_OP_RMS_NORM, {shape, gamma, false, 1e-5f}, dt, rng, false);
+      }
+      check(PHX_OP_RMS_NORM, {{5, 33}, gamma, false, 0.5f}, dt, rng, true);
+      check(PHX_OP_RMS_NORM, {{4, 17}, gamma, false, 0.25f, true}, dt, rng, false);
+    }
+  }
+}
+
+// ---- transpose
+// ------------------------------------------------------------------------------------
+
+TEST_P(OpSuite, TransposePermsOfRanks2To4) {
+  struct Case {
+    Shape shape;
+    std::vector<uint32_t> perm;
+  };
+  std::vector<Case> cases = {{{7, 129}, {1, 0}},
+                             {{129, 127}, {1, 0}},
+                             {{1, 1000}, {1, 0}},
+                             {{7, 129}, {0, 1}},
+                             {{129, 257}, {1, 0}}};
+  std::vector<uint32_t> perm3 = {0, 1, 2};
+  do {
+    cases.push_back({{3, 5, 7}, perm3});
+  } while (std::next_permutation(perm3.begin(), perm3.end()));
+  for (const auto& perm : std::vector<std::vector<uint32_t>>{
+           {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}, {0, 1, 3, 2}}) {
+    cases.push_back({{2, 3, 4, 5}, perm});
+  }
+  Random rng(50);
+  for (phx_dtype dt : kAllDtypes) {
+    for (const Case& c : cases) {
+      const HostTensor x = rng.tensor(dt, c.shape, -100.0, 100.0);
+      Shape out_shape;
+      for (uint32_t p : c.perm) out_shape.push_back(c.shape[p]);
+      Expected expected;
+      for_each_index(out_shape, [&](const Index& out_index, int64_t) {
+        Index in_index(c.shape.size());
+        for (size_t i = 0; i < c.perm.size(); ++i) in_index[c.perm[i]] = out_index[i];
+        int64_t offset = 0;
+        for (size_t d = 0; d < c.shape.size(); ++d) offset = offset * c.shape[d] + in_index[d];
+        expected.add(x.at(offset), 0.0);
+      });
+      phx_transpose_params params = {sizeof(phx_transpose_params), {}};
+      std::copy(c.perm.begin(), c.perm.end(), params.perm);
+      std::string what = std::string(phx_dtype_name(dt)) + shape_string(c.shape) + " perm";
+      for (uint32_t p : c.perm) what += " " + std::to_string(p);
+      check_op(what, PHX_OP_TRANSPOSE, &params, {&x}, dt, out_shape, expected);
+    }
+  }
+}
+
+// ---- reduce_sum and reduce_max
+// --------------------------------------------------------------------
+
+TEST_P(OpSuite, ReductionsOverAxisMasks) {
+  struct Case {
+    Shape shape;
+    std::vector<uint32_t> masks;
+  };
+  const std::vector<Case> cases = {{{1000}, {0, 1}},
+                                   {{7, 129}, {0, 1, 2, 3}},
+                                   {{3, 5, 7}, {1, 2, 4, 5, 6, 7}},
+                                   {{2, 3, 4, 5}, {0b1010, 0b0101, 0b1000}},
+                                   {{129, 257}, {0, 1, 2}}};
+  Random rng(60);
+  for (phx_op_id op : {PHX_OP_REDUCE_SUM, PHX_OP_REDUCE_MAX}) {
+    for (phx_dtype dt : kAllDtypes) {
+      for (const Case& c : cases) {
+        const HostTensor x = is_float(dt) ? rng.tensor(dt, c.shape, -2.0, 2.0)
+                                          : rng.tensor(dt, c.shape, -1e9, 1e9);  // sums wrap
+        for (uint32_t mask : c.masks) {
+          const uint32_t reduced = mask == 0 ? (1u << c.shape.size()) - 1 : mask;
+          for (bool keep_dims : {false, true}) {
+            Shape out_shape;
+            Shape kept_shape;  // the output shape with the reduced dims kept as 1
+            for (size_t d = 0; d < c.shape.size(); ++d) {
+              const bool r = (reduced >> d) & 1;
+              if (!r || keep_dims) out_shape.push_back(r ? 1 : c.shape[d]);
+              kept_shape.push_back(r ? 1 : c.shape[d]);
+            }
+            std::vector<double> acc(static_cast<size_t>(element_count(kept_shape)),
+                                    op == PHX_OP_REDUCE_MAX ? -INFINITY : 0.0);
+            std::vector<double> abs_sum(acc.size(), 0.0);
+            std::vector<int64_t> int_sum(acc.size(), 0);
+            for_each_index(c.shape, [&](const Index& index, int64_t flat) {
+              const auto o = static_cast<size_t>(broadcast_offset(kept_shape, index));
+              const double v = x.at(flat);
+              acc[o] = op == PHX_OP_REDUCE_MAX ? std::max(acc[o], v) : acc[o] + v;
+              abs_sum[o] += std::fabs(v);
+              int_sum[o] += static_cast<int64_t>(v);
+            });
+            const double count =
+                static_cast<double>(element_count(c.shape)) / static_cast<double>(acc.size());
+            Expected expected;
+            for (size_t o = 0; o < acc.size(); ++o) {
+              if (op == PHX_OP_REDUCE_MAX) {
+                expected.add(acc[o], 0.0);
+              } else if (is_float(dt)) {
+                expected.add(acc[o],
+                             (count + 2) * kF32Epsilon * abs_sum[o] + final_rounding(dt, acc[o]));
+              } else {
+                expected.add(static_cast<double>(wrap_to(dt, int_sum[o])), 0.0);
+              }
+            }
+            const phx_reduce_params params = {sizeof(phx_reduce_params), mask, keep_dims ? 1 : 0};
+            check_op(std::string(phx_dtype_name(dt)) + shape_string(c.shape) + " mask " +
+                         std::to_string(mask) + (keep_dims ? " keep" : ""),
+                     op, &params, {&x}, dt, out_shape, expected);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- cast
+// -------------------------------------------------------------------------------------------
+
+// Values that exercise rounding ties, saturation, overflow, subnormals, infinities and NaN.
+const std::vector<double>& cast_values() {
+  static const std::vector<double> values = {0.0,
+                                             -0.0,
+                                             1.0,
+                                             -1.0,
+                                             0.5,
+                                             -0.5,
+                                             1.5,
+                                             2.5,
+                                             -2.5,
+                                             3.5,
+                                             0x1.FFFFFEp-2 /* just below 0.5 */,
+                                             100.5,
+                                             127.0,
+                                             127.5,
+                                             128.0,
+                                             -128.0,
+                                             -128.5,
+                                             -129.0,
+                                             200.0,
+                                             254.5,
+                                             255.0,
+                                             255.5,
+                                             256.0,
+                                             300.0,
+                                             -300.0,
+                                             1000.0,
+                                             -1000.0,
+                                             2049.0,
+                                             2051.0,
+                                             257.0,
+                                             259.0,
+                                             32767.0,
+                                             32767.5,
+                                             -32768.0,
+                                             -32768.5,
+                                             40000.0,
+                                             -40000.0,
+                                             65504.0,
+                                             65519.0,
+                                             65520.0,
+                                             70000.0,
+                                             1e5,
+                                             -1e5,
+                                             16777217.0,
+                                             16777219.0,
+                                             2147483520.0,
+                                             2147483647.0,
+                                             2147483648.0,
+                                             -2147483648.0,
+                                             -2147483904.0,
+                                             1e10,
+                                             -1e10,
+                                             1.0 + 0x1p-8,
+                                             1.0 + 3 * 0x1p-8,
+                                             1.0 + 0x1p-11,
+                                             1.0 + 3 * 0x1p-11,
+                                             0x1p-25,
+                                             3 * 0x1p-25,
+                                             0x1p-24,
+                                             1e-8,
+                                             6e-5,
+                                             0x1.8p-129 /* an f32 subnormal */,
+                                             INFINITY,
+                                             -INFINITY,
+                                             NAN};
+  return values;
+}
+
+// cast_values() as dt holds them: rounded to a float dtype, or those an integer dtype
+// holds exactly.
+HostTensor cast_source(phx_dtype dt) {
+  HostTensor t{dt, {}, {}};
+  for (double v : cast_values()) {
+    if (is_float(dt)) {
+      t.values.push_back(round_to_float(dt, v));
+    } else if (v == std::trunc(v) && v >= int_range(dt).lo && v <= int_range(dt).hi) {
+      t.values.push_back(v + 0.0);  // + 0.0 turns -0 into 0
+    }
+  }
+  t.shape = {static_cast<int64_t>(t.values.size())};
+  return t;
+}
+
+TEST_P(OpSuite, CastBetweenEveryDtypePair) {
+  for (phx_dtype from : kAllDtypes) {
+    const HostTensor x = cast_source(from);
+    for (phx_dtype to : kAllDtypes) {
+      Expected expected;
+      for (double v : x.values) {
+        // Integer to integer keeps the low bits (docs/ops.md: i32 300 -> i8 44).
+        const bool int_to_int = !is_float(from) && !is_float(to);
+        expected.add(int_to_int ? static_cast<double>(wrap_to(to, static_cast<int64_t>(v)))
+                                : round_to(to, v),
+                     0.0);
+      }
+      check_op(std::string(phx_dtype_name(from)) + "->" + phx_dtype_name(to), PHX_OP_CAST, nullptr,
+               {&x}, to, x.shape, expected);
+    }
+  }
+}
+
+// ---- conv2d
+// -----------------------------------------------------------------------------------------
+
+struct ConvCase {
+  ConvCase(int64_t n_, int64_t c_, int64_t h_, int64_t w_, int64_t c_out_, int64_t kh_, int64_t kw_)
+      : n(n_), c(c_), h(h_), w(w_), c_out(c_out_), kh(kh_), kw(kw_) {}
+
+  int64_t n, c, h, w, c_out, kh, kw;
+  uint32_t stride_h = 1, stride_w = 1;
+  uint32_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  uint32_t dilation_h = 1, dilation_w = 1;
+  uint32_t groups = 1;
+  bool bias = false;
+  phx_activation activation = PHX_ACTIVATION_NONE;
+};
+
+class Conv2dTest : public OpSuite {
+ protected:
+  void check(const ConvCase& c, phx_layout layout, phx_dtype dt, Random& rng) {
+    const bool nchw = layout == PHX_LAYOUT_NCHW;
+    const int64_t cg = c.c / c.groups;  // input channels per group
+    const int64_t cout_g = c.c_out / c.groups;
+    const int64_t h_out =
+        (c.h + c.pad_top + c.pad_bottom - c.dilation_h * (c.kh - 1) - 1) / c.stride_h + 1;
+    const int64_t w_out =
+        (c.w + c.pad_left + c.pad_right - c.dilation_w * (c.kw - 1) - 1) / c.stride_w + 1;
+    const Shape x_shape = nchw ? Shape{c.n, c.c, c.h, c.w} : Shape{c.n, c.h, c.w, c.c};
+    const Shape w_shape = nchw ? Shape{c.c_out, cg, c.kh, c.kw} : Shape{c.c_out, c.kh, c.kw, cg};
+    const Shape out_shape =
+        nchw ? Shape{c.n, c.c_out, h_out, w_out} : Shape{c.n, h_out, w_out, c.c_out};
+    const HostTensor x = rng.tensor(dt, x_shape);
+    const HostTensor weight = rng.tensor(dt, w_shape);
+    const HostTensor bias = rng.tensor(dt, {c.c_out});
+    const HostTensor x_multiplied = as_multiplied(x);
+    const HostTensor weight_multiplied = as_multiplied(weight);
+    auto x_at = [&](int64_t n, int64_t ch, int64_t i, int64_t j) {
+      return x_multiplied.at(nchw ? ((n * c.c + ch) * c.h + i) * c.w + j
+                                  : ((n * c.h + i) * c.w + j) * c.c + ch);
+    };
+    auto w_at = [&](int64_t o, int64_t ci, int64_t i, int64_t j) {
+      return weight_multiplied.at(nchw ? ((o * cg + ci) * c.kh + i) * c.kw + j
+                                       : ((o * c.kh + i) * c.kw + j) * cg + ci);
+    };
+    std::vector<double> values(static_cast<size_t>(element_count(out_shape)));
+    std::vector<double> tolerances(values.size());
+    for (int64_t n = 0; n < c.n; ++n) {
+      for (int64_t o = 0; o < c.c_out; ++o) {
+        const int64_t group = o / cout_g;
+        for (int64_t oi = 0; oi < h_out; ++oi) {
+          for (int64_t oj = 0; oj < w_out; ++oj) {
+            double sum = c.bias ? bias.at(o) : 0.0;
+            double abs_sum = std::fabs(sum);
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              for (int64_t ki = 0; ki < c.kh; ++ki) {
+                for (int64_t kj = 0; kj < c.kw; ++kj) {
+                  const int64_t i = oi * c.stride_h + ki * c.dilation_h - c.pad_top;
+                  const int64_t j = oj * c.stride_w + kj * c.dilation_w - c.pad_left;
+                  if (i < 0 || i >= c.h || j < 0 || j >= c.w) continue;  // zero padding
+                  const double product = x_at(n, group * cg + ci, i, j) * w_at(o, ci, ki, kj);
+                  sum += product;
+                  abs_sum += std::fabs(product);
+                }
+              }
+            }
+            const double ref = apply_activation(c.activation, sum);
+            const auto at =
+                static_cast<size_t>(nchw ? ((n * c.c_out + o) * h_out + oi) * w_out + oj
+                                         : ((n * h_out + oi) * w_out + oj) * c.c_out + o);
+            values[at] = ref;
+            tolerances[at] =
+                accumulation_tolerance(cg * c.kh * c.kw, abs_sum, c.activation, ref, dt);
+          }
+        }
+      }
+    }
+    phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+    params.layout = layout;
+    params.stride[0] = c.stride_h;
+    params.stride[1] = c.stride_w;
+    params.padding[0] = c.pad_top;
+    params.padding[1] = c.pad_bottom;
+    params.padding[2] = c.pad_left;
+    params.padding[3] = c.pad_right;
+    params.dilation[0] = c.dilation_h;
+    params.dilation[1] = c.dilation_w;
+    params.groups = c.groups;
+    params.activation = c.activation;
+    std::vector<const HostTensor*> inputs = {&x, &weight};
+    if (c.bias) inputs.push_back(&bias);
+    std::ostringstream what;
+    what << phx_dtype_name(dt) << (nchw ? " NCHW x" : " NHWC x") << shape_string(x_shape) << " w"
+         << shape_string(w_shape) << " stride " << c.stride_h << "," << c.stride_w << " pad "
+         << c.pad_top << "," << c.pad_bottom << "," << c.pad_left << "," << c.pad_right
+         << " dilation " << c.dilation_h << "," << c.dilation_w << " groups " << c.groups
+         << (c.bias ? " bias" : "") << " act " << c.activation;
+    check_op(what.str(), PHX_OP_CONV2D, &params, inputs, dt, out_shape,
+             Expected{std::move(values), std::move(tolerances)});
+  }
+
+  void check_all(const std::vector<ConvCase>& cases, uint64_t seed) {
+    Random rng(seed);
+    for (phx_dtype dt : kFloatDtypes) {
+      for (phx_layout layout : {PHX_LAYOUT_NCHW, PHX_LAYOUT_NHWC}) {
+        for (const ConvCase& c : cases) check(c, layout, dt, rng);
+      }
+    }
+  }
+};
+
+TEST_P(Conv2dTest, Plain) {
+  check_all({ConvCase(2, 3, 7, 9, 4, 3, 3), ConvCase(1, 1, 1, 1, 1, 1, 1),
+             ConvCase(1, 5, 13, 11, 7, 1, 1), ConvCase(1, 64, 6, 5, 3, 3, 3),  // K = 576
+             ConvCase(1, 2, 8, 8, 3, 8, 8)},  // the kernel covers the whole input
+            70);
+}
+
+TEST_P(Conv2dTest, StrideAsymmetricPaddingDilation) {
+  ConvCase strided{2, 3, 11, 13, 4, 3, 3};
+  strided.stride_h = 2;
+  strided.stride_w = 3;
+  ConvCase padded{1, 3, 7, 9, 5, 3, 2};
+  padded.pad_top = 1;
+  padded.pad_bottom = 0;
+  padded.pad_left = 2;
+  padded.pad_right = 3;
+  ConvCase dilated{1, 2, 12, 10, 3, 3, 3};
+  dilated.dilation_h = 2;
+  dilated.dilation_w = 3;
+  ConvCase all{2, 4, 15, 14, 6, 3, 2};
+  all.stride_h = 2;
+  all.stride_w = 1;
+  all.pad_top = 2;
+  all.pad_bottom = 1;
+  all.pad_left = 0;
+  all.pad_right = 1;
+  all.dilation_h = 1;
+  all.dilation_w = 2;
+  check_all({strided, padded, dilated, all}, 71);
+}
+
+TEST_P(Conv2dTest, GroupsAndDepthwise) {
+  ConvCase grouped{2, 4, 7, 8, 6, 3, 3};
+  grouped.groups = 2;
+  ConvCase three_groups{1, 9, 6, 6, 3, 2, 2};
+  three_groups.groups = 3;
+  ConvCase depthwise{2, 5, 9, 7, 5, 3, 3};
+  depthwise.groups = 5;
+  depthwise.pad_top = depthwise.pad_bottom = depthwise.pad_left = depthwise.pad_right = 1;
+  ConvCase depthwise_multiplier{1, 4, 8, 9, 8, 3, 3};  // two outputs per input channel
+  depthwise_multiplier.groups = 4;
+  depthwise_multiplier.stride_h = depthwise_multiplier.stride_w = 2;
+  check_all({grouped, three_groups, depthwise, depthwise_multiplier}, 72);
+}
+
+TEST_P(Conv2dTest, BiasAndFusedActivations) {
+  std::vector<ConvCase> cases;
+  for (phx_activation act : kActivations) {
+    ConvCase c{2, 3, 7, 6, 4, 3, 3};
+    c.bias = true;
+    c.activation = act;
+    c.pad_top = c.pad_left = 1;
+    cases.push_back(c);
+  }
+  ConvCase depthwise_bias{1, 6, 5, 5, 6, 3, 3};
+  depthwise_bias.groups = 6;
+  depthwise_bias.bias = true;
+  cases.push_back(depthwise_bias);
+  check_all(cases, 73);
+}
+
+// ---- Streams, tickets, profiling, memory, transfers -------------------------------------------
+
+// Each op reads the previous op's output, so a stream that ran them out of order would
+// leave another value.
+TEST_P(OpSuite, StreamsRunInOrderAndTicketsCanBeWaitedOn) {
+  if (!claims(PHX_OP_ADD, PHX_DTYPE_F32)) GTEST_SKIP() << "add f32 is not claimed";
+  const HostTensor one{PHX_DTYPE_F32, {129}, std::vector<double>(129, 1.0)};
+  const HostTensor zero{PHX_DTYPE_F32, {129}, std::vector<double>(129, 0.0)};
+  const Tensor ones = upload(one);
+  const Tensor ping = upload(zero);
+  const Tensor pong = make(PHX_DTYPE_F32, {129});
+  constexpr int kOps = 6;
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < kOps; ++i) {
+    const phx_tensor in = i % 2 == 0 ? ping.get() : pong.get();
+    const phx_tensor out = i % 2 == 0 ? pong.get() : ping.get();
+    const phx_tensor inputs[] = {in, ones.get()};
+    const phx_op_desc desc = {sizeof desc, PHX_OP_ADD, nullptr, inputs, 2, &out, 1};
+    uint64_t ticket = 0;
+    ASSERT_EQ(phx_op_run(stream_, &desc, &ticket), PHX_STATUS_OK) << phx_last_error();
+    tickets.push_back(ticket);
+  }
+  for (int i = 0; i < kOps; ++i) {
+    EXPECT_EQ(tickets[static_cast<size_t>(i)], static_cast<uint64_t>(i + 1))
+        << "tickets of a new stream go 1, 2, 3...";
+  }
+  for (uint64_t ticket : tickets) {
+    EXPECT_EQ(phx_stream_wait(stream_, ticket), PHX_STATUS_OK) << phx_last_error();
+  }
+  ASSERT_EQ(phx_stream_synchronize(stream_), PHX_STATUS_OK);
+  for (uint64_t ticket : tickets) {
+    int done = -1;
+    EXPECT_EQ(phx_stream_query(stream_, ticket, &done), PHX_STATUS_OK);
+    EXPECT_EQ(done, 1) << "ticket " << ticket;
+  }
+  EXPECT_EQ(phx_stream_wait(stream_, tickets.back() + 1), PHX_STATUS_INVALID_ARGUMENT)
+      << "a ticket not yet issued";
+  // A null out_ticket is allowed.
+  const phx_tensor inputs[] = {ping.get(), ones.get()};
+  const phx_tensor out = pong.get();
+  const phx_op_desc desc = {sizeof desc, PHX_OP_ADD, nullptr, inputs, 2, &out, 1};
+  ASSERT_EQ(phx_op_run(stream_, &desc, nullptr), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_stream_synchronize(stream_), PHX_STATUS_OK);
+  for (double v : download(pong, PHX_DTYPE_F32, 129)) ASSERT_EQ(v, kOps + 1.0);
+}
+
+TEST_P(OpSuite, ProfileRecordsOneEntryPerOp) {
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.flags = PHX_CONTEXT_PROFILE;
+  phx_context context = nullptr;
+  ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(context, device(), &stream), PHX_STATUS_OK) << phx_last_error();
+  {
+    Tensor a, b, product, relu_out, sum;
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {8, 4}, &a), PHX_STATUS_OK);
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {4, 8}, &b), PHX_STATUS_OK);
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {8, 8}, &product), PHX_STATUS_OK);
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {8, 8}, &relu_out), PHX_STATUS_OK);
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {8, 4}, &sum), PHX_STATUS_OK);
+    const std::vector<float> zeros(32, 0.0f);
+    ASSERT_EQ(phx_tensor_upload(a.get(), 0, zeros.data(), 128), PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_upload(b.get(), 0, zeros.data(), 128), PHX_STATUS_OK);
+
+    struct Submitted {
+      phx_op_id op;
+      uint64_t ticket;
+      std::string signature;  // in the format of the header's example
+    };
+    std::vector<Submitted> submitted;
+    auto submit = [&](phx_op_id op, std::vector<phx_tensor> inputs, phx_tensor out,
+                      const std::string& signature) {
+      if (!claims(op, PHX_DTYPE_F32)) return;
+      const phx_op_desc desc = {sizeof desc, op, nullptr, inputs.data(), inputs.size(), &out, 1};
+      uint64_t ticket = 0;
+      EXPECT_EQ(phx_op_run(stream, &desc, &ticket), PHX_STATUS_OK) << phx_last_error();
+      submitted.push_back({op, ticket, signature});
+    };
+    submit(PHX_OP_MATMUL, {a.get(), b.get()}, product.get(), "f32[8x4], f32[4x8] -> f32[8x8]");
+    submit(PHX_OP_RELU, {product.get()}, relu_out.get(), "f32[8x8] -> f32[8x8]");
+    submit(PHX_OP_ADD, {a.get(), a.get()}, sum.get(), "f32[8x4], f32[8x4] -> f32[8x4]");
+    ASSERT_FALSE(submitted.empty()) << "the device claims none of matmul, relu, add for f32";
+
+    size_t count = 0;
+    ASSERT_EQ(phx_profile_count(stream, &count), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_EQ(count, submitted.size());
+    for (size_t i = 0; i < std::min(count, submitted.size()); ++i) {
+      phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+      ASSERT_EQ(phx_profile_get(stream, i, &record), PHX_STATUS_OK) << phx_last_error();
+      EXPECT_EQ(record.op, submitted[i].op) << "record " << i;
+      EXPECT_EQ(record.ticket, submitted[i].ticket) << "record " << i;
+      ASSERT_NE(record.signature, nullptr);
+      EXPECT_EQ(std::string(record.signature), submitted[i].signature);
+      EXPECT_GT(record.host_time_ns, 0u) << "record " << i;
+      EXPECT_TRUE(record.metric_count == 0 || record.metrics != nullptr);
+      for (size_t m = 0; m < record.metric_count; ++m) EXPECT_NE(record.metrics[m].name, nullptr);
+    }
+    phx_profile_record past_the_end = PHX_PROFILE_RECORD_INIT;
+    EXPECT_EQ(phx_profile_get(stream, count, &past_the_end), PHX_STATUS_NOT_FOUND);
+    EXPECT_EQ(phx_profile_clear(stream), PHX_STATUS_OK);
+    EXPECT_EQ(phx_profile_count(stream, &count), PHX_STATUS_OK);
+    EXPECT_EQ(count, 0u) << "after phx_profile_clear";
+  }
+  EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+  EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+}
+
+TEST_P(OpSuite, NoProfileRecordsWithoutTheFlag) {
+  if (std::getenv("PHX_PROFILE")) GTEST_SKIP() << "PHX_PROFILE is set in the environment";
+  const HostTensor x{PHX_DTYPE_F32, {7}, std::vector<double>(7, -1.0)};
+  const Tensor in = upload(x);
+  const Tensor out = make(PHX_DTYPE_F32, {7});
+  if (!claims(PHX_OP_RELU, PHX_DTYPE_F32)) GTEST_SKIP() << "relu f32 is not claimed";
+  ASSERT_EQ(run(PHX_OP_RELU, nullptr, {in.get()}, {out.get()}), PHX_STATUS_OK);
+  size_t count = 99;
+  ASSERT_EQ(phx_profile_count(stream_, &count), PHX_STATUS_OK);
+  EXPECT_EQ(count, 0u);
+}
+
+class MemoryTest : public OpSuite {
+ protected:
+  phx_memory_stats stats() {
+    phx_memory_stats s = PHX_MEMORY_STATS_INIT;
+    EXPECT_EQ(phx_memory_stats_get(context_, device(), &s), PHX_STATUS_OK) << phx_last_error();
+    return s;
+  }
+};
+
+TEST_P(MemoryTest, BytesInUseFollowTensors) {
+  const phx_memory_stats before = stats();
+  constexpr int64_t kElements = 100003;  // f32: 400012 bytes
+  {
+    const Tensor t = make(PHX_DTYPE_F32, {kElements});
+    const phx_memory_stats during = stats();
+    EXPECT_GE(during.bytes_in_use, before.bytes_in_use + 4 * kElements);
+    EXPECT_GE(during.peak_bytes_in_use, during.bytes_in_use);
+    EXPECT_EQ(during.allocation_count, before.allocation_count + 1);
+  }
+  const phx_memory_stats after = stats();
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(after.allocation_count, before.allocation_count);
+  EXPECT_GE(after.peak_bytes_in_use, before.bytes_in_use + 4 * kElements);
+}
+
+TEST_P(MemoryTest, LimitRefusesBigTensorsAndZeroRemovesIt) {
+  const phx_memory_stats before = stats();
+  const uint64_t limit = before.bytes_in_use + (1u << 20);
+  const phx_status set = phx_memory_set_limit(context_, device(), limit);
+  if (set == PHX_STATUS_UNSUPPORTED) GTEST_SKIP() << "the plugin offers no limit";
+  ASSERT_EQ(set, PHX_STATUS_OK) << phx_last_error();
+  // Removes the limit whatever happens below, so that the other tests are not affected.
+  struct LimitRemover {
+    phx_context context;
+    size_t device;
+    ~LimitRemover() { phx_memory_set_limit(context, device, 0); }
+  } remover{context_, device()};
+  EXPECT_EQ(stats().limit_bytes, limit);
+
+  phx_tensor big = nullptr;
+  const Shape big_shape = {1 << 20};  // 4 MiB of f32: past the limit
+  EXPECT_EQ(phx_tensor_create(context_, device(), PHX_DTYPE_F32, 1, big_shape.data(), &big),
+            PHX_STATUS_OUT_OF_MEMORY);
+  EXPECT_EQ(big, nullptr);
+  EXPECT_STRNE(phx_last_error(), "");
+  {
+    const Tensor small = make(PHX_DTYPE_F32, {1024});
+    EXPECT_NE(small.get(), nullptr) << "a tensor under the limit";
+  }
+  ASSERT_EQ(phx_memory_set_limit(context_, device(), 0), PHX_STATUS_OK);
+  EXPECT_NE(stats().limit_bytes, limit);
+  const Tensor now_fits = make(PHX_DTYPE_F32, big_shape);
+  EXPECT_NE(now_fits.get(), nullptr) << "the limit was removed";
+}
+
+TEST_P(MemoryTest, ReleaseCachedEmptiesThePools) {
+  { const Tensor t = make(PHX_DTYPE_F32, {1 << 16}); }
+  ASSERT_EQ(phx_memory_release_cached(context_, device()), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(stats().bytes_cached, 0u);
+  const Tensor t = make(PHX_DTYPE_F32, {1 << 16});
+  EXPECT_NE(t.get(), nullptr) << "allocation works after the pools were emptied";
+}
+
+// The statistics a plugin keeps: sized with capacity 0, then copied; a short array
+// receives what fits and the full count.
+TEST_P(OpSuite, DeviceStatsAreSizedThenCopied) {
+  size_t count = 0;
+  ASSERT_EQ(phx_device_stats(context_, device(), nullptr, 0, &count), PHX_STATUS_OK)
+      << phx_last_error();
+  std::vector<phx_metric> metrics(count + 1, phx_metric{"untouched", -1.0});
+  size_t copied_count = 0;
+  ASSERT_EQ(phx_device_stats(context_, device(), metrics.data(), count, &copied_count),
+            PHX_STATUS_OK);
+  EXPECT_EQ(copied_count, count);
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_NE(metrics[i].name, nullptr) << "metric " << i;
+    EXPECT_STRNE(metrics[i].name, "") << "metric " << i;
+  }
+  EXPECT_STREQ(metrics[count].name, "untouched") << "written past capacity";
+  if (count == 0) return;
+  std::vector<phx_metric> short_array(count, phx_metric{"untouched", -1.0});
+  size_t full_count = 0;
+  ASSERT_EQ(phx_device_stats(context_, device(), short_array.data(), count - 1, &full_count),
+            PHX_STATUS_OK);
+  EXPECT_EQ(full_count, count) << "the count may exceed capacity";
+  EXPECT_STREQ(short_array[count - 1].name, "untouched") << "written past capacity";
+}
+
+TEST_P(OpSuite, UploadAndDownloadByteRanges) {
+  const Tensor t = make(PHX_DTYPE_F32, {257});  // 1028 bytes
+  ASSERT_NE(t.get(), nullptr);
+  phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+  ASSERT_EQ(phx_tensor_describe(t.get(), &desc), PHX_STATUS_OK);
+  EXPECT_EQ(desc.device, device());
+  EXPECT_EQ(desc.dtype, PHX_DTYPE_F32);
+  EXPECT_EQ(desc.rank, 1u);
+  EXPECT_EQ(desc.shape[0], 257);
+  EXPECT_EQ(desc.shape[1], 1) << "entries past rank are 1";
+  EXPECT_EQ(desc.element_count, 257u);
+  ASSERT_EQ(desc.byte_size, 1028u);
+
+  std::vector<unsigned char> expected(1028);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<unsigned char>(i * 7);
+  ASSERT_EQ(phx_tensor_upload(t.get(), 0, expected.data(), expected.size()), PHX_STATUS_OK);
+  // Overwrite an unaligned middle range.
+  std::vector<unsigned char> patch(301);
+  for (size_t i = 0; i < patch.size(); ++i) patch[i] = static_cast<unsigned char>(255 - i);
+  ASSERT_EQ(phx_tensor_upload(t.get(), 101, patch.data(), patch.size()), PHX_STATUS_OK);
+  std::copy(patch.begin(), patch.end(), expected.begin() + 101);
+  // The last byte alone, and an empty range.
+  const unsigned char last = 0xA5;
+  ASSERT_EQ(phx_tensor_upload(t.get(), 1027, &last, 1), PHX_STATUS_OK);
+  expected[1027] = last;
+  ASSERT_EQ(phx_tensor_upload(t.get(), 1028, nullptr, 0), PHX_STATUS_OK);
+
+  std::vector<unsigned char> whole(1028);
+  ASSERT_EQ(phx_tensor_download(t.get(), 0, whole.data(), whole.size()), PHX_STATUS_OK);
+  EXPECT_EQ(whole, expected);
+  std::vector<unsigned char> part(997, 0);
+  ASSERT_EQ(phx_tensor_download(t.get(), 3, part.data(), part.size()), PHX_STATUS_OK);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), expected.begin() + 3));
+  unsigned char tail = 0;
+  ASSERT_EQ(phx_tensor_download(t.get(), 1027, &tail, 1), PHX_STATUS_OK);
+  EXPECT_EQ(tail, 0xA5);
+}
+
+// Copies to every device of the context, this one included (a second tensor on it), and
+// back, between shapes that differ but hold the same bytes.
+TEST_P(OpSuite, CopyBetweenDevices) {
+  size_t count = 0;
+  ASSERT_EQ(phx_device_count(context_, &count), PHX_STATUS_OK);
+  Random rng(80);
+  const HostTensor source = rng.tensor(PHX_DTYPE_F32, {6, 7}, -10.0, 10.0);
+  const Tensor src = upload(source);
+  for (size_t other = 0; other < count; ++other) {
+    SCOPED_TRACE("device " + std::to_string(device()) + " <-> device " + std::to_string(other));
+    Tensor there;
+    ASSERT_EQ(create_tensor(context_, other, PHX_DTYPE_F32, {42}, &there), PHX_STATUS_OK)
+        << phx_last_error();
+    ASSERT_EQ(phx_tensor_copy(there.get(), src.get()), PHX_STATUS_OK) << phx_last_error();
+    const Tensor back = make(PHX_DTYPE_F32, {2, 21});
+    ASSERT_EQ(phx_tensor_copy(back.get(), there.get()), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_EQ(download(back, PHX_DTYPE_F32, 42), source.values);
+    EXPECT_EQ(download(src, PHX_DTYPE_F32, 42), source.values) << "the source is unchanged";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OpSuite, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, MatmulTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, BinaryTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, UnaryTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, NormTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, Conv2dTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Devices, MemoryTest, ::testing::ValuesIn(devices_found_at_run_time()),
+                         [](const auto& info) { return info.param.name; });
+// With no device found the suites are empty; Devices.AtLeastOneIsFound reports that.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpSuite);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BinaryTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(UnaryTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NormTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conv2dTest);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MemoryTest);
+
+}  // namespace
