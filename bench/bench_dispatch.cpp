@@ -16,7 +16,8 @@ void add_phynexus(benchmark::State& state) {
   const CpuDevice& cpu = *g_cpu;
   const float a_values[4] = {1, 2, 3, 4};
   const float b_values[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
-  Tensor a(cpu, PHX_DTYPE_F32, {1, 4}), b(cpu, PHX_DTYPE_F32, {1, 4}), c(cpu, PHX_DTYPE_F32, {1, 4});
+  Tensor a(cpu, PHX_DTYPE_F32, {1, 4}), b(cpu, PHX_DTYPE_F32, {1, 4}),
+      c(cpu, PHX_DTYPE_F32, {1, 4});
   check(phx_tensor_upload(a.get(), 0, a_values, sizeof a_values), "phx_tensor_upload");
   check(phx_tensor_upload(b.get(), 0, b_values, sizeof b_values), "phx_tensor_upload");
   const phx_tensor inputs[2] = {a.get(), b.get()};
@@ -64,8 +65,10 @@ int main(int argc, char** argv) {
     // Both report in nanoseconds, the default unit.
     double api_ns = through_api->GetAdjustedRealTime();
     double direct_ns = direct->GetAdjustedRealTime();
-    std::printf("\nadd of two 1x4 f32: %.1f ns/op through the C API, %.1f ns/op direct: "
-                "dispatch costs %.1f ns/op\n", api_ns, direct_ns, api_ns - direct_ns);
+    std::printf(
+        "\nadd of two 1x4 f32: %.1f ns/op through the C API, %.1f ns/op direct: "
+        "dispatch costs %.1f ns/op\n",
+        api_ns, direct_ns, api_ns - direct_ns);
   }
   benchmark::Shutdown();
 

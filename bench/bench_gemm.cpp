@@ -43,8 +43,9 @@ std::vector<float> random_values(size_t count, unsigned seed) {
 void set_flops(benchmark::State& state, int64_t n) {
   const double size = static_cast<double>(n);
   // kIsRate divides by the measured time, the wall clock here (UseRealTime).
-  state.counters[kFlops] = benchmark::Counter(
-      2.0 * size * size * size * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters[kFlops] =
+      benchmark::Counter(2.0 * size * size * size * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 // Fills tensor (n x n, of any float dtype) with random values: uploaded as f32, then

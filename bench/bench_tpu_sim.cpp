@@ -47,7 +47,8 @@ Setup& setup() {
       if (!found_tpu && std::strcmp(info.plugin, "tpu-sim") == 0) made.tpu = i, found_tpu = true;
     }
     if (!found_cpu || !found_tpu) {
-      std::fprintf(stderr, "bench_tpu_sim: needs the cpu and tpu-sim plugins (phx-devices --plugins)\n");
+      std::fprintf(stderr,
+                   "bench_tpu_sim: needs the cpu and tpu-sim plugins (phx-devices --plugins)\n");
       std::exit(1);
     }
     check(phx_stream_create(made.context, made.cpu, &made.cpu_stream), "phx_stream_create");

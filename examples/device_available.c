@@ -5,7 +5,6 @@
  * exits 0 if there is at least one, 1 if there is none or a call failed.
  */
 #include <phynexus/phynexus.h>
-
 #include <stdio.h>
 
 /* Prints the failed call with the library's message, which names the cause. */
@@ -38,8 +37,8 @@ int main(void) {
       report_failure("phx_device_get", status);
       goto done;
     }
-    printf("device %zu: %s \"%s\" from plugin %s\n", d, phx_device_type_name(info.type),
-           info.name, info.plugin);
+    printf("device %zu: %s \"%s\" from plugin %s\n", d, phx_device_type_name(info.type), info.name,
+           info.plugin);
   }
 
   if (device_count > 0) {

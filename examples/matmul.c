@@ -6,9 +6,8 @@
  * beforehand with the right shapes), submitted to a stream, which answers with a ticket
  * to wait on. Exits 0 when every device's result is within tolerance.
  */
-#include <phynexus/phynexus.h>
-
 #include <math.h>
+#include <phynexus/phynexus.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,8 +81,7 @@ static double input_rounding(phx_context context, size_t device) {
 
 /* Runs C = A x B on device; sets *out_max_error and *out_worst, the largest ratio of an
  * output's error to its tolerance (at most 1 passes). 0 on success. */
-static int matmul_on(phx_context context, size_t device, double* out_max_error,
-                     double* out_worst) {
+static int matmul_on(phx_context context, size_t device, double* out_max_error, double* out_worst) {
   phx_tensor ta = NULL, tb = NULL, tc = NULL;
   phx_stream stream = NULL;
   uint64_t ticket = 0;
@@ -152,8 +150,10 @@ int main(void) {
       continue;
     }
     if (matmul_on(context, d, &max_error, &worst)) goto done;
-    printf("device %zu: [%d x %d] x [%d x %d]: max |error| vs double reference = %.3g "
-           "(%.2f of its tolerance)\n", d, M, K, K, N, max_error, worst);
+    printf(
+        "device %zu: [%d x %d] x [%d x %d]: max |error| vs double reference = %.3g "
+        "(%.2f of its tolerance)\n",
+        d, M, K, K, N, max_error, worst);
     if (!(worst <= 1.0)) { /* also catches NaN */
       fprintf(stderr, "matmul: device %zu: an error is %.3g times its tolerance\n", d, worst);
       goto done;

@@ -9,9 +9,8 @@
  * wrote because a stream runs its ops in order. Prints the output and the largest error
  * per device, and exits 0 when every device is within tolerance.
  */
-#include <phynexus/phynexus.h>
-
 #include <math.h>
+#include <phynexus/phynexus.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,12 +38,9 @@ typedef struct tensor_spec {
 } tensor_spec;
 
 static const tensor_spec specs[TENSOR_COUNT] = {
-    [T_X] = {2, {BATCH, INPUTS}, x, sizeof x},
-    [T_W1] = {2, {INPUTS, HIDDEN}, w1, sizeof w1},
-    [T_B1] = {1, {HIDDEN}, b1, sizeof b1},
-    [T_HIDDEN] = {2, {BATCH, HIDDEN}, NULL, 0},
-    [T_W2] = {2, {HIDDEN, OUTPUTS}, w2, sizeof w2},
-    [T_B2] = {1, {OUTPUTS}, b2, sizeof b2},
+    [T_X] = {2, {BATCH, INPUTS}, x, sizeof x},      [T_W1] = {2, {INPUTS, HIDDEN}, w1, sizeof w1},
+    [T_B1] = {1, {HIDDEN}, b1, sizeof b1},          [T_HIDDEN] = {2, {BATCH, HIDDEN}, NULL, 0},
+    [T_W2] = {2, {HIDDEN, OUTPUTS}, w2, sizeof w2}, [T_B2] = {1, {OUTPUTS}, b2, sizeof b2},
     [T_Y] = {2, {BATCH, OUTPUTS}, NULL, 0},
 };
 
@@ -131,8 +127,8 @@ static int forward_on(phx_context context, size_t device, float y[BATCH * OUTPUT
   int result = 1;
 
   for (int i = 0; i < TENSOR_COUNT; ++i) {
-    if (failed("phx_tensor_create", phx_tensor_create(context, device, PHX_DTYPE_F32,
-                                                      specs[i].rank, specs[i].shape, &t[i]))) {
+    if (failed("phx_tensor_create", phx_tensor_create(context, device, PHX_DTYPE_F32, specs[i].rank,
+                                                      specs[i].shape, &t[i]))) {
       goto cleanup;
     }
     if (specs[i].data &&
@@ -147,13 +143,13 @@ static int forward_on(phx_context context, size_t device, float y[BATCH * OUTPUT
     phx_matmul_params relu = {sizeof(phx_matmul_params), 0, 0, PHX_ACTIVATION_RELU};
     const phx_tensor layer1_in[3] = {t[T_X], t[T_W1], t[T_B1]};
     const phx_tensor layer1_out[1] = {t[T_HIDDEN]};
-    const phx_op_desc layer1 = {sizeof(phx_op_desc), PHX_OP_MATMUL, &relu, layer1_in, 3,
-                                layer1_out, 1};
+    const phx_op_desc layer1 = {
+        sizeof(phx_op_desc), PHX_OP_MATMUL, &relu, layer1_in, 3, layer1_out, 1};
     /* Layer 2: no parameters means the defaults, i.e. no activation. */
     const phx_tensor layer2_in[3] = {t[T_HIDDEN], t[T_W2], t[T_B2]};
     const phx_tensor layer2_out[1] = {t[T_Y]};
-    const phx_op_desc layer2 = {sizeof(phx_op_desc), PHX_OP_MATMUL, NULL, layer2_in, 3,
-                                layer2_out, 1};
+    const phx_op_desc layer2 = {
+        sizeof(phx_op_desc), PHX_OP_MATMUL, NULL, layer2_in, 3, layer2_out, 1};
     uint64_t ticket1 = 0, ticket2 = 0;
 
     /* Waiting for the last ticket is enough: the stream runs its ops in order. */

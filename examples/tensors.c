@@ -8,7 +8,6 @@
  * value arrived. Exits 0 when every copy is exact.
  */
 #include <phynexus/phynexus.h>
-
 #include <stdio.h>
 
 #define ROWS 16
@@ -52,8 +51,8 @@ static int copy_between(phx_context context, size_t from, size_t to) {
 
   for (int i = 0; i < COUNT; ++i) {
     if (received[i] != sent[i]) {
-      fprintf(stderr, "tensors: device %zu -> %zu: element %d is %g, expected %g\n", from, to,
-              i, (double)received[i], (double)sent[i]);
+      fprintf(stderr, "tensors: device %zu -> %zu: element %d is %g, expected %g\n", from, to, i,
+              (double)received[i], (double)sent[i]);
       goto cleanup;
     }
   }

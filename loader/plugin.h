@@ -4,7 +4,6 @@
 #pragma once
 
 #include <phynexus/plugin.h>
-
 #include <spdlog/spdlog.h>
 
 #include <memory>

@@ -21,13 +21,14 @@ struct RequiredEntry {
   size_t offset;
 };
 
-#define PHX_REQUIRED(entry) {#entry, offsetof(phx_plugin_api, entry)}
+#define PHX_REQUIRED(entry) \
+  { #entry, offsetof(phx_plugin_api, entry) }
 constexpr RequiredEntry kRequiredEntries[] = {
-    PHX_REQUIRED(initialize),      PHX_REQUIRED(shutdown),      PHX_REQUIRED(device_count),
-    PHX_REQUIRED(device_info),     PHX_REQUIRED(op_supported),  PHX_REQUIRED(buffer_allocate),
-    PHX_REQUIRED(buffer_free),     PHX_REQUIRED(buffer_write),  PHX_REQUIRED(buffer_read),
-    PHX_REQUIRED(stream_create),   PHX_REQUIRED(stream_destroy), PHX_REQUIRED(stream_submit),
-    PHX_REQUIRED(stream_wait),     PHX_REQUIRED(stream_completed), PHX_REQUIRED(memory_stats),
+    PHX_REQUIRED(initialize),    PHX_REQUIRED(shutdown),         PHX_REQUIRED(device_count),
+    PHX_REQUIRED(device_info),   PHX_REQUIRED(op_supported),     PHX_REQUIRED(buffer_allocate),
+    PHX_REQUIRED(buffer_free),   PHX_REQUIRED(buffer_write),     PHX_REQUIRED(buffer_read),
+    PHX_REQUIRED(stream_create), PHX_REQUIRED(stream_destroy),   PHX_REQUIRED(stream_submit),
+    PHX_REQUIRED(stream_wait),   PHX_REQUIRED(stream_completed), PHX_REQUIRED(memory_stats),
 };
 #undef PHX_REQUIRED
 
@@ -39,7 +40,8 @@ std::string version_text(uint32_t major, uint32_t minor) {
 
 std::vector<std::unique_ptr<Plugin>> PluginLoader::load_all(const LoaderOptions& options) {
   std::vector<std::unique_ptr<Plugin>> plugins;
-  for (const auto& entry : plugin_search_path(options.explicit_paths, options.use_default_search_path)) {
+  for (const auto& entry :
+       plugin_search_path(options.explicit_paths, options.use_default_search_path)) {
     auto files = plugin_candidates(entry);
     if (files.empty()) options.logger->debug("loader: nothing in '{}'", entry);
     for (auto& file : files) {
@@ -143,10 +145,12 @@ void PluginLoader::validate(Plugin& plugin) {
 
 void PluginLoader::start(Plugin& plugin) {
   try {
-    plugin.call("initialize", [&] { return plugin.api_.initialize(&plugin.host_, &plugin.instance_); });
+    plugin.call("initialize",
+                [&] { return plugin.api_.initialize(&plugin.host_, &plugin.instance_); });
   } catch (const Error& e) {
     plugin.instance_ = nullptr;  // a failed initialize is never followed by shutdown
-    throw Rejection{std::string("initialize failed (") + phx_status_name(e.status()) + "): " + e.what()};
+    throw Rejection{std::string("initialize failed (") + phx_status_name(e.status()) +
+                    "): " + e.what()};
   }
   plugin.stage = PHX_PLUGIN_STAGE_INITIALIZED;
   uint32_t count = 0;

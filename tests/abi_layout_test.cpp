@@ -6,10 +6,9 @@
 //
 // When a minor is released, add a block for it below (the fields and constants it
 // appends), never edit an old one: an old block failing means an ABI break.
+#include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
-
-#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <type_traits>
@@ -133,13 +132,13 @@ TEST_F(AbiLayout, PluginAbi_1_0_Api) {
 // The entries' types: a changed parameter is as much a break as a moved field.
 template <typename T, typename U>
 constexpr bool kSame = std::is_same_v<T, U>;
-static_assert(kSame<phx_plugin_entry_fn, phx_status (*)(const phx_plugin_host*,
-                                                        const phx_plugin_api**)>);
+static_assert(
+    kSame<phx_plugin_entry_fn, phx_status (*)(const phx_plugin_host*, const phx_plugin_api**)>);
 static_assert(kSame<decltype(&phx_plugin_entry), phx_plugin_entry_fn>);
 static_assert(kSame<decltype(phx_plugin_host::log), void (*)(void*, phx_log_level, const char*)>);
 static_assert(kSame<decltype(phx_plugin_host::set_error), void (*)(void*, const char*)>);
-static_assert(kSame<decltype(phx_plugin_api::initialize),
-                    phx_status (*)(const phx_plugin_host*, void**)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::initialize), phx_status (*)(const phx_plugin_host*, void**)>);
 static_assert(kSame<decltype(phx_plugin_api::shutdown), void (*)(void*)>);
 static_assert(kSame<decltype(phx_plugin_api::device_count), phx_status (*)(void*, uint32_t*)>);
 static_assert(kSame<decltype(phx_plugin_api::device_info),
@@ -153,21 +152,20 @@ static_assert(kSame<decltype(phx_plugin_api::buffer_write),
                     phx_status (*)(void*, void*, uint64_t, const void*, uint64_t)>);
 static_assert(kSame<decltype(phx_plugin_api::buffer_read),
                     phx_status (*)(void*, void*, uint64_t, void*, uint64_t)>);
-static_assert(kSame<decltype(phx_plugin_api::stream_create),
-                    phx_status (*)(void*, uint32_t, void**)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::stream_create), phx_status (*)(void*, uint32_t, void**)>);
 static_assert(kSame<decltype(phx_plugin_api::stream_destroy), void (*)(void*, void*)>);
 static_assert(kSame<decltype(phx_plugin_api::stream_submit),
                     phx_status (*)(void*, void*, const phx_plugin_op*, uint64_t*)>);
-static_assert(kSame<decltype(phx_plugin_api::stream_wait),
-                    phx_status (*)(void*, void*, uint64_t)>);
-static_assert(kSame<decltype(phx_plugin_api::stream_completed),
-                    phx_status (*)(void*, void*, uint64_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::stream_wait), phx_status (*)(void*, void*, uint64_t)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::stream_completed), phx_status (*)(void*, void*, uint64_t*)>);
 static_assert(kSame<decltype(phx_plugin_api::memory_stats),
                     phx_status (*)(void*, uint32_t, phx_memory_stats*)>);
-static_assert(kSame<decltype(phx_plugin_api::memory_set_limit),
-                    phx_status (*)(void*, uint32_t, uint64_t)>);
-static_assert(kSame<decltype(phx_plugin_api::memory_release_cached),
-                    phx_status (*)(void*, uint32_t)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::memory_set_limit), phx_status (*)(void*, uint32_t, uint64_t)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::memory_release_cached), phx_status (*)(void*, uint32_t)>);
 static_assert(kSame<decltype(phx_plugin_api::buffer_copy),
                     phx_status (*)(void*, void*, uint64_t, void*, uint64_t, uint64_t)>);
 static_assert(kSame<decltype(phx_plugin_api::device_stats),
@@ -424,50 +422,47 @@ static_assert(kSame<decltype(&phx_dtype_size), size_t (*)(phx_dtype)>);
 static_assert(kSame<decltype(&phx_dtype_name), const char* (*)(phx_dtype)>);
 static_assert(kSame<decltype(phx_context_options::log_callback),
                     void (*)(void*, phx_log_level, const char*)>);
-static_assert(kSame<decltype(&phx_context_create),
-                    phx_status (*)(const phx_context_options*, phx_context*)>);
+static_assert(
+    kSame<decltype(&phx_context_create), phx_status (*)(const phx_context_options*, phx_context*)>);
 static_assert(kSame<decltype(&phx_context_destroy), phx_status (*)(phx_context)>);
 static_assert(kSame<decltype(&phx_plugin_count), phx_status (*)(phx_context, size_t*)>);
-static_assert(kSame<decltype(&phx_plugin_get),
-                    phx_status (*)(phx_context, size_t, phx_plugin_info*)>);
+static_assert(
+    kSame<decltype(&phx_plugin_get), phx_status (*)(phx_context, size_t, phx_plugin_info*)>);
 static_assert(kSame<decltype(&phx_device_type_name), const char* (*)(phx_device_type)>);
 static_assert(kSame<decltype(&phx_device_count), phx_status (*)(phx_context, size_t*)>);
-static_assert(kSame<decltype(&phx_device_get),
-                    phx_status (*)(phx_context, size_t, phx_device_info*)>);
-static_assert(kSame<decltype(&phx_tensor_create),
-                    phx_status (*)(phx_context, size_t, phx_dtype, size_t, const int64_t*,
-                                   phx_tensor*)>);
+static_assert(
+    kSame<decltype(&phx_device_get), phx_status (*)(phx_context, size_t, phx_device_info*)>);
+static_assert(
+    kSame<decltype(&phx_tensor_create),
+          phx_status (*)(phx_context, size_t, phx_dtype, size_t, const int64_t*, phx_tensor*)>);
 static_assert(kSame<decltype(&phx_tensor_destroy), phx_status (*)(phx_tensor)>);
-static_assert(kSame<decltype(&phx_tensor_describe),
-                    phx_status (*)(phx_tensor, phx_tensor_desc*)>);
-static_assert(kSame<decltype(&phx_tensor_upload),
-                    phx_status (*)(phx_tensor, size_t, const void*, size_t)>);
-static_assert(kSame<decltype(&phx_tensor_download),
-                    phx_status (*)(phx_tensor, size_t, void*, size_t)>);
+static_assert(kSame<decltype(&phx_tensor_describe), phx_status (*)(phx_tensor, phx_tensor_desc*)>);
+static_assert(
+    kSame<decltype(&phx_tensor_upload), phx_status (*)(phx_tensor, size_t, const void*, size_t)>);
+static_assert(
+    kSame<decltype(&phx_tensor_download), phx_status (*)(phx_tensor, size_t, void*, size_t)>);
 static_assert(kSame<decltype(&phx_tensor_copy), phx_status (*)(phx_tensor, phx_tensor)>);
-static_assert(kSame<decltype(&phx_stream_create),
-                    phx_status (*)(phx_context, size_t, phx_stream*)>);
+static_assert(
+    kSame<decltype(&phx_stream_create), phx_status (*)(phx_context, size_t, phx_stream*)>);
 static_assert(kSame<decltype(&phx_stream_destroy), phx_status (*)(phx_stream)>);
 static_assert(kSame<decltype(&phx_stream_synchronize), phx_status (*)(phx_stream)>);
 static_assert(kSame<decltype(&phx_stream_wait), phx_status (*)(phx_stream, uint64_t)>);
-static_assert(kSame<decltype(&phx_stream_query),
-                    phx_status (*)(phx_stream, uint64_t, int*)>);
+static_assert(kSame<decltype(&phx_stream_query), phx_status (*)(phx_stream, uint64_t, int*)>);
 static_assert(kSame<decltype(&phx_op_name), const char* (*)(phx_op_id)>);
-static_assert(kSame<decltype(&phx_op_run),
-                    phx_status (*)(phx_stream, const phx_op_desc*, uint64_t*)>);
+static_assert(
+    kSame<decltype(&phx_op_run), phx_status (*)(phx_stream, const phx_op_desc*, uint64_t*)>);
 static_assert(kSame<decltype(&phx_device_supports),
                     phx_status (*)(phx_context, size_t, phx_op_id, phx_dtype, int*)>);
 static_assert(kSame<decltype(&phx_profile_count), phx_status (*)(phx_stream, size_t*)>);
-static_assert(kSame<decltype(&phx_profile_get),
-                    phx_status (*)(phx_stream, size_t, phx_profile_record*)>);
+static_assert(
+    kSame<decltype(&phx_profile_get), phx_status (*)(phx_stream, size_t, phx_profile_record*)>);
 static_assert(kSame<decltype(&phx_profile_clear), phx_status (*)(phx_stream)>);
 static_assert(kSame<decltype(&phx_device_stats),
                     phx_status (*)(phx_context, size_t, phx_metric*, size_t, size_t*)>);
-static_assert(kSame<decltype(&phx_memory_stats_get),
-                    phx_status (*)(phx_context, size_t, phx_memory_stats*)>);
-static_assert(kSame<decltype(&phx_memory_set_limit),
-                    phx_status (*)(phx_context, size_t, uint64_t)>);
-static_assert(kSame<decltype(&phx_memory_release_cached),
-                    phx_status (*)(phx_context, size_t)>);
+static_assert(
+    kSame<decltype(&phx_memory_stats_get), phx_status (*)(phx_context, size_t, phx_memory_stats*)>);
+static_assert(
+    kSame<decltype(&phx_memory_set_limit), phx_status (*)(phx_context, size_t, uint64_t)>);
+static_assert(kSame<decltype(&phx_memory_release_cached), phx_status (*)(phx_context, size_t)>);
 
 }  // namespace

@@ -6,9 +6,8 @@
  * paths, and destroys everything. Prints "N passed, N failed"; exits non-zero on any
  * failure.
  */
-#include <phynexus/phynexus.h>
-
 #include <math.h>
+#include <phynexus/phynexus.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,15 +27,14 @@ static int check(int ok, const char* what, const char* file, int line) {
 }
 
 #define CHECK(cond) check((cond) != 0, #cond, __FILE__, __LINE__)
-#define CHECK_STATUS(call, expected) \
-  check_status((call), (expected), #call, __FILE__, __LINE__)
+#define CHECK_STATUS(call, expected) check_status((call), (expected), #call, __FILE__, __LINE__)
 #define CHECK_OK(call) CHECK_STATUS(call, PHX_STATUS_OK)
 
-static int check_status(phx_status got, phx_status expected, const char* what,
-                        const char* file, int line) {
+static int check_status(phx_status got, phx_status expected, const char* what, const char* file,
+                        int line) {
   char message[512];
-  snprintf(message, sizeof message, "%s returned %s, expected %s", what,
-           phx_status_name(got), phx_status_name(expected));
+  snprintf(message, sizeof message, "%s returned %s, expected %s", what, phx_status_name(got),
+           phx_status_name(expected));
   return check(got == expected, message, file, line);
 }
 
@@ -57,8 +55,8 @@ static void fill(float* data, size_t count, unsigned seed) {
   for (i = 0; i < count; ++i) data[i] = next_value(&seed);
 }
 
-static phx_tensor make_tensor(phx_context context, size_t device, size_t rank,
-                              const int64_t* shape, const float* data) {
+static phx_tensor make_tensor(phx_context context, size_t device, size_t rank, const int64_t* shape,
+                              const float* data) {
   phx_tensor tensor = NULL;
   size_t count = 1;
   size_t i;
@@ -70,8 +68,8 @@ static phx_tensor make_tensor(phx_context context, size_t device, size_t rank,
   return tensor;
 }
 
-static int run_op(phx_stream stream, phx_op_id op, const void* params,
-                  const phx_tensor* inputs, size_t input_count, phx_tensor output) {
+static int run_op(phx_stream stream, phx_op_id op, const void* params, const phx_tensor* inputs,
+                  size_t input_count, phx_tensor output) {
   phx_op_desc desc;
   memset(&desc, 0, sizeof desc);
   desc.struct_size = sizeof desc;
@@ -95,9 +93,9 @@ static int list_plugins(phx_context context) {
   for (i = 0; i < count; ++i) {
     if (!CHECK_OK(phx_plugin_get(context, i, &info))) continue;
     CHECK(info.name != NULL && info.path != NULL && info.reason != NULL);
-    printf("plugin %u: %s %s [%s] state %d stage %d, %u device(s) %s\n", (unsigned)i,
-           info.name, info.version, info.path, (int)info.state, (int)info.stage,
-           (unsigned)info.device_count, info.reason);
+    printf("plugin %u: %s %s [%s] state %d stage %d, %u device(s) %s\n", (unsigned)i, info.name,
+           info.version, info.path, (int)info.state, (int)info.stage, (unsigned)info.device_count,
+           info.reason);
     if (info.state == PHX_PLUGIN_LOADED && strcmp(info.name, "cpu") == 0) {
       cpu_loaded = 1;
       CHECK(info.stage == PHX_PLUGIN_STAGE_READY);
@@ -122,8 +120,7 @@ static size_t find_cpu_device(phx_context context) {
     if (!CHECK_OK(phx_device_get(context, i, &info))) continue;
     CHECK(info.index == i);
     printf("device %u: %s (%s, %s, plugin %s), %u compute units\n", (unsigned)i, info.name,
-           phx_device_type_name(info.type), info.vendor, info.plugin,
-           (unsigned)info.compute_units);
+           phx_device_type_name(info.type), info.vendor, info.plugin, (unsigned)info.compute_units);
     if (found == count && info.type == PHX_DEVICE_CPU && strcmp(info.plugin, "cpu") == 0) {
       found = i;
       CHECK(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F32));
@@ -267,9 +264,9 @@ static void test_tensor_errors(phx_context context, size_t device) {
   CHECK_STATUS(phx_tensor_create(context, device, PHX_DTYPE_F32, 2, shape, NULL),
                PHX_STATUS_INVALID_ARGUMENT);
   CHECK(has_error_message());
-  CHECK_STATUS(phx_tensor_create(context, device, PHX_DTYPE_F32, PHX_MAX_RANK + 1, big_shape,
-                                 &untouched),
-               PHX_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(
+      phx_tensor_create(context, device, PHX_DTYPE_F32, PHX_MAX_RANK + 1, big_shape, &untouched),
+      PHX_STATUS_INVALID_ARGUMENT);
   CHECK(untouched == (phx_tensor)&g_passed);
   CHECK_STATUS(phx_tensor_create(context, device, PHX_DTYPE_F32, 2, zero_shape, &untouched),
                PHX_STATUS_INVALID_ARGUMENT);

@@ -1,10 +1,9 @@
 // The public headers compile as C++ (under the project's -Wall -Wextra -Werror, with
 // -pedantic added in CMakeLists.txt), their declarations have C linkage, and every
 // PHX_*_INIT macro initializes its struct in C++ as it does in C.
+#include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
-
-#include <gtest/gtest.h>
 
 namespace {
 

@@ -2,13 +2,11 @@
 // lives in a folder of its own under PHX_TEST_PLUGIN_DIR; a test searches the folders it
 // names, usually the bad case first and then "good", to prove that one broken plugin
 // is recorded with its reason and never hides the others.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
-
-#include <dlfcn.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -286,12 +284,12 @@ TEST_F(Loader, GoodPluginRunsAnOp) {
 // ---- Rejections ----------------------------------------------------------------------
 
 struct RejectCase {
-  const char* test_case;    // the build, and its folder
-  phx_plugin_stage stage;   // the last stage reached
+  const char* test_case;   // the build, and its folder
+  phx_plugin_stage stage;  // the last stage reached
   std::vector<std::string> reason_contains;
-  const char* name;         // the name recorded: "" when the plugin never said
-  int initialize_calls;     // -1: not checked
-  int shutdown_calls;       // after the context is destroyed; -1: not checked
+  const char* name;      // the name recorded: "" when the plugin never said
+  int initialize_calls;  // -1: not checked
+  int shutdown_calls;    // after the context is destroyed; -1: not checked
 };
 
 std::ostream& operator<<(std::ostream& os, const RejectCase& c) { return os << c.test_case; }
@@ -328,40 +326,70 @@ TEST_P(LoaderRejects, RecordsTheReasonAndStillLoadsTheGoodPlugin) {
   EXPECT_EQ(calls("good", "shutdown"), 1);
 }
 
-const std::string kAbi = std::to_string(PHX_PLUGIN_ABI_MAJOR) + "." +
-                         std::to_string(PHX_PLUGIN_ABI_MINOR);
-const std::string kWrongAbi = std::to_string(PHX_PLUGIN_ABI_MAJOR + 1) + "." +
-                              std::to_string(PHX_PLUGIN_ABI_MINOR);
+const std::string kAbi =
+    std::to_string(PHX_PLUGIN_ABI_MAJOR) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR);
+const std::string kWrongAbi =
+    std::to_string(PHX_PLUGIN_ABI_MAJOR + 1) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR);
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, LoaderRejects,
     ::testing::Values(
         RejectCase{"no_entry_symbol", PHX_PLUGIN_STAGE_OPENED, {"phx_plugin_entry"}, "", 0, 0},
-        RejectCase{"entry_fails", PHX_PLUGIN_STAGE_OPENED,
-                   {"phx_plugin_entry", "PHX_STATUS_UNSUPPORTED"}, "", 0, 0},
+        RejectCase{"entry_fails",
+                   PHX_PLUGIN_STAGE_OPENED,
+                   {"phx_plugin_entry", "PHX_STATUS_UNSUPPORTED"},
+                   "",
+                   0,
+                   0},
         // The plugin is never called again once the versions disagree, not even shutdown;
         // nor is the rest of its table read, whose layout another major may change.
-        RejectCase{"wrong_major", PHX_PLUGIN_STAGE_ENTRY,
-                   {"plugin ABI " + kWrongAbi, "host speaks " + kAbi}, "", 0, 0},
-        RejectCase{"missing_required_entry", PHX_PLUGIN_STAGE_VERSION,
-                   {"missing required entry 'stream_submit'"}, "testmissing", 0, 0},
+        RejectCase{"wrong_major",
+                   PHX_PLUGIN_STAGE_ENTRY,
+                   {"plugin ABI " + kWrongAbi, "host speaks " + kAbi},
+                   "",
+                   0,
+                   0},
+        RejectCase{"missing_required_entry",
+                   PHX_PLUGIN_STAGE_VERSION,
+                   {"missing required entry 'stream_submit'"},
+                   "testmissing",
+                   0,
+                   0},
         // The table ends before initialize: what it lacks counts as absent.
-        RejectCase{"table_too_small", PHX_PLUGIN_STAGE_VERSION,
-                   {"missing required entry 'initialize'"}, "testtoosmall", 0, 0},
+        RejectCase{"table_too_small",
+                   PHX_PLUGIN_STAGE_VERSION,
+                   {"missing required entry 'initialize'"},
+                   "testtoosmall",
+                   0,
+                   0},
         // A failed initialize is not followed by shutdown.
-        RejectCase{"init_fails", PHX_PLUGIN_STAGE_VALIDATED,
-                   {"PHX_STATUS_DEVICE_UNAVAILABLE", "simulated init failure"}, "testinitfails",
-                   1, 0},
-        RejectCase{"throws_in_entry", PHX_PLUGIN_STAGE_OPENED,
-                   {"exception", "simulated exception in entry"}, "", 0, 0},
-        RejectCase{"throws_in_init", PHX_PLUGIN_STAGE_VALIDATED,
-                   {"exception", "simulated exception in initialize"}, "testthrowsinit", 1, 0},
+        RejectCase{"init_fails",
+                   PHX_PLUGIN_STAGE_VALIDATED,
+                   {"PHX_STATUS_DEVICE_UNAVAILABLE", "simulated init failure"},
+                   "testinitfails",
+                   1,
+                   0},
+        RejectCase{"throws_in_entry",
+                   PHX_PLUGIN_STAGE_OPENED,
+                   {"exception", "simulated exception in entry"},
+                   "",
+                   0,
+                   0},
+        RejectCase{"throws_in_init",
+                   PHX_PLUGIN_STAGE_VALIDATED,
+                   {"exception", "simulated exception in initialize"},
+                   "testthrowsinit",
+                   1,
+                   0},
         // Rejected after a successful initialize: shut down before being unloaded.
-        RejectCase{"throws_in_device_count", PHX_PLUGIN_STAGE_INITIALIZED,
-                   {"exception", "simulated exception in device_count"}, "testthrowscount", 1,
+        RejectCase{"throws_in_device_count",
+                   PHX_PLUGIN_STAGE_INITIALIZED,
+                   {"exception", "simulated exception in device_count"},
+                   "testthrowscount",
+                   1,
                    1},
-        RejectCase{"no_devices", PHX_PLUGIN_STAGE_INITIALIZED, {"no devices"}, "testnodevices",
-                   1, 1}),
+        RejectCase{
+            "no_devices", PHX_PLUGIN_STAGE_INITIALIZED, {"no devices"}, "testnodevices", 1, 1}),
     [](const ::testing::TestParamInfo<RejectCase>& info) {
       return std::string(info.param.test_case);
     });
@@ -465,8 +493,8 @@ TEST_F(Loader, FilesInAFolderAreTakenInSortedNameOrder) {
 }
 
 TEST_F(Loader, DevicesAreNumberedInPluginSearchOrder) {
-  Context ctx({case_dir("newer_minor"), case_dir("garbage"), case_dir("good"),
-               case_dir("short_optional")});
+  Context ctx(
+      {case_dir("newer_minor"), case_dir("garbage"), case_dir("good"), case_dir("short_optional")});
   ASSERT_TRUE(ctx.ok()) << ctx.error();
   std::vector<DeviceRecord> devices = ctx.devices();
   ASSERT_EQ(devices.size(), 3u) << ctx.describe();
@@ -526,8 +554,8 @@ TEST_F(Loader, PhxPluginPathReplacesTheDefaultFolder) {
 }
 
 TEST_F(Loader, PhxPluginPathIsColonSeparatedAndKeepsItsOrder) {
-  const std::string value = case_dir("duplicate") + "::" + case_dir("does_not_exist") + ":" +
-                            case_dir("good");
+  const std::string value =
+      case_dir("duplicate") + "::" + case_dir("does_not_exist") + ":" + case_dir("good");
   setenv("PHX_PLUGIN_PATH", value.c_str(), 1);
   Context ctx({}, /*default_search=*/true);
   ASSERT_TRUE(ctx.ok()) << ctx.error();
@@ -547,8 +575,7 @@ TEST_F(Loader, PhxAddPluginPathKeepsTheDefaultFolder) {
   ASSERT_TRUE(ctx.ok()) << ctx.error();
   std::vector<PluginRecord> plugins = ctx.plugins();
   EXPECT_EQ(count_under(plugins, case_dir("good")), 1u) << ctx.describe();
-  EXPECT_EQ(count_under(plugins, PHX_TEST_DEFAULT_PLUGIN_DIR), defaults.size())
-      << ctx.describe();
+  EXPECT_EQ(count_under(plugins, PHX_TEST_DEFAULT_PLUGIN_DIR), defaults.size()) << ctx.describe();
   std::optional<PluginRecord> good = ctx.plugin_at(case_file("good", "good"));
   ASSERT_TRUE(good.has_value());
   EXPECT_EQ(good->state, PHX_PLUGIN_LOADED);
@@ -598,13 +625,22 @@ TEST_F(Loader, TheCurrentDirectoryIsNeverSearched) {
 
 // Every path of the loader, twenty times over: under ASan a leak or a double unload shows.
 TEST_F(Loader, ContextsCanBeCreatedAndDestroyedRepeatedly) {
-  const std::vector<std::string> folders = {
-      case_dir("garbage"),         case_dir("no_entry_symbol"), case_dir("entry_fails"),
-      case_dir("wrong_major"),     case_dir("missing_required_entry"),
-      case_dir("table_too_small"), case_dir("init_fails"),      case_dir("throws_in_entry"),
-      case_dir("throws_in_init"),  case_dir("throws_in_device_count"),
-      case_dir("no_devices"),      case_dir("good"),            case_dir("duplicate"),
-      case_dir("newer_minor"),     case_dir("short_optional"),  case_dir("order")};
+  const std::vector<std::string> folders = {case_dir("garbage"),
+                                            case_dir("no_entry_symbol"),
+                                            case_dir("entry_fails"),
+                                            case_dir("wrong_major"),
+                                            case_dir("missing_required_entry"),
+                                            case_dir("table_too_small"),
+                                            case_dir("init_fails"),
+                                            case_dir("throws_in_entry"),
+                                            case_dir("throws_in_init"),
+                                            case_dir("throws_in_device_count"),
+                                            case_dir("no_devices"),
+                                            case_dir("good"),
+                                            case_dir("duplicate"),
+                                            case_dir("newer_minor"),
+                                            case_dir("short_optional"),
+                                            case_dir("order")};
   constexpr int kRounds = 20;
   for (int round = 0; round < kRounds; ++round) {
     Context ctx(folders);

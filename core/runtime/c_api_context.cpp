@@ -8,13 +8,16 @@
 using namespace phx;
 
 namespace {
-bool valid_dtype(const phx_dtype& dtype) { return enum_value(dtype) > 0 && enum_value(dtype) < PHX_DTYPE_COUNT; }
+bool valid_dtype(const phx_dtype& dtype) {
+  return enum_value(dtype) > 0 && enum_value(dtype) < PHX_DTYPE_COUNT;
+}
 bool valid_op(const phx_op_id& op) { return enum_value(op) > 0 && enum_value(op) < PHX_OP_COUNT; }
 }  // namespace
 
 extern "C" {
 
-PHX_API phx_status phx_context_create(const phx_context_options* options, phx_context* out_context) {
+PHX_API phx_status phx_context_create(const phx_context_options* options,
+                                      phx_context* out_context) {
   return guard(__func__, [&] {
     require_out(out_context, "out_context");
     auto opts = read_struct(options, phx_context_options PHX_CONTEXT_OPTIONS_INIT, "options");

@@ -10,7 +10,8 @@ using namespace phx;
 
 extern "C" {
 
-PHX_API phx_status phx_memory_stats_get(phx_context handle, size_t device, phx_memory_stats* out_stats) {
+PHX_API phx_status phx_memory_stats_get(phx_context handle, size_t device,
+                                        phx_memory_stats* out_stats) {
   return guard(__func__, [&] {
     Context& context = lookup(handle);
     require_out(out_stats, "out_stats");
@@ -63,7 +64,8 @@ PHX_API phx_status phx_device_stats(phx_context handle, size_t device, phx_metri
     size_t count = 0;
     if (plugin.api().device_stats != nullptr) {
       plugin.call("device_stats", [&] {
-        return plugin.api().device_stats(plugin.instance(), d.local_index, out_metrics, capacity, &count);
+        return plugin.api().device_stats(plugin.instance(), d.local_index, out_metrics, capacity,
+                                         &count);
       });
     }
     *out_count = count;

@@ -11,70 +11,116 @@ PHX_API uint32_t phx_api_version(void) { return PHX_API_VERSION; }
 
 PHX_API const char* phx_status_name(phx_status status) {
   switch (enum_value(status)) {
-    case PHX_STATUS_OK: return "PHX_STATUS_OK";
-    case PHX_STATUS_INVALID_ARGUMENT: return "PHX_STATUS_INVALID_ARGUMENT";
-    case PHX_STATUS_NOT_FOUND: return "PHX_STATUS_NOT_FOUND";
-    case PHX_STATUS_UNSUPPORTED: return "PHX_STATUS_UNSUPPORTED";
-    case PHX_STATUS_OUT_OF_MEMORY: return "PHX_STATUS_OUT_OF_MEMORY";
-    case PHX_STATUS_DEVICE_UNAVAILABLE: return "PHX_STATUS_DEVICE_UNAVAILABLE";
-    case PHX_STATUS_PLUGIN_ERROR: return "PHX_STATUS_PLUGIN_ERROR";
-    case PHX_STATUS_COMPILATION_ERROR: return "PHX_STATUS_COMPILATION_ERROR";
-    case PHX_STATUS_INTERNAL: return "PHX_STATUS_INTERNAL";
+    case PHX_STATUS_OK:
+      return "PHX_STATUS_OK";
+    case PHX_STATUS_INVALID_ARGUMENT:
+      return "PHX_STATUS_INVALID_ARGUMENT";
+    case PHX_STATUS_NOT_FOUND:
+      return "PHX_STATUS_NOT_FOUND";
+    case PHX_STATUS_UNSUPPORTED:
+      return "PHX_STATUS_UNSUPPORTED";
+    case PHX_STATUS_OUT_OF_MEMORY:
+      return "PHX_STATUS_OUT_OF_MEMORY";
+    case PHX_STATUS_DEVICE_UNAVAILABLE:
+      return "PHX_STATUS_DEVICE_UNAVAILABLE";
+    case PHX_STATUS_PLUGIN_ERROR:
+      return "PHX_STATUS_PLUGIN_ERROR";
+    case PHX_STATUS_COMPILATION_ERROR:
+      return "PHX_STATUS_COMPILATION_ERROR";
+    case PHX_STATUS_INTERNAL:
+      return "PHX_STATUS_INTERNAL";
   }
   return "PHX_STATUS_<unknown>";
 }
 
 PHX_API size_t phx_dtype_size(phx_dtype dtype) {
   switch (enum_value(dtype)) {
-    case PHX_DTYPE_F32: case PHX_DTYPE_I32: return 4;
-    case PHX_DTYPE_F16: case PHX_DTYPE_BF16: case PHX_DTYPE_I16: return 2;
-    case PHX_DTYPE_I8: case PHX_DTYPE_U8: return 1;
-    default: return 0;
+    case PHX_DTYPE_F32:
+    case PHX_DTYPE_I32:
+      return 4;
+    case PHX_DTYPE_F16:
+    case PHX_DTYPE_BF16:
+    case PHX_DTYPE_I16:
+      return 2;
+    case PHX_DTYPE_I8:
+    case PHX_DTYPE_U8:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 PHX_API const char* phx_dtype_name(phx_dtype dtype) {
   switch (enum_value(dtype)) {
-    case PHX_DTYPE_F32: return "f32";
-    case PHX_DTYPE_F16: return "f16";
-    case PHX_DTYPE_BF16: return "bf16";
-    case PHX_DTYPE_I8: return "i8";
-    case PHX_DTYPE_I16: return "i16";
-    case PHX_DTYPE_I32: return "i32";
-    case PHX_DTYPE_U8: return "u8";
-    default: return "unknown";
+    case PHX_DTYPE_F32:
+      return "f32";
+    case PHX_DTYPE_F16:
+      return "f16";
+    case PHX_DTYPE_BF16:
+      return "bf16";
+    case PHX_DTYPE_I8:
+      return "i8";
+    case PHX_DTYPE_I16:
+      return "i16";
+    case PHX_DTYPE_I32:
+      return "i32";
+    case PHX_DTYPE_U8:
+      return "u8";
+    default:
+      return "unknown";
   }
 }
 
 PHX_API const char* phx_device_type_name(phx_device_type type) {
   switch (enum_value(type)) {
-    case PHX_DEVICE_CPU: return "cpu";
-    case PHX_DEVICE_GPU: return "gpu";
-    case PHX_DEVICE_TPU: return "tpu";
-    case PHX_DEVICE_NPU: return "npu";
+    case PHX_DEVICE_CPU:
+      return "cpu";
+    case PHX_DEVICE_GPU:
+      return "gpu";
+    case PHX_DEVICE_TPU:
+      return "tpu";
+    case PHX_DEVICE_NPU:
+      return "npu";
   }
   return "unknown";
 }
 
 PHX_API const char* phx_op_name(phx_op_id op) {
   switch (enum_value(op)) {
-    case PHX_OP_MATMUL: return "matmul";
-    case PHX_OP_ADD: return "add";
-    case PHX_OP_SUB: return "sub";
-    case PHX_OP_MUL: return "mul";
-    case PHX_OP_DIV: return "div";
-    case PHX_OP_RELU: return "relu";
-    case PHX_OP_GELU: return "gelu";
-    case PHX_OP_SILU: return "silu";
-    case PHX_OP_SOFTMAX: return "softmax";
-    case PHX_OP_LAYER_NORM: return "layer_norm";
-    case PHX_OP_RMS_NORM: return "rms_norm";
-    case PHX_OP_TRANSPOSE: return "transpose";
-    case PHX_OP_REDUCE_SUM: return "reduce_sum";
-    case PHX_OP_REDUCE_MAX: return "reduce_max";
-    case PHX_OP_CAST: return "cast";
-    case PHX_OP_CONV2D: return "conv2d";
-    case PHX_OP_INVALID: break;
+    case PHX_OP_MATMUL:
+      return "matmul";
+    case PHX_OP_ADD:
+      return "add";
+    case PHX_OP_SUB:
+      return "sub";
+    case PHX_OP_MUL:
+      return "mul";
+    case PHX_OP_DIV:
+      return "div";
+    case PHX_OP_RELU:
+      return "relu";
+    case PHX_OP_GELU:
+      return "gelu";
+    case PHX_OP_SILU:
+      return "silu";
+    case PHX_OP_SOFTMAX:
+      return "softmax";
+    case PHX_OP_LAYER_NORM:
+      return "layer_norm";
+    case PHX_OP_RMS_NORM:
+      return "rms_norm";
+    case PHX_OP_TRANSPOSE:
+      return "transpose";
+    case PHX_OP_REDUCE_SUM:
+      return "reduce_sum";
+    case PHX_OP_REDUCE_MAX:
+      return "reduce_max";
+    case PHX_OP_CAST:
+      return "cast";
+    case PHX_OP_CONV2D:
+      return "conv2d";
+    case PHX_OP_INVALID:
+      break;
   }
   return "unknown";
 }

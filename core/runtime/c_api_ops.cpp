@@ -20,9 +20,9 @@ const Tensor* resolve(phx_tensor handle, const Stream& stream, const char* role,
   if (tensor.context != stream.context)
     fail(PHX_STATUS_INVALID_ARGUMENT, which + " belongs to another context");
   if (tensor.device != stream.device)
-    fail(PHX_STATUS_INVALID_ARGUMENT, which + " lives on device " + std::to_string(tensor.device->index) +
-                                          ", the stream on device " +
-                                          std::to_string(stream.device->index));
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         which + " lives on device " + std::to_string(tensor.device->index) +
+             ", the stream on device " + std::to_string(stream.device->index));
   return &tensor;
 }
 
@@ -49,7 +49,8 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     require(desc->outputs != nullptr, "desc.outputs is null");
 
     const Tensor* inputs[kMaxInputs] = {};
-    for (size_t i = 0; i < desc->input_count; ++i) inputs[i] = resolve(desc->inputs[i], stream, "input", i);
+    for (size_t i = 0; i < desc->input_count; ++i)
+      inputs[i] = resolve(desc->inputs[i], stream, "input", i);
     const Tensor* outputs[1] = {resolve(desc->outputs[0], stream, "output", 0)};
 
     OpParams storage;

@@ -10,7 +10,8 @@ using namespace phx;
 namespace {
 void check_ticket(const Stream& stream, uint64_t ticket) {
   if (ticket == 0 || ticket > stream.last_ticket)
-    fail(PHX_STATUS_INVALID_ARGUMENT, "ticket " + std::to_string(ticket) + " was not issued (the last is " +
+    fail(PHX_STATUS_INVALID_ARGUMENT, "ticket " + std::to_string(ticket) +
+                                          " was not issued (the last is " +
                                           std::to_string(stream.last_ticket) + ")");
 }
 }  // namespace
@@ -63,15 +64,17 @@ PHX_API phx_status phx_profile_count(phx_stream handle, size_t* out_count) {
   });
 }
 
-PHX_API phx_status phx_profile_get(phx_stream handle, size_t index, phx_profile_record* out_record) {
+PHX_API phx_status phx_profile_get(phx_stream handle, size_t index,
+                                   phx_profile_record* out_record) {
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
     require_out(out_record, "out_record");
     check_struct_size(out_record->struct_size, "out_record");
     stream.wait(UINT64_MAX);
     if (index >= stream.records.size())
-      fail(PHX_STATUS_NOT_FOUND, "no profile record " + std::to_string(index) + " (the stream has " +
-                                     std::to_string(stream.records.size()) + ")");
+      fail(PHX_STATUS_NOT_FOUND, "no profile record " + std::to_string(index) +
+                                     " (the stream has " + std::to_string(stream.records.size()) +
+                                     ")");
     const ProfileEntry& entry = stream.records[index];
     phx_profile_record record{};
     record.struct_size = sizeof record;

@@ -15,8 +15,8 @@ namespace {
 void check_range(const Tensor& tensor, size_t offset, size_t size) {
   size_t end;
   if (__builtin_add_overflow(offset, size, &end) || end > tensor.byte_size)
-    fail(PHX_STATUS_INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", +" + std::to_string(size) +
-                                          ") are outside the tensor's " +
+    fail(PHX_STATUS_INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", +" +
+                                          std::to_string(size) + ") are outside the tensor's " +
                                           std::to_string(tensor.byte_size) + " bytes");
 }
 
@@ -42,20 +42,22 @@ void copy_through_host(Tensor& dst, Tensor& src) {
 
 extern "C" {
 
-PHX_API phx_status phx_tensor_create(phx_context handle, size_t device, phx_dtype dtype, size_t rank,
-                                     const int64_t* shape, phx_tensor* out_tensor) {
+PHX_API phx_status phx_tensor_create(phx_context handle, size_t device, phx_dtype dtype,
+                                     size_t rank, const int64_t* shape, phx_tensor* out_tensor) {
   return guard(__func__, [&] {
     Context& context = lookup(handle);
     require_out(out_tensor, "out_tensor");
     if (enum_value(dtype) <= PHX_DTYPE_INVALID || enum_value(dtype) >= PHX_DTYPE_COUNT)
       fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
     if (rank > PHX_MAX_RANK)
-      fail(PHX_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
+      fail(PHX_STATUS_INVALID_ARGUMENT,
+           "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
     require(shape != nullptr || rank == 0, "shape is null");
     for (size_t i = 0; i < rank; ++i)
       if (shape[i] < 1)
         fail(PHX_STATUS_INVALID_ARGUMENT, "dimension " + std::to_string(i) + " is " +
-                                              std::to_string(shape[i]) + "; dimensions must be >= 1");
+                                              std::to_string(shape[i]) +
+                                              "; dimensions must be >= 1");
     Device& d = context.device(device);
     if (!(d.dtype_mask & PHX_DTYPE_BIT(dtype)))
       fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device) + " (" + d.name +
@@ -88,7 +90,8 @@ PHX_API phx_status phx_tensor_describe(phx_tensor handle, phx_tensor_desc* out_d
   });
 }
 
-PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const void* src, size_t size) {
+PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const void* src,
+                                     size_t size) {
   return guard(__func__, [&] {
     Tensor& tensor = lookup(handle);
     require(src != nullptr || size == 0, "src is null");
@@ -132,7 +135,8 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
     auto& plugin = *src.device->plugin;
     if (dst.device->plugin == &plugin && plugin.api().buffer_copy != nullptr) {
       plugin.call("buffer_copy", [&] {
-        return plugin.api().buffer_copy(plugin.instance(), dst.buffer, 0, src.buffer, 0, src.byte_size);
+        return plugin.api().buffer_copy(plugin.instance(), dst.buffer, 0, src.buffer, 0,
+                                        src.byte_size);
       });
     } else {
       copy_through_host(dst, src);

@@ -89,9 +89,8 @@ void Context::add_devices(Plugin& plugin) {
       device->index = static_cast<uint32_t>(devices.size() + found.size());
       phx_plugin_device_info info{};
       info.struct_size = sizeof info;
-      plugin.call("device_info", [&] {
-        return plugin.api().device_info(plugin.instance(), local, &info);
-      });
+      plugin.call("device_info",
+                  [&] { return plugin.api().device_info(plugin.instance(), local, &info); });
       auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
       if (enum_value(info.type) < PHX_DEVICE_CPU || enum_value(info.type) > PHX_DEVICE_NPU)
         fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": device_info gave an unknown device type " +
@@ -105,7 +104,8 @@ void Context::add_devices(Plugin& plugin) {
       device->dtype_mask = info.dtype_mask & ((1u << PHX_DTYPE_COUNT) - 2u);
       for (size_t p = 0; info.properties != nullptr && p < info.property_count; ++p) {
         const char* key = device->property_text.emplace_back(text(info.properties[p].key)).c_str();
-        const char* value = device->property_text.emplace_back(text(info.properties[p].value)).c_str();
+        const char* value =
+            device->property_text.emplace_back(text(info.properties[p].value)).c_str();
         device->properties.push_back({key, value});
       }
       for (int op = 1; op < PHX_OP_COUNT; ++op) {
@@ -139,7 +139,8 @@ Context::~Context() {
       logger->error("destroying a stream: {}", e.what());
     }
   }
-  for (Tensor* tensor : std::vector<Tensor*>(tensors_.begin(), tensors_.end())) destroy_tensor(*tensor);
+  for (Tensor* tensor : std::vector<Tensor*>(tensors_.begin(), tensors_.end()))
+    destroy_tensor(*tensor);
   devices.clear();
   plugins.clear();
 }
@@ -172,7 +173,8 @@ Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, con
   tensor->byte_size = bytes;
   auto& plugin = *device.plugin;
   plugin.call("buffer_allocate", [&] {
-    return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes, &tensor->buffer);
+    return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes,
+                                        &tensor->buffer);
   });
   if (tensor->buffer == nullptr)
     fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": buffer_allocate returned no buffer");
@@ -197,7 +199,8 @@ void Context::destroy_tensor(Tensor& tensor) {
   }
   auto& plugin = *tensor.device->plugin;
   tensor.device->wait_for_streams();
-  plugin.call_void("buffer_free", [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
+  plugin.call_void("buffer_free",
+                   [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
   delete &tensor;
 }
 
@@ -208,7 +211,8 @@ Stream& Context::create_stream(Device& device) {
   stream->profiling = profiling;
   auto& plugin = *device.plugin;
   plugin.call("stream_create", [&] {
-    return plugin.api().stream_create(plugin.instance(), device.local_index, &stream->plugin_stream);
+    return plugin.api().stream_create(plugin.instance(), device.local_index,
+                                      &stream->plugin_stream);
   });
   Stream* raw = stream.release();
   {
@@ -245,9 +249,8 @@ void Context::destroy_stream(Stream& stream) {
   } catch (const Error& e) {
     logger->warn("stream destroyed with a failed op: {}", e.what());
   }
-  plugin.call_void("stream_destroy", [&] {
-    plugin.api().stream_destroy(plugin.instance(), stream.plugin_stream);
-  });
+  plugin.call_void("stream_destroy",
+                   [&] { plugin.api().stream_destroy(plugin.instance(), stream.plugin_stream); });
 }
 
 }  // namespace phx

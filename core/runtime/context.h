@@ -3,7 +3,6 @@
 #pragma once
 
 #include <phynexus/plugin.h>
-
 #include <spdlog/spdlog.h>
 
 #include <deque>
@@ -77,8 +76,8 @@ struct Stream {
 
   // Hands a checked op to the plugin and returns its ticket; keeps a profile record
   // when profiling.
-  uint64_t submit(phx_op_id op, const void* params, const Tensor* const* inputs,
-                  size_t input_count, const Tensor* const* outputs, size_t output_count);
+  uint64_t submit(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
+                  const Tensor* const* outputs, size_t output_count);
 };
 
 class Context {

@@ -11,11 +11,16 @@ namespace {
 
 phx_log_level from_spdlog(spdlog::level::level_enum level) {
   switch (level) {
-    case spdlog::level::trace: return PHX_LOG_TRACE;
-    case spdlog::level::debug: return PHX_LOG_DEBUG;
-    case spdlog::level::info: return PHX_LOG_INFO;
-    case spdlog::level::warn: return PHX_LOG_WARN;
-    default: return PHX_LOG_ERROR;
+    case spdlog::level::trace:
+      return PHX_LOG_TRACE;
+    case spdlog::level::debug:
+      return PHX_LOG_DEBUG;
+    case spdlog::level::info:
+      return PHX_LOG_INFO;
+    case spdlog::level::warn:
+      return PHX_LOG_WARN;
+    default:
+      return PHX_LOG_ERROR;
   }
 }
 
@@ -41,12 +46,18 @@ class CallbackSink : public spdlog::sinks::base_sink<std::mutex> {
 
 spdlog::level::level_enum to_spdlog(phx_log_level level) {
   switch (level) {
-    case PHX_LOG_TRACE: return spdlog::level::trace;
-    case PHX_LOG_DEBUG: return spdlog::level::debug;
-    case PHX_LOG_INFO: return spdlog::level::info;
-    case PHX_LOG_WARN: return spdlog::level::warn;
-    case PHX_LOG_ERROR: return spdlog::level::err;
-    default: return spdlog::level::off;
+    case PHX_LOG_TRACE:
+      return spdlog::level::trace;
+    case PHX_LOG_DEBUG:
+      return spdlog::level::debug;
+    case PHX_LOG_INFO:
+      return spdlog::level::info;
+    case PHX_LOG_WARN:
+      return spdlog::level::warn;
+    case PHX_LOG_ERROR:
+      return spdlog::level::err;
+    default:
+      return spdlog::level::off;
   }
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <phynexus/phynexus.h>
-
 #include <spdlog/spdlog.h>
 
 #include <memory>

@@ -24,7 +24,9 @@ std::string text(const Shape& shape) {
   return s;
 }
 
-std::string text(const Tensor& t) { return std::string(phx_dtype_name(t.dtype)) + "[" + text(shape_of(t)) + "]"; }
+std::string text(const Tensor& t) {
+  return std::string(phx_dtype_name(t.dtype)) + "[" + text(shape_of(t)) + "]";
+}
 
 [[noreturn]] void broken(phx_op_id op, const std::string& rule) {
   fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " + rule);
@@ -55,12 +57,21 @@ struct Arity {
 
 Arity arity(phx_op_id op) {
   switch (op) {
-    case PHX_OP_MATMUL: return {2, 3};
-    case PHX_OP_ADD: case PHX_OP_SUB: case PHX_OP_MUL: case PHX_OP_DIV: return {2, 2};
-    case PHX_OP_LAYER_NORM: return {1, 3};
-    case PHX_OP_RMS_NORM: return {1, 2};
-    case PHX_OP_CONV2D: return {2, 3};
-    default: return {1, 1};
+    case PHX_OP_MATMUL:
+      return {2, 3};
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV:
+      return {2, 2};
+    case PHX_OP_LAYER_NORM:
+      return {1, 3};
+    case PHX_OP_RMS_NORM:
+      return {1, 2};
+    case PHX_OP_CONV2D:
+      return {2, 3};
+    default:
+      return {1, 1};
   }
 }
 
@@ -74,8 +85,13 @@ constexpr uint32_t kAll = kFloats | kSignedInts | PHX_DTYPE_BIT(PHX_DTYPE_U8);
 // argument; one inside that a device does not implement is UNSUPPORTED, later.
 uint32_t defined_dtypes(phx_op_id op) {
   switch (op) {
-    case PHX_OP_ADD: case PHX_OP_SUB: case PHX_OP_MUL:
-    case PHX_OP_TRANSPOSE: case PHX_OP_REDUCE_SUM: case PHX_OP_REDUCE_MAX: case PHX_OP_CAST:
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_TRANSPOSE:
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX:
+    case PHX_OP_CAST:
       return kAll;
     case PHX_OP_RELU:
       return kFloats | kSignedInts;
@@ -127,14 +143,16 @@ void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, 
                    text(sb) + (p.transpose_b ? " (transposed)" : ""));
   Shape batch;
   if (!broadcast(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2), batch))
-    broken(op, "the batch dimensions of a " + text(sa) + " and b " + text(sb) + " do not broadcast");
+    broken(op,
+           "the batch dimensions of a " + text(sa) + " and b " + text(sb) + " do not broadcast");
   batch.push_back(m);
   batch.push_back(n);
   check_output_shape(op, batch, out);
   if (bias != nullptr) {
     same_dtype(op, *bias, out, "bias and output");
     if (!broadcasts_to(shape_of(*bias), batch))
-      broken(op, "bias " + text(shape_of(*bias)) + " does not broadcast to the output " + text(batch));
+      broken(op,
+             "bias " + text(shape_of(*bias)) + " does not broadcast to the output " + text(batch));
   }
 }
 
@@ -176,9 +194,11 @@ void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, 
                    " input channels per group");
   for (int i = 0; i < 2; ++i) {
     if (p.stride[i] < 1 || p.dilation[i] < 1) broken(op, "stride and dilation must be >= 1");
-    if (p.padding[2 * i] > (1u << 30) || p.padding[2 * i + 1] > (1u << 30)) broken(op, "padding is absurd");
+    if (p.padding[2 * i] > (1u << 30) || p.padding[2 * i + 1] > (1u << 30))
+      broken(op, "padding is absurd");
   }
-  auto out_size = [&](int64_t in, int64_t k, uint32_t pad0, uint32_t pad1, uint32_t stride, uint32_t dil) {
+  auto out_size = [&](int64_t in, int64_t k, uint32_t pad0, uint32_t pad1, uint32_t stride,
+                      uint32_t dil) {
     int64_t span = static_cast<int64_t>(dil) * (k - 1) + 1;
     int64_t padded = in + pad0 + pad1;
     return padded < span ? 0 : (padded - span) / stride + 1;
@@ -230,7 +250,8 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
     case PHX_OP_TRANSPOSE: {
       // The default reverses the dimensions, as NumPy's transpose does.
       phx_transpose_params reverse{sizeof(phx_transpose_params), {}};
-      for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i) reverse.perm[i] = input_rank - 1 - i;
+      for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
+        reverse.perm[i] = input_rank - 1 - i;
       return copy_params(user, params.transpose, reverse, op);
     }
     case PHX_OP_REDUCE_SUM:
@@ -266,7 +287,10 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1],
                    in_count > 2 ? in[2] : nullptr, y);
       break;
-    case PHX_OP_ADD: case PHX_OP_SUB: case PHX_OP_MUL: case PHX_OP_DIV: {
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV: {
       same_dtype(op, *in[0], *in[1], "a and b");
       same_dtype(op, *in[0], y, "inputs and output");
       Shape joined;
@@ -276,7 +300,9 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       check_output_shape(op, joined, y);
       break;
     }
-    case PHX_OP_RELU: case PHX_OP_GELU: case PHX_OP_SILU:
+    case PHX_OP_RELU:
+    case PHX_OP_GELU:
+    case PHX_OP_SILU:
       same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, shape_of(*in[0]), y);
       break;
@@ -289,7 +315,8 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       check_output_shape(op, shape_of(*in[0]), y);
       break;
     }
-    case PHX_OP_LAYER_NORM: case PHX_OP_RMS_NORM:
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
       check_norm(op, in, in_count, y);
       break;
     case PHX_OP_TRANSPOSE: {
@@ -307,7 +334,8 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       check_output_shape(op, expected, y);
       break;
     }
-    case PHX_OP_REDUCE_SUM: case PHX_OP_REDUCE_MAX: {
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX: {
       auto& p = *static_cast<const phx_reduce_params*>(params);
       uint32_t rank = in[0]->rank;
       if (rank < 32 && (p.axes_mask >> rank) != 0)
@@ -315,8 +343,10 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       uint32_t mask = p.axes_mask == 0 ? (1u << rank) - 1 : p.axes_mask;
       Shape expected;
       for (uint32_t i = 0; i < rank; ++i) {
-        if (!(mask & (1u << i))) expected.push_back(in[0]->shape[i]);
-        else if (p.keep_dims) expected.push_back(1);
+        if (!(mask & (1u << i)))
+          expected.push_back(in[0]->shape[i]);
+        else if (p.keep_dims)
+          expected.push_back(1);
       }
       same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, expected, y);

@@ -9,9 +9,8 @@ namespace phx {
 void Stream::wait(uint64_t ticket) {
   std::lock_guard lock(mutex);
   auto& plugin = *device->plugin;
-  plugin.call("stream_wait", [&] {
-    return plugin.api().stream_wait(plugin.instance(), plugin_stream, ticket);
-  });
+  plugin.call("stream_wait",
+              [&] { return plugin.api().stream_wait(plugin.instance(), plugin_stream, ticket); });
 }
 
 uint64_t Stream::completed() {
@@ -74,9 +73,10 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
   last_ticket = ticket;
   if (record != nullptr) {
     record->ticket = ticket;
-    record->host_time_ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-            .count());
+    record->host_time_ns =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count());
   }
   return ticket;
 }

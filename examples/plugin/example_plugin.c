@@ -13,7 +13,6 @@
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 
 #include <phynexus/plugin.h>
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -160,8 +160,7 @@ typedef struct phx_context_options {
  * with phx_context_destroy.
  * Returns INVALID_ARGUMENT (out_context null, bad struct_size, plugin_paths null with a
  * non-zero count), OUT_OF_MEMORY. Thread-safe. */
-PHX_API phx_status phx_context_create(const phx_context_options* options,
-                                      phx_context* out_context);
+PHX_API phx_status phx_context_create(const phx_context_options* options, phx_context* out_context);
 
 /* Destroys the context, and with it every tensor and stream still alive in it: work
  * queued on its streams is waited for first. The plugins are shut down and unloaded.
@@ -181,13 +180,13 @@ typedef enum phx_plugin_state {
 
 /* How far the loader got with a candidate file. */
 typedef enum phx_plugin_stage {
-  PHX_PLUGIN_STAGE_FOUND = 0,      /* file seen */
-  PHX_PLUGIN_STAGE_OPENED = 1,     /* dlopen succeeded */
-  PHX_PLUGIN_STAGE_ENTRY = 2,      /* entry symbol found and called */
-  PHX_PLUGIN_STAGE_VERSION = 3,    /* ABI versions agreed */
-  PHX_PLUGIN_STAGE_VALIDATED = 4,  /* required entries present */
-  PHX_PLUGIN_STAGE_INITIALIZED = 5,/* initialize succeeded */
-  PHX_PLUGIN_STAGE_READY = 6       /* devices listed */
+  PHX_PLUGIN_STAGE_FOUND = 0,       /* file seen */
+  PHX_PLUGIN_STAGE_OPENED = 1,      /* dlopen succeeded */
+  PHX_PLUGIN_STAGE_ENTRY = 2,       /* entry symbol found and called */
+  PHX_PLUGIN_STAGE_VERSION = 3,     /* ABI versions agreed */
+  PHX_PLUGIN_STAGE_VALIDATED = 4,   /* required entries present */
+  PHX_PLUGIN_STAGE_INITIALIZED = 5, /* initialize succeeded */
+  PHX_PLUGIN_STAGE_READY = 6        /* devices listed */
 } phx_plugin_stage;
 
 typedef struct phx_plugin_info {
@@ -204,9 +203,11 @@ typedef struct phx_plugin_info {
 } phx_plugin_info;
 
 /* Every field listed, so that -Wmissing-field-initializers (in -Wextra) stays quiet. */
-#define PHX_PLUGIN_INFO_INIT \
-  { sizeof(phx_plugin_info), NULL, NULL, NULL, 0, 0, PHX_PLUGIN_LOADED, \
-    PHX_PLUGIN_STAGE_FOUND, NULL, 0 }
+#define PHX_PLUGIN_INFO_INIT                                                                    \
+  {                                                                                             \
+    sizeof(phx_plugin_info), NULL, NULL, NULL, 0, 0, PHX_PLUGIN_LOADED, PHX_PLUGIN_STAGE_FOUND, \
+        NULL, 0                                                                                 \
+  }
 
 /* The number of candidate plugin files the context considered, loaded or not.
  * Returns INVALID_ARGUMENT. Thread-safe. */
@@ -215,8 +216,7 @@ PHX_API phx_status phx_plugin_count(phx_context context, size_t* out_count);
 /* Fills *out_info (whose struct_size the caller set) for candidate index, in search
  * order. The strings are owned by the context and live as long as it does.
  * Returns INVALID_ARGUMENT, NOT_FOUND (index >= count). Thread-safe. */
-PHX_API phx_status phx_plugin_get(phx_context context, size_t index,
-                                  phx_plugin_info* out_info);
+PHX_API phx_status phx_plugin_get(phx_context context, size_t index, phx_plugin_info* out_info);
 
 /* ---- Devices ------------------------------------------------------------------------ */
 
@@ -238,8 +238,8 @@ typedef struct phx_property {
 
 typedef struct phx_device_info {
   size_t struct_size;
-  uint32_t index;      /* the device's index in the context */
-  const char* plugin;  /* the name of the plugin that provides it */
+  uint32_t index;     /* the device's index in the context */
+  const char* plugin; /* the name of the plugin that provides it */
   phx_device_type type;
   const char* name;
   const char* vendor;
@@ -260,8 +260,7 @@ PHX_API phx_status phx_device_count(phx_context context, size_t* out_count);
 
 /* Fills *out_info for device. The strings and properties are owned by the context and
  * live as long as it does. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
-PHX_API phx_status phx_device_get(phx_context context, size_t device,
-                                  phx_device_info* out_info);
+PHX_API phx_status phx_device_get(phx_context context, size_t device, phx_device_info* out_info);
 
 /* ---- Tensors ------------------------------------------------------------------------ */
 
@@ -278,8 +277,7 @@ typedef struct phx_tensor_s* phx_tensor;
  * device cannot hold dtype), OUT_OF_MEMORY (also past the device's memory limit).
  * Thread-safe. */
 PHX_API phx_status phx_tensor_create(phx_context context, size_t device, phx_dtype dtype,
-                                     size_t rank, const int64_t* shape,
-                                     phx_tensor* out_tensor);
+                                     size_t rank, const int64_t* shape, phx_tensor* out_tensor);
 
 /* Waits for queued work that uses the tensor, then frees it. Returns INVALID_ARGUMENT.
  * Externally synchronized: tensor (no other call may use it at the same time). */
@@ -312,8 +310,7 @@ PHX_API phx_status phx_tensor_upload(phx_tensor tensor, size_t offset, const voi
 /* Copies size bytes of the tensor from byte offset into host memory dst. Blocking: waits
  * for the work already queued on the device's streams. Same errors as upload.
  * Thread-safe for distinct tensors. */
-PHX_API phx_status phx_tensor_download(phx_tensor tensor, size_t offset, void* dst,
-                                       size_t size);
+PHX_API phx_status phx_tensor_download(phx_tensor tensor, size_t offset, void* dst, size_t size);
 
 /* Copies src into dst, which may be on any two devices of the same context; they
  * must have the same dtype and byte size (shapes may differ). Goes through host memory
@@ -330,8 +327,7 @@ typedef struct phx_stream_s* phx_stream;
  * submitted; each submission gets a ticket, increasing from 1, that can be waited on.
  * The caller owns *out_stream and destroys it with phx_stream_destroy.
  * Returns INVALID_ARGUMENT, NOT_FOUND, DEVICE_UNAVAILABLE, OUT_OF_MEMORY. Thread-safe. */
-PHX_API phx_status phx_stream_create(phx_context context, size_t device,
-                                     phx_stream* out_stream);
+PHX_API phx_status phx_stream_create(phx_context context, size_t device, phx_stream* out_stream);
 
 /* Waits for the stream's work, then destroys it. Returns INVALID_ARGUMENT.
  * Externally synchronized: stream. */
@@ -378,8 +374,8 @@ typedef enum phx_op_id {
   PHX_OP_TRANSPOSE = 12,  /* phx_transpose_params; in: x; out: permuted shape */
   PHX_OP_REDUCE_SUM = 13, /* phx_reduce_params; in: x; out: reduced shape */
   PHX_OP_REDUCE_MAX = 14,
-  PHX_OP_CAST = 15,   /* in: x; out: same shape, the output's dtype; see docs/ops.md */
-  PHX_OP_CONV2D = 16  /* phx_conv2d_params; in: x, weight, optional bias [C_out] */
+  PHX_OP_CAST = 15,  /* in: x; out: same shape, the output's dtype; see docs/ops.md */
+  PHX_OP_CONV2D = 16 /* phx_conv2d_params; in: x, weight, optional bias [C_out] */
 } phx_op_id;
 #define PHX_OP_COUNT 17
 
@@ -399,20 +395,23 @@ typedef struct phx_matmul_params {
   int transpose_b;           /* non-zero: b is stored [..., N, K] */
   phx_activation activation; /* applied after the bias */
 } phx_matmul_params;
-#define PHX_MATMUL_PARAMS_INIT { sizeof(phx_matmul_params), 0, 0, PHX_ACTIVATION_NONE }
+#define PHX_MATMUL_PARAMS_INIT \
+  { sizeof(phx_matmul_params), 0, 0, PHX_ACTIVATION_NONE }
 
 typedef struct phx_softmax_params {
   size_t struct_size;
   int32_t axis; /* negative counts from the end; default -1 */
 } phx_softmax_params;
-#define PHX_SOFTMAX_PARAMS_INIT { sizeof(phx_softmax_params), -1 }
+#define PHX_SOFTMAX_PARAMS_INIT \
+  { sizeof(phx_softmax_params), -1 }
 
 /* Layer and RMS norm normalize over the last dimension; gamma and beta have its size. */
 typedef struct phx_norm_params {
   size_t struct_size;
   float epsilon; /* added to the variance (mean square); default 1e-5 */
 } phx_norm_params;
-#define PHX_NORM_PARAMS_INIT { sizeof(phx_norm_params), 1e-5f }
+#define PHX_NORM_PARAMS_INIT \
+  { sizeof(phx_norm_params), 1e-5f }
 
 typedef struct phx_transpose_params {
   size_t struct_size;
@@ -426,7 +425,8 @@ typedef struct phx_reduce_params {
   uint32_t axes_mask; /* bit i reduces dimension i; 0 reduces every dimension */
   int keep_dims;      /* non-zero: reduced dimensions stay as 1 */
 } phx_reduce_params;
-#define PHX_REDUCE_PARAMS_INIT { sizeof(phx_reduce_params), 0, 0 }
+#define PHX_REDUCE_PARAMS_INIT \
+  { sizeof(phx_reduce_params), 0, 0 }
 
 typedef enum phx_layout {
   PHX_LAYOUT_NCHW = 0, /* x [N, C, H, W]; weight [C_out, C_in / groups, KH, KW] */
@@ -442,9 +442,11 @@ typedef struct phx_conv2d_params {
   uint32_t groups;      /* default 1; divides C_in and C_out */
   phx_activation activation;
 } phx_conv2d_params;
-#define PHX_CONV2D_PARAMS_INIT \
-  { sizeof(phx_conv2d_params), PHX_LAYOUT_NCHW, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, \
-    PHX_ACTIVATION_NONE }
+#define PHX_CONV2D_PARAMS_INIT                                                   \
+  {                                                                              \
+    sizeof(phx_conv2d_params), PHX_LAYOUT_NCHW, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, \
+        PHX_ACTIVATION_NONE                                                      \
+  }
 
 typedef struct phx_op_desc {
   size_t struct_size;
@@ -464,8 +466,7 @@ typedef struct phx_op_desc {
  * Returns INVALID_ARGUMENT (with the rule broken, e.g. "matmul: K mismatch: a is 3x4,
  * b is 5x2"), UNSUPPORTED (the device does not implement the op for these dtypes),
  * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream. */
-PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc,
-                              uint64_t* out_ticket);
+PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc, uint64_t* out_ticket);
 
 /* Sets *out_supported to 1 if device implements op with inputs of dtype, else 0.
  * Returns INVALID_ARGUMENT (unknown op or dtype), NOT_FOUND. Thread-safe. */
@@ -486,8 +487,8 @@ typedef struct phx_profile_record {
   size_t struct_size;
   uint64_t ticket;
   phx_op_id op;
-  const char* signature;  /* dtypes and shapes, e.g. "f32[64x32], f32[32x16] -> f32[64x16]" */
-  uint64_t host_time_ns;  /* from submission until the plugin returned */
+  const char* signature;     /* dtypes and shapes, e.g. "f32[64x32], f32[32x16] -> f32[64x16]" */
+  uint64_t host_time_ns;     /* from submission until the plugin returned */
   const phx_metric* metrics; /* metric_count entries from the plugin; may be null */
   size_t metric_count;
 } phx_profile_record;
@@ -502,8 +503,7 @@ PHX_API phx_status phx_profile_count(phx_stream stream, size_t* out_count);
 /* Fills *out_record with record index (0 is the oldest). The strings and metrics are
  * owned by the stream and valid until phx_profile_clear or the stream's destruction.
  * Returns INVALID_ARGUMENT, NOT_FOUND. Externally synchronized: stream. */
-PHX_API phx_status phx_profile_get(phx_stream stream, size_t index,
-                                   phx_profile_record* out_record);
+PHX_API phx_status phx_profile_get(phx_stream stream, size_t index, phx_profile_record* out_record);
 
 /* Drops the stream's records. Returns INVALID_ARGUMENT. Externally synchronized: stream. */
 PHX_API phx_status phx_profile_clear(phx_stream stream);
@@ -531,7 +531,8 @@ typedef struct phx_memory_stats {
   uint64_t allocation_count;  /* live allocations */
 } phx_memory_stats;
 
-#define PHX_MEMORY_STATS_INIT { sizeof(phx_memory_stats), 0, 0, 0, 0, 0 }
+#define PHX_MEMORY_STATS_INIT \
+  { sizeof(phx_memory_stats), 0, 0, 0, 0, 0 }
 
 /* Fills *out_stats for device. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
 PHX_API phx_status phx_memory_stats_get(phx_context context, size_t device,
@@ -541,8 +542,7 @@ PHX_API phx_status phx_memory_stats_get(phx_context context, size_t device,
  * Later allocations past it fail with OUT_OF_MEMORY; tensors already alive stay.
  * Returns INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED (the plugin offers no limit).
  * Thread-safe. */
-PHX_API phx_status phx_memory_set_limit(phx_context context, size_t device,
-                                        uint64_t limit_bytes);
+PHX_API phx_status phx_memory_set_limit(phx_context context, size_t device, uint64_t limit_bytes);
 
 /* Returns the memory cached in device's pools to the system. Tensors alive are not
  * touched. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */

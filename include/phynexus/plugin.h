@@ -103,8 +103,8 @@ typedef struct phx_plugin_device_info {
 /* A tensor as the plugin sees it: dense, row-major, inside one of its buffers. */
 typedef struct phx_plugin_tensor {
   size_t struct_size;
-  void* buffer;        /* a buffer the plugin allocated */
-  uint64_t offset;     /* byte offset of the first element in the buffer */
+  void* buffer;    /* a buffer the plugin allocated */
+  uint64_t offset; /* byte offset of the first element in the buffer */
   phx_dtype dtype;
   uint32_t rank;
   int64_t shape[PHX_MAX_RANK]; /* entries past rank are 1 */
@@ -168,8 +168,7 @@ typedef struct phx_plugin_api {
 
   /* Allocates size bytes (>= 1) of device memory, aligned to at least 64 bytes.
    * OUT_OF_MEMORY past the device's memory or limit. */
-  phx_status (*buffer_allocate)(void* plugin, uint32_t device, uint64_t size,
-                                void** out_buffer);
+  phx_status (*buffer_allocate)(void* plugin, uint32_t device, uint64_t size, void** out_buffer);
 
   /* Frees a buffer (no work that uses it is pending: the host waited). */
   void (*buffer_free)(void* plugin, void* buffer);
@@ -178,8 +177,7 @@ typedef struct phx_plugin_api {
    * The host has waited for the device's queued work that uses the buffer. */
   phx_status (*buffer_write)(void* plugin, void* buffer, uint64_t offset, const void* src,
                              uint64_t size);
-  phx_status (*buffer_read)(void* plugin, void* buffer, uint64_t offset, void* dst,
-                            uint64_t size);
+  phx_status (*buffer_read)(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size);
 
   /* Creates an in-order stream on device. */
   phx_status (*stream_create)(void* plugin, uint32_t device, void** out_stream);

@@ -34,8 +34,8 @@ void* MemoryPool::allocate(uint64_t size, std::string& error) {
   uint64_t cls = size_class(size);
   std::lock_guard lock(mutex_);
   if (cls > limit_ || in_use_ > limit_ - cls) {
-    error = "out of memory: requested " + bytes_text(size) + " with " + bytes_text(in_use_) + " in use, limit " +
-            bytes_text(limit_);
+    error = "out of memory: requested " + bytes_text(size) + " with " + bytes_text(in_use_) +
+            " in use, limit " + bytes_text(limit_);
     return nullptr;
   }
   void* block = nullptr;

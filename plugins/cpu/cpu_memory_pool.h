@@ -39,8 +39,8 @@ class MemoryPool {
   const uint64_t capacity_;
   uint64_t limit_;
   uint64_t in_use_ = 0, peak_ = 0, cached_bytes_ = 0;
-  std::unordered_map<void*, uint64_t> live_;   // block -> size class
-  std::multimap<uint64_t, void*> cached_;      // size class -> free block
+  std::unordered_map<void*, uint64_t> live_;  // block -> size class
+  std::multimap<uint64_t, void*> cached_;     // size class -> free block
 };
 
 }  // namespace phx::cpu

@@ -29,7 +29,10 @@ struct Stream {
 
 struct Plugin {
   explicit Plugin(const phx_plugin_host* h)
-      : host(h), description(describe_host()), pool(h->num_threads), memory(description.memory_total_bytes) {
+      : host(h),
+        description(describe_host()),
+        pool(h->num_threads),
+        memory(description.memory_total_bytes) {
     threads_text = std::to_string(pool.size());
     properties = {{"isa", kernels::gemm_isa()}, {"threads", threads_text.c_str()}};
   }
@@ -110,7 +113,8 @@ phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t
 
 phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
                        uint64_t size) {
-  std::memcpy(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset, size);
+  std::memcpy(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset,
+              size);
   return PHX_STATUS_OK;
 }
 
@@ -130,7 +134,8 @@ kernels::HostTensor host_view(const phx_plugin_tensor& t) {
   return view;
 }
 
-phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op, uint64_t* out_ticket) {
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
+                         uint64_t* out_ticket) {
   Plugin& p = *self(plugin);
   kernels::HostTensor inputs[4], outputs[1];
   if (op->input_count > 4 || op->output_count != 1)
@@ -138,13 +143,15 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op, ui
   for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view(op->inputs[i]);
   outputs[0] = host_view(op->outputs[0]);
   auto start = std::chrono::steady_clock::now();
-  phx_status status = kernels::run_op(op->op, op->params, inputs, op->input_count, outputs, 1, p.pool);
-  if (status != PHX_STATUS_OK)
-    return p.error(status, "no kernel for these dtypes");
+  phx_status status =
+      kernels::run_op(op->op, op->params, inputs, op->input_count, outputs, 1, p.pool);
+  if (status != PHX_STATUS_OK) return p.error(status, "no kernel for these dtypes");
   if (op->profile != nullptr && op->profile->metric_count + 2 <= PHX_PLUGIN_MAX_METRICS) {
-    auto ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    auto ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     op->profile->metrics[op->profile->metric_count++] = {"kernel_time_ns", ns};
-    op->profile->metrics[op->profile->metric_count++] = {"threads", static_cast<double>(p.pool.size())};
+    op->profile->metrics[op->profile->metric_count++] = {"threads",
+                                                         static_cast<double>(p.pool.size())};
   }
   *out_ticket = ++static_cast<Stream*>(stream)->submitted;
   return PHX_STATUS_OK;
@@ -204,7 +211,8 @@ constexpr phx_plugin_api kApi = {
 }  // namespace
 }  // namespace phx::cpu
 
-extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host*, const phx_plugin_api** out_api) {
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host*,
+                                                         const phx_plugin_api** out_api) {
   *out_api = &phx::cpu::kApi;
   return PHX_STATUS_OK;
 }

@@ -39,7 +39,8 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
     case PHX_OP_LAYER_NORM:
     case PHX_OP_RMS_NORM:
       // the bits, not a decimal rendering that could merge two close values
-      append_fields(key, std::bit_cast<uint32_t>(static_cast<const phx_norm_params*>(params)->epsilon));
+      append_fields(key,
+                    std::bit_cast<uint32_t>(static_cast<const phx_norm_params*>(params)->epsilon));
       break;
     case PHX_OP_TRANSPOSE: {
       const auto& p = *static_cast<const phx_transpose_params*>(params);

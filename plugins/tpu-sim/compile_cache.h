@@ -4,12 +4,12 @@
 // Nothing is compiled and nothing sleeps: the compile time is modelled and reported.
 #pragma once
 
+#include <phynexus/plugin.h>
+
 #include <cstddef>
 #include <list>
 #include <string>
 #include <unordered_map>
-
-#include <phynexus/plugin.h>
 
 namespace phx::tpu_sim {
 

@@ -14,9 +14,18 @@ namespace phx::tpu_sim {
 namespace {
 
 constexpr const char* kKnownKeys[] = {
-    "generation",         "chips",          "hbm_bytes",          "memory_fraction",
-    "timing",             "precision",      "compile_cache_size", "launch_overhead_ns",
-    "hbm_bandwidth_gbps", "mxu_count",      "mxu_size",           "clock_ghz",
+    "generation",
+    "chips",
+    "hbm_bytes",
+    "memory_fraction",
+    "timing",
+    "precision",
+    "compile_cache_size",
+    "launch_overhead_ns",
+    "hbm_bandwidth_gbps",
+    "mxu_count",
+    "mxu_size",
+    "clock_ghz",
 };
 
 bool is_known_key(std::string_view key) {
@@ -48,8 +57,8 @@ using Settings = std::map<std::string, Setting, std::less<>>;
 bool add_setting(Settings& settings, std::string_view key, std::string_view value,
                  const std::string& origin, std::string& error) {
   if (!is_known_key(key)) {
-    error = "unknown key '" + std::string(key) + "' in " + origin + " (known keys: " +
-            known_keys_text() + ")";
+    error = "unknown key '" + std::string(key) + "' in " + origin +
+            " (known keys: " + known_keys_text() + ")";
     return false;
   }
   settings[std::string(key)] = {std::string(value), origin};
@@ -130,8 +139,8 @@ class Reader {
 
   // One of two words.
   template <class T>
-  bool choice(const char* key, const char* first, T first_value, const char* second,
-              T second_value, T& target) {
+  bool choice(const char* key, const char* first, T first_value, const char* second, T second_value,
+              T& target) {
     auto it = settings_.find(key);
     if (it == settings_.end()) return true;
     if (it->second.value == first) {
@@ -201,7 +210,8 @@ bool apply_settings(const Settings& settings, SimConfig& cfg, std::string& error
   if (!ok) return false;
   if (cfg.usable_hbm_bytes() == 0) {
     error = "bad value for key 'memory_fraction': leaves no HBM (" +
-            std::to_string(chip.hbm_bytes) + " bytes x " + std::to_string(cfg.memory_fraction) + ")";
+            std::to_string(chip.hbm_bytes) + " bytes x " + std::to_string(cfg.memory_fraction) +
+            ")";
     return false;
   }
   return true;

@@ -14,8 +14,8 @@ struct ChipFigures {
   double hbm_bandwidth_gbps;  // 10^9 bytes per second
   double peak_bf16_tflops;    // as published; the clock is derived from it
   uint32_t mxu_count;
-  uint32_t mxu_size;          // the MXU is mxu_size x mxu_size
-  uint32_t tensor_cores;      // each has one vector unit (VPU)
+  uint32_t mxu_size;      // the MXU is mxu_size x mxu_size
+  uint32_t tensor_cores;  // each has one vector unit (VPU)
   const char* source;
 };
 

@@ -42,8 +42,8 @@ HbmBlock* HbmPool::allocate(uint64_t size, std::string& error) {
     block = data != nullptr ? new (std::nothrow) HbmBlock{data, aligned, device_} : nullptr;
     if (block == nullptr) {
       std::free(data);
-      error = "out of host memory backing the simulated HBM: requested " +
-              std::to_string(size) + " bytes";
+      error = "out of host memory backing the simulated HBM: requested " + std::to_string(size) +
+              " bytes";
       return nullptr;
     }
   }

@@ -30,8 +30,7 @@ void run_product(const MxuProduct& p, int64_t depth, kernels::ThreadPool& pool) 
 
 }  // namespace
 
-void mxu_gemm(const std::vector<MxuProduct>& products, int64_t depth,
-              kernels::ThreadPool& pool) {
+void mxu_gemm(const std::vector<MxuProduct>& products, int64_t depth, kernels::ThreadPool& pool) {
   bool all_small = true;
   for (const MxuProduct& p : products) all_small = all_small && p.m * p.n * p.k < kThreadedMacs;
   if (all_small && products.size() > 1) {

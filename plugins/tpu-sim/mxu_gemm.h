@@ -32,7 +32,6 @@ struct MxuProduct {
 };
 
 // Computes every product (their outputs must not overlap) on pool.
-void mxu_gemm(const std::vector<MxuProduct>& products, int64_t depth,
-              kernels::ThreadPool& pool);
+void mxu_gemm(const std::vector<MxuProduct>& products, int64_t depth, kernels::ThreadPool& pool);
 
 }  // namespace phx::tpu_sim

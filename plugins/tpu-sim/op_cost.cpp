@@ -70,8 +70,8 @@ std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op) {
     const uint64_t c_in = static_cast<uint64_t>(nhwc ? x.shape[3] : x.shape[1]);
     const uint64_t kh = static_cast<uint64_t>(nhwc ? w.shape[1] : w.shape[2]);
     const uint64_t kw = static_cast<uint64_t>(nhwc ? w.shape[2] : w.shape[3]);
-    const uint64_t pixels = nhwc ? uint64_t(out.shape[1] * out.shape[2])
-                                 : uint64_t(out.shape[2] * out.shape[3]);
+    const uint64_t pixels =
+        nhwc ? uint64_t(out.shape[1] * out.shape[2]) : uint64_t(out.shape[2] * out.shape[3]);
     GemmShape s;
     s.m = static_cast<uint64_t>(out.shape[0]) * pixels;
     s.k = c_in / groups * kh * kw;
@@ -106,7 +106,7 @@ OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
     cost.vector_cycles = vector_cycles(op, chip.tensor_cores);
     cycles = cost.vector_cycles;
   }
-  cost.compute_time_ns = double(cycles) / chip.clock_ghz;             // GHz = cycles per ns
+  cost.compute_time_ns = double(cycles) / chip.clock_ghz;               // GHz = cycles per ns
   cost.hbm_time_ns = double(cost.hbm_bytes) / chip.hbm_bandwidth_gbps;  // GB/s = bytes per ns
   cost.memory_bound = cost.hbm_time_ns > cost.compute_time_ns;
   cost.estimated_time_ns =

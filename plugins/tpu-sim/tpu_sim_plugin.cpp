@@ -86,7 +86,8 @@ struct Stream {
 
 struct Plugin {
   Plugin(const phx_plugin_host* h, const SimConfig& c) : host(h), config(c), pool(h->num_threads) {
-    for (uint32_t i = 0; i < config.chips; ++i) devices.push_back(std::make_unique<Device>(i, config));
+    for (uint32_t i = 0; i < config.chips; ++i)
+      devices.push_back(std::make_unique<Device>(i, config));
   }
 
   const phx_plugin_host* host;
@@ -116,8 +117,9 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
       return PHX_STATUS_INVALID_ARGUMENT;
     }
     auto* plugin = new Plugin(host, config);
-    plugin->log(PHX_LOG_INFO, std::to_string(config.chips) + " x " + plugin->devices[0]->name +
-                                  (sources.file_path.empty() ? "" : ", config " + sources.file_path));
+    plugin->log(PHX_LOG_INFO,
+                std::to_string(config.chips) + " x " + plugin->devices[0]->name +
+                    (sources.file_path.empty() ? "" : ", config " + sources.file_path));
     *out_plugin = plugin;
     return PHX_STATUS_OK;
   } catch (const std::bad_alloc&) {
@@ -193,7 +195,8 @@ void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); 
 
 kernels::HostTensor host_view(const phx_plugin_tensor& t) {
   kernels::HostTensor view;
-  view.data = t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
+  view.data =
+      t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
   view.dtype = t.dtype;
   view.rank = t.rank;
   for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
@@ -213,18 +216,19 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
   numerics.pass_depth = p.config.chip.mxu_size;
   switch (op.op) {
     case PHX_OP_MATMUL:
-      return mxu_matmul(*static_cast<const phx_matmul_params*>(op.params), in[0], in[1], in[2],
-                        out, numerics, p.pool);
+      return mxu_matmul(*static_cast<const phx_matmul_params*>(op.params), in[0], in[1], in[2], out,
+                        numerics, p.pool);
     case PHX_OP_CONV2D:
-      return mxu_conv2d(*static_cast<const phx_conv2d_params*>(op.params), in[0], in[1], in[2],
-                        out, numerics, p.pool);
+      return mxu_conv2d(*static_cast<const phx_conv2d_params*>(op.params), in[0], in[1], in[2], out,
+                        numerics, p.pool);
     default:
       return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
   }
 }
 
 void add_metric(phx_plugin_profile& profile, const char* name, double value) {
-  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS) profile.metrics[profile.metric_count++] = {name, value};
+  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS)
+    profile.metrics[profile.metric_count++] = {name, value};
 }
 
 // Costs op, looks its program up in the compile cache, adds both to the device's totals
@@ -270,7 +274,8 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
   add_metric(profile, "compile_time_ns", compile_ns);
 }
 
-phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op, uint64_t* out_ticket) {
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
+                         uint64_t* out_ticket) {
   Plugin& p = self(plugin);
   Stream& s = *static_cast<Stream*>(stream);
   if (op->input_count > kMaxInputs || op->output_count != 1)

@@ -138,9 +138,9 @@ phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** 
   }
   uint64_t rounded = (size + 63) / 64 * 64;
   void* data = std::aligned_alloc(64, rounded);
-  Buffer* buffer = data != nullptr
-                       ? new (std::nothrow) Buffer{static_cast<unsigned char*>(data), size}
-                       : nullptr;
+  Buffer* buffer = data != nullptr ? new (std::nothrow)
+                                         Buffer{static_cast<unsigned char*>(data), size}
+                                   : nullptr;
   if (buffer == nullptr) {
     std::free(data);
     return fail(p, PHX_STATUS_OUT_OF_MEMORY, "test plugin: malloc failed");
@@ -168,8 +168,7 @@ phx_status buffer_write(void* plugin, void* buffer, uint64_t offset, const void*
   return PHX_STATUS_OK;
 }
 
-phx_status buffer_read(void* plugin, void* buffer, uint64_t offset, void* dst,
-                       uint64_t size) {
+phx_status buffer_read(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size) {
   (void)plugin;
   std::memcpy(dst, static_cast<Buffer*>(buffer)->data + offset, size);
   return PHX_STATUS_OK;

@@ -50,12 +50,24 @@ static void write_escaped(FILE* out, const char* s) {
       ++p;
     } else if (c < 0x20) {
       switch (c) {
-        case '\b': fputs("\\b", out); break;
-        case '\f': fputs("\\f", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default: fprintf(out, "\\u%04x", (unsigned)c); break;
+        case '\b':
+          fputs("\\b", out);
+          break;
+        case '\f':
+          fputs("\\f", out);
+          break;
+        case '\n':
+          fputs("\\n", out);
+          break;
+        case '\r':
+          fputs("\\r", out);
+          break;
+        case '\t':
+          fputs("\\t", out);
+          break;
+        default:
+          fprintf(out, "\\u%04x", (unsigned)c);
+          break;
       }
       ++p;
     } else if (c < 0x80) {

@@ -9,14 +9,13 @@
  * Exit status: 0 with at least one device, 1 with none (or when Phynexus fails),
  * 2 on a usage error.
  */
-#include "report.h"
-
-#include <phynexus/phynexus.h>
-
 #include <errno.h>
+#include <phynexus/phynexus.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "report.h"
 
 enum { EXIT_HAS_DEVICE = 0, EXIT_NO_DEVICE = 1, EXIT_USAGE = 2 };
 
@@ -30,23 +29,24 @@ typedef struct options {
 } options;
 
 static void print_usage(FILE* out) {
-  fputs("Usage: phx-devices [--plugins | --device N] [--json] [--help]\n"
-        "\n"
-        "Lists the Phynexus plugins and devices found on this machine.\n"
-        "\n"
-        "  (no option)   the loaded plugins and every device, as tables\n"
-        "  --plugins     every plugin candidate, loaded, rejected or shadowed, with the\n"
-        "                stage the loader reached and the reason\n"
-        "  --device N    device N in detail: info, properties, op x dtype support, memory\n"
-        "  --json        print JSON instead of text (schema: docs/phx-devices.md); with\n"
-        "                --device N just that device's object, otherwise everything\n"
-        "  --help        this text\n"
-        "\n"
-        "Exit status: 0 with at least one device, 1 with none or when Phynexus fails,\n"
-        "2 on a usage error.\n"
-        "Environment: PHX_LOADER_DEBUG=1 logs every plugin the loader considers;\n"
-        "PHX_PLUGIN_PATH, PHX_ADD_PLUGIN_PATH change where it looks (docs/loader.md).\n",
-        out);
+  fputs(
+      "Usage: phx-devices [--plugins | --device N] [--json] [--help]\n"
+      "\n"
+      "Lists the Phynexus plugins and devices found on this machine.\n"
+      "\n"
+      "  (no option)   the loaded plugins and every device, as tables\n"
+      "  --plugins     every plugin candidate, loaded, rejected or shadowed, with the\n"
+      "                stage the loader reached and the reason\n"
+      "  --device N    device N in detail: info, properties, op x dtype support, memory\n"
+      "  --json        print JSON instead of text (schema: docs/phx-devices.md); with\n"
+      "                --device N just that device's object, otherwise everything\n"
+      "  --help        this text\n"
+      "\n"
+      "Exit status: 0 with at least one device, 1 with none or when Phynexus fails,\n"
+      "2 on a usage error.\n"
+      "Environment: PHX_LOADER_DEBUG=1 logs every plugin the loader considers;\n"
+      "PHX_PLUGIN_PATH, PHX_ADD_PLUGIN_PATH change where it looks (docs/loader.md).\n",
+      out);
 }
 
 /* A device index: decimal digits only (strtoul alone would take "-1" and " 7"). */

@@ -4,7 +4,6 @@
 #define PHX_DEVICES_REPORT_H
 
 #include <phynexus/phynexus.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,9 +1,8 @@
 /* The report for programs: one JSON document (schema: docs/phx-devices.md). */
-#include "report.h"
+#include <stdio.h>
 
 #include "json_writer.h"
-
-#include <stdio.h>
+#include "report.h"
 
 /* Bump only for a change that breaks readers (a field removed, renamed or retyped);
  * adding a field keeps the version. */

@@ -1,8 +1,8 @@
 /* The reports for people: the summary tables, the plugin candidates, one device. */
-#include "report.h"
-
 #include <inttypes.h>
 #include <stdio.h>
+
+#include "report.h"
 
 static int max_int(int a, int b) { return a > b ? a : b; }
 
@@ -42,8 +42,8 @@ static int print_plugin_table(phx_context context, size_t plugin_count, size_t* 
 
   printf("Plugins loaded: %zu\n", loaded);
   if (loaded > 0) {
-    printf("  %-*s  %-*s  %-5s  %-7s  %s\n", name_width, "NAME", version_width, "VERSION",
-           "ABI", "DEVICES", "PATH");
+    printf("  %-*s  %-*s  %-5s  %-7s  %s\n", name_width, "NAME", version_width, "VERSION", "ABI",
+           "DEVICES", "PATH");
   }
   for (size_t i = 0; i < plugin_count; ++i) {
     phx_plugin_info info;
@@ -161,8 +161,7 @@ static void print_device_info(const phx_device_info* info) {
   printf("  vendor:           %s\n", text_or_empty(info->vendor));
   printf("  plugin:           %s\n", text_or_empty(info->plugin));
   printf("  memory total:     %s (%" PRIu64 " bytes)\n", total, info->memory_total_bytes);
-  printf("  memory available: %s (%" PRIu64 " bytes)\n", available,
-         info->memory_available_bytes);
+  printf("  memory available: %s (%" PRIu64 " bytes)\n", available, info->memory_available_bytes);
   printf("  compute units:    %" PRIu32 "\n", info->compute_units);
   printf("  dtypes:           %s\n", dtypes);
 

@@ -87,8 +87,10 @@ Isa chosen_isa() {
     if (std::strcmp(env, "avx512-bf16") == 0)
       return cpu_has(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : best;
     Isa cap = best;
-    if (std::strcmp(env, "generic") == 0) cap = Isa::kGeneric;
-    else if (std::strcmp(env, "avx2") == 0) cap = Isa::kAvx2;
+    if (std::strcmp(env, "generic") == 0)
+      cap = Isa::kGeneric;
+    else if (std::strcmp(env, "avx2") == 0)
+      cap = Isa::kAvx2;
     if (static_cast<int>(cap) < static_cast<int>(best)) {
       best = cap;
       while (!cpu_has(best)) best = static_cast<Isa>(static_cast<int>(best) - 1);
@@ -180,8 +182,8 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
   mc = balanced_block(i1 - i0, mc, mr);
   const int64_t nc = balanced_block(ncols, ks.nc, nr);
   const int64_t kc_alloc = round_up(kc_blk, 2);
-  char* apack = static_cast<char*>(
-      buf.a.get(size_t(round_up(std::min(mc, i1 - i0), mr) * kc_alloc * 4)));
+  char* apack =
+      static_cast<char*>(buf.a.get(size_t(round_up(std::min(mc, i1 - i0), mr) * kc_alloc * 4)));
   char* bpack = static_cast<char*>(buf.b.get(size_t(round_up(nc, nr) * kc_alloc * 4)));
 
   for (int64_t ic = i0; ic < i1; ic += mc) {
@@ -345,8 +347,8 @@ void pack_f32_t(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t 
 
 }  // namespace
 
-void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
-                      int panel, void* dst) {
+void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int panel,
+                      void* dst) {
   float* d = static_cast<float*>(dst);
   switch (s.dtype) {
     case PHX_DTYPE_BF16:
@@ -361,8 +363,8 @@ void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, in
   }
 }
 
-void pack_pairs_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
-                        int P, void* dst) {
+void pack_pairs_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int P,
+                        void* dst) {
   const auto* src = static_cast<const uint16_t*>(s.src);
   auto* d0 = static_cast<uint16_t*>(dst);
   const int64_t kp = (kc + 1) / 2;

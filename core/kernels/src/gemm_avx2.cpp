@@ -41,7 +41,8 @@ PHX_AVX2 inline __m256 exp256(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -68,7 +69,8 @@ PHX_AVX2 inline __m256 gelu256(__m256 x) {
 }
 
 PHX_AVX2 inline __m256 silu256(__m256 x) {
-  const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+  const __m256 d =
+      _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
   return _mm256_div_ps(x, d);
 }
 
@@ -92,8 +94,7 @@ PHX_AVX2 inline __m128i to_bf16_256(__m256 v) {
   const __m256i rounded = _mm256_srli_epi32(
       _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  const __m256i r =
-      _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+  const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
   return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
 
@@ -271,10 +272,18 @@ PHX_AVX2 void pack_f32_avx2(const PackSrc& s, int64_t r0, int64_t rows, int64_t 
 
 // Blocking: A panel 6 x 256 f32 = 6 KiB in L1, B block 256 x 1024 = 1 MiB in L2.
 const IsaKernels kAvx2 = {
-    "avx2",          kMr,          kNr,
-    /*kc=*/256,      /*kc_pairs=*/256, /*nc=*/1024, /*mc=*/kMr * 128,
-    /*bf16_pairs=*/false, ukr_f32, nullptr,
-    pack_f32_avx2,   nullptr,
+    "avx2",
+    kMr,
+    kNr,
+    /*kc=*/256,
+    /*kc_pairs=*/256,
+    /*nc=*/1024,
+    /*mc=*/kMr * 128,
+    /*bf16_pairs=*/false,
+    ukr_f32,
+    nullptr,
+    pack_f32_avx2,
+    nullptr,
 };
 
 }  // namespace

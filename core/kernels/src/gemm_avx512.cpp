@@ -76,7 +76,8 @@ PHX_AVX512 inline __m512 gelu512(__m512 x) {
 }
 
 PHX_AVX512 inline __m512 silu512(__m512 x) {
-  const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 d =
+      _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), x)));
   return _mm512_div_ps(x, d);
 }
 
@@ -98,8 +99,8 @@ PHX_AVX512 inline __m256i to_bf16_512(__m512 v) {
   const __m512i bits = _mm512_castps_si512(v);
   const __m512i hi = _mm512_srli_epi32(bits, 16);
   const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
   const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
   return _mm512_cvtepi32_epi16(r);
@@ -254,8 +255,9 @@ PHX_AVX512 inline __m512 load16_f32(const void* p, int64_t idx, int count, phx_d
 
 // Up to 16 pairs of consecutive bf16 (count bf16 valid, the rest 0) as 16 dwords.
 PHX_AVX512 inline __m512 load16_pairs(const uint16_t* p, int count) {
-  const __mmask32 m = count >= 32 ? __mmask32(0xffffffffu)
-                                  : count <= 0 ? __mmask32(0) : __mmask32((1u << count) - 1u);
+  const __mmask32 m = count >= 32  ? __mmask32(0xffffffffu)
+                      : count <= 0 ? __mmask32(0)
+                                   : __mmask32((1u << count) - 1u);
   return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(m, p));
 }
 
@@ -308,8 +310,9 @@ PHX_AVX512 void pack_kcontig(const PackSrc& s, int64_t r0, int64_t rows, int64_t
             r[i] = _mm512_setzero_ps();
           } else if (pairs) {
             const int64_t k = 2 * u;
-            r[i] = load16_pairs(static_cast<const uint16_t*>(s.src) + (r0 + p0 + row) * s.ld + k0 + k,
-                                int(std::min<int64_t>(32, kc - k)));
+            r[i] =
+                load16_pairs(static_cast<const uint16_t*>(s.src) + (r0 + p0 + row) * s.ld + k0 + k,
+                             int(std::min<int64_t>(32, kc - k)));
           } else {
             r[i] = load16_f32(s.src, (r0 + p0 + row) * s.ld + k0 + u, un, s.dtype);
           }
@@ -323,8 +326,8 @@ PHX_AVX512 void pack_kcontig(const PackSrc& s, int64_t r0, int64_t rows, int64_t
 
 // Row-contiguous source (A transposed, B not): per k a run of P values to copy into
 // each panel. k is the outer loop so that the source is read row by row, sequentially.
-PHX_AVX512 void pack_rcontig_f32(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0,
-                                 int64_t kc, int P, float* d0) {
+PHX_AVX512 void pack_rcontig_f32(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                                 int P, float* d0) {
   for (int64_t k = 0; k < kc; ++k) {
     const int64_t idx = (k0 + k) * s.ld + r0;
     for (int64_t p0 = 0; p0 < rows; p0 += P) {
@@ -356,14 +359,15 @@ PHX_AVX512 void pack_rcontig_pairs(const PackSrc& s, int64_t r0, int64_t rows, i
         const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lm, lo_p));
         __m512i hi = _mm512_setzero_si512();
         if (has_hi) hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lm, lo_p + s.ld));
-        _mm512_mask_storeu_epi32(d + g, lane_mask(gw), _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        _mm512_mask_storeu_epi32(d + g, lane_mask(gw),
+                                 _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
       }
     }
   }
 }
 
-PHX_AVX512 void pack_f32_avx512(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0,
-                                int64_t kc, int P, void* dst) {
+PHX_AVX512 void pack_f32_avx512(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                                int P, void* dst) {
   if (s.k_contiguous)
     pack_kcontig(s, r0, rows, k0, kc, P, dst, false);
   else
@@ -381,17 +385,33 @@ PHX_AVX512 void pack_pairs_avx512(const PackSrc& s, int64_t r0, int64_t rows, in
 // Blocking: an A panel (14 x 384 f32 = 21 KiB) stays in the 48 KiB L1 while the B block
 // (384 x 768 f32 = 1.1 MiB) streams from the 2 MiB L2.
 const IsaKernels kAvx512 = {
-    "avx512",          kMr,         kNr,
-    /*kc=*/384, /*kc_pairs=*/768, /*nc=*/768, /*mc=*/kMr * 256,
-    /*bf16_pairs=*/false, ukr_f32,  nullptr,
-    pack_f32_avx512,   nullptr,
+    "avx512",
+    kMr,
+    kNr,
+    /*kc=*/384,
+    /*kc_pairs=*/768,
+    /*nc=*/768,
+    /*mc=*/kMr * 256,
+    /*bf16_pairs=*/false,
+    ukr_f32,
+    nullptr,
+    pack_f32_avx512,
+    nullptr,
 };
 
 const IsaKernels kAvx512Bf16 = {
-    "avx512-bf16",     kMr,         kNr,
-    /*kc=*/384, /*kc_pairs=*/768, /*nc=*/768, /*mc=*/kMr * 256,
-    /*bf16_pairs=*/true, ukr_f32,   ukr_bf16,
-    pack_f32_avx512,   pack_pairs_avx512,
+    "avx512-bf16",
+    kMr,
+    kNr,
+    /*kc=*/384,
+    /*kc_pairs=*/768,
+    /*nc=*/768,
+    /*mc=*/kMr * 256,
+    /*bf16_pairs=*/true,
+    ukr_f32,
+    ukr_bf16,
+    pack_f32_avx512,
+    pack_pairs_avx512,
 };
 
 }  // namespace

@@ -25,10 +25,18 @@ void ukr_generic(int64_t ksteps, const void* ap, const void* bp, const Tile& t) 
 }
 
 const IsaKernels kGenericKernels = {
-    "generic",          kMr,     kNr,
-    /*kc=*/256, /*kc_pairs=*/256,       /*nc=*/1024, /*mc=*/256,
-    /*bf16_pairs=*/false, ukr_generic, nullptr,
-    pack_f32_generic,   nullptr,
+    "generic",
+    kMr,
+    kNr,
+    /*kc=*/256,
+    /*kc_pairs=*/256,
+    /*nc=*/1024,
+    /*mc=*/256,
+    /*bf16_pairs=*/false,
+    ukr_generic,
+    nullptr,
+    pack_f32_generic,
+    nullptr,
 };
 
 }  // namespace

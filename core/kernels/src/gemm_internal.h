@@ -37,16 +37,16 @@ using PackFn = void (*)(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, 
 
 // Where and how a microkernel writes its MR x NR tile of results.
 struct Tile {
-  float* c32;         // f32 partial sums, or the f32 output when out_dtype is f32
+  float* c32;  // f32 partial sums, or the f32 output when out_dtype is f32
   int64_t ldc32;
-  void* c16;          // 16-bit output (final tile only, when out_dtype is 16-bit)
+  void* c16;  // 16-bit output (final tile only, when out_dtype is 16-bit)
   int64_t ldc16;
   int mr, nr;         // valid rows and columns of the tile
   bool accumulate;    // add to the values already at c32
   bool final;         // the last K block: apply bias + activation, write the output
   const float* bias;  // nr values for the tile's columns, or null
   phx_activation act;
-  phx_dtype out;      // f32, f16 or bf16
+  phx_dtype out;  // f32, f16 or bf16
 };
 
 // Computes (sum over ksteps of the packed panels) and writes it per tile. For the f32
@@ -55,16 +55,16 @@ using UkrFn = void (*)(int64_t ksteps, const void* a, const void* b, const Tile&
 
 struct IsaKernels {
   const char* name;
-  int mr, nr;      // microkernel tile
-  int kc;          // K block for the f32 layout (even)
-  int kc_pairs;    // K block for the bf16-pair layout (even)
-  int nc;          // columns of the packed B block (L2), a multiple of nr
-  int mc;          // rows of the packed A block, a multiple of mr
-  bool bf16_pairs; // bf16 inputs use the pair layout and ukr_bf16
+  int mr, nr;       // microkernel tile
+  int kc;           // K block for the f32 layout (even)
+  int kc_pairs;     // K block for the bf16-pair layout (even)
+  int nc;           // columns of the packed B block (L2), a multiple of nr
+  int mc;           // rows of the packed A block, a multiple of mr
+  bool bf16_pairs;  // bf16 inputs use the pair layout and ukr_bf16
   UkrFn ukr_f32;
-  UkrFn ukr_bf16;  // null unless bf16_pairs
-  PackFn pack_f32;   // packs any dtype into the f32 layout
-  PackFn pack_pairs; // packs bf16 into the pair layout (null unless bf16_pairs)
+  UkrFn ukr_bf16;     // null unless bf16_pairs
+  PackFn pack_f32;    // packs any dtype into the f32 layout
+  PackFn pack_pairs;  // packs bf16 into the pair layout (null unless bf16_pairs)
 };
 
 const IsaKernels& generic_kernels();
@@ -73,8 +73,8 @@ const IsaKernels* avx512_kernels();  // null when not compiled in
 const IsaKernels* avx512_bf16_kernels();
 
 // Portable packers (any dtype, any panel width).
-void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
-                      int panel, void* dst);
+void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int panel,
+                      void* dst);
 void pack_pairs_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
                         int panel, void* dst);
 

@@ -14,7 +14,8 @@ namespace {
 // ---- f32 <-> 16-bit floats ----
 
 PHX_CLONES void bf16_to_f32_block(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
 }
 
 // convert.h's f32_to_bf16 without branches, so that it vectorizes.
@@ -99,10 +100,18 @@ PHX_INLINE void f32_to_int_typed(const float* src, void* dst, int64_t n) {
 
 PHX_CLONES void f32_to_int(phx_dtype to, const float* src, void* dst, int64_t n) {
   switch (to) {
-    case PHX_DTYPE_I8: f32_to_int_typed<int8_t>(src, dst, n); break;
-    case PHX_DTYPE_I16: f32_to_int_typed<int16_t>(src, dst, n); break;
-    case PHX_DTYPE_I32: f32_to_int_typed<int32_t>(src, dst, n); break;
-    default: f32_to_int_typed<uint8_t>(src, dst, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      f32_to_int_typed<int8_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I16:
+      f32_to_int_typed<int16_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I32:
+      f32_to_int_typed<int32_t>(src, dst, n);
+      break;
+    default:
+      f32_to_int_typed<uint8_t>(src, dst, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
@@ -115,10 +124,18 @@ PHX_INLINE void int_to_f32_typed(const void* src, float* dst, int64_t n) {
 // Exact for i8, i16, u8; i32 rounds to nearest even.
 PHX_CLONES void int_to_f32(phx_dtype from, const void* src, float* dst, int64_t n) {
   switch (from) {
-    case PHX_DTYPE_I8: int_to_f32_typed<int8_t>(src, dst, n); break;
-    case PHX_DTYPE_I16: int_to_f32_typed<int16_t>(src, dst, n); break;
-    case PHX_DTYPE_I32: int_to_f32_typed<int32_t>(src, dst, n); break;
-    default: int_to_f32_typed<uint8_t>(src, dst, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      int_to_f32_typed<int8_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I16:
+      int_to_f32_typed<int16_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I32:
+      int_to_f32_typed<int32_t>(src, dst, n);
+      break;
+    default:
+      int_to_f32_typed<uint8_t>(src, dst, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
@@ -150,20 +167,35 @@ PHX_INLINE void int_to_int_typed(const void* src, void* dst, int64_t n) {
 template <class S>
 PHX_INLINE void int_to_int_from(phx_dtype to, const void* src, void* dst, int64_t n) {
   switch (to) {
-    case PHX_DTYPE_I8: int_to_int_typed<S, int8_t>(src, dst, n); break;
-    case PHX_DTYPE_I16: int_to_int_typed<S, int16_t>(src, dst, n); break;
-    case PHX_DTYPE_I32: int_to_int_typed<S, int32_t>(src, dst, n); break;
-    default: int_to_int_typed<S, uint8_t>(src, dst, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      int_to_int_typed<S, int8_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I16:
+      int_to_int_typed<S, int16_t>(src, dst, n);
+      break;
+    case PHX_DTYPE_I32:
+      int_to_int_typed<S, int32_t>(src, dst, n);
+      break;
+    default:
+      int_to_int_typed<S, uint8_t>(src, dst, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
-PHX_CLONES void int_to_int(phx_dtype from, phx_dtype to, const void* src, void* dst,
-                           int64_t n) {
+PHX_CLONES void int_to_int(phx_dtype from, phx_dtype to, const void* src, void* dst, int64_t n) {
   switch (from) {
-    case PHX_DTYPE_I8: int_to_int_from<int8_t>(to, src, dst, n); break;
-    case PHX_DTYPE_I16: int_to_int_from<int16_t>(to, src, dst, n); break;
-    case PHX_DTYPE_I32: int_to_int_from<int32_t>(to, src, dst, n); break;
-    default: int_to_int_from<uint8_t>(to, src, dst, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      int_to_int_from<int8_t>(to, src, dst, n);
+      break;
+    case PHX_DTYPE_I16:
+      int_to_int_from<int16_t>(to, src, dst, n);
+      break;
+    case PHX_DTYPE_I32:
+      int_to_int_from<int32_t>(to, src, dst, n);
+      break;
+    default:
+      int_to_int_from<uint8_t>(to, src, dst, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
@@ -209,21 +241,35 @@ void cast_block(phx_dtype from, phx_dtype to, const char* src, char* dst, int64_
 
 void to_f32(phx_dtype dtype, const void* src, float* dst, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_F16: f16_to_f32_block(static_cast<const uint16_t*>(src), dst, n); break;
-    case PHX_DTYPE_BF16: bf16_to_f32_block(static_cast<const uint16_t*>(src), dst, n); break;
-    default: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
+    case PHX_DTYPE_F16:
+      f16_to_f32_block(static_cast<const uint16_t*>(src), dst, n);
+      break;
+    case PHX_DTYPE_BF16:
+      bf16_to_f32_block(static_cast<const uint16_t*>(src), dst, n);
+      break;
+    default:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      break;
   }
 }
 
 void from_f32(phx_dtype dtype, const float* src, void* dst, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_F16: f32_to_f16_block(src, static_cast<uint16_t*>(dst), n); break;
-    case PHX_DTYPE_BF16: f32_to_bf16_block(src, static_cast<uint16_t*>(dst), n); break;
-    default: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
+    case PHX_DTYPE_F16:
+      f32_to_f16_block(src, static_cast<uint16_t*>(dst), n);
+      break;
+    case PHX_DTYPE_BF16:
+      f32_to_bf16_block(src, static_cast<uint16_t*>(dst), n);
+      break;
+    default:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      break;
   }
 }
 
-void copy_to_f32(const HostTensor& t, float* dst) { to_f32(t.dtype, t.data, dst, element_count(t)); }
+void copy_to_f32(const HostTensor& t, float* dst) {
+  to_f32(t.dtype, t.data, dst, element_count(t));
+}
 
 void run_cast(const HostTensor& x, const HostTensor& out, ThreadPool& pool) {
   const phx_dtype from = x.dtype, to = out.dtype;

@@ -23,26 +23,24 @@
 namespace phx::kernels::ops {
 
 // ---- Family entry points (ops_*.cpp); the operands are already checked ----
-void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b,
-                const HostTensor& out, ThreadPool& pool);
+void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
+                ThreadPool& pool);
 void run_unary(phx_op_id op, const HostTensor& x, const HostTensor& out, ThreadPool& pool);
-void run_softmax(const phx_softmax_params& params, const HostTensor& x,
-                 const HostTensor& out, ThreadPool& pool);
-void run_layer_norm(const phx_norm_params& params, const HostTensor& x,
-                    const HostTensor& gamma, const HostTensor& beta, const HostTensor& out,
-                    ThreadPool& pool);
-void run_rms_norm(const phx_norm_params& params, const HostTensor& x,
-                  const HostTensor& gamma, const HostTensor& out, ThreadPool& pool);
-void run_transpose(const phx_transpose_params& params, const HostTensor& x,
-                   const HostTensor& out, ThreadPool& pool);
+void run_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
+                 ThreadPool& pool);
+void run_layer_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& gamma,
+                    const HostTensor& beta, const HostTensor& out, ThreadPool& pool);
+void run_rms_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& gamma,
+                  const HostTensor& out, ThreadPool& pool);
+void run_transpose(const phx_transpose_params& params, const HostTensor& x, const HostTensor& out,
+                   ThreadPool& pool);
 void run_reduce(phx_op_id op, const phx_reduce_params& params, const HostTensor& x,
                 const HostTensor& out, ThreadPool& pool);
 void run_cast(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
 void run_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
                 const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
-void run_conv2d(const phx_conv2d_params& params, const HostTensor& x,
-                const HostTensor& weight, const HostTensor& bias, const HostTensor& out,
-                ThreadPool& pool);
+void run_conv2d(const phx_conv2d_params& params, const HostTensor& x, const HostTensor& weight,
+                const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
 
 // ---- dtypes ----
 inline bool is_float(phx_dtype d) {
@@ -72,11 +70,20 @@ inline size_t dtype_bytes(phx_dtype d) {
 template <class F>
 bool visit_int(phx_dtype d, F&& f) {
   switch (d) {
-    case PHX_DTYPE_I8: f(int8_t{}); return true;
-    case PHX_DTYPE_I16: f(int16_t{}); return true;
-    case PHX_DTYPE_I32: f(int32_t{}); return true;
-    case PHX_DTYPE_U8: f(uint8_t{}); return true;
-    default: return false;
+    case PHX_DTYPE_I8:
+      f(int8_t{});
+      return true;
+    case PHX_DTYPE_I16:
+      f(int16_t{});
+      return true;
+    case PHX_DTYPE_I32:
+      f(int32_t{});
+      return true;
+    case PHX_DTYPE_U8:
+      f(uint8_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -244,8 +251,7 @@ struct StridedSpace {
     for (int d = 0; d < rank; ++d) {
       if (size[d] == 1) continue;
       bool merge = r > 0;
-      for (int o = 0; o < Count && merge; ++o)
-        merge = stride[o][r - 1] == stride[o][d] * size[d];
+      for (int o = 0; o < Count && merge; ++o) merge = stride[o][r - 1] == stride[o][d] * size[d];
       if (merge) {
         size[r - 1] *= size[d];
         for (int o = 0; o < Count; ++o) stride[o][r - 1] = stride[o][d];

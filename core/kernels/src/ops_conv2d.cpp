@@ -26,8 +26,8 @@ struct Geometry {
   int64_t pixels_out() const { return h_out * w_out; }
   int64_t patch() const { return c_in_group * kh * kw; }  // gemm's K
   bool is_pointwise() const {
-    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
-           pad_left == 0 && h_out == h && w_out == w;
+    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 && pad_left == 0 &&
+           h_out == h && w_out == w;
   }
 };
 
@@ -115,8 +115,8 @@ PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
 constexpr int64_t kColBytes = 4 << 20;
 
 template <class T>
-void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias,
-               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
+void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias, phx_activation act,
+               void* out, phx_dtype dtype, ThreadPool& pool) {
   const int64_t pixels = g.pixels_out(), patch = g.patch();
   const bool pointwise = g.is_pointwise();
   const int64_t chunk =
@@ -180,8 +180,8 @@ void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias,
 }
 
 template <class T>
-void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias,
-               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
+void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias, phx_activation act,
+               void* out, phx_dtype dtype, ThreadPool& pool) {
   const int64_t pixels = g.pixels_out(), patch = g.patch();
   const bool pointwise = g.is_pointwise();
   const int64_t chunk =
@@ -211,9 +211,8 @@ void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias,
           args.lda = g.c_in;
         } else {
           const T* xg = image + grp * g.c_in_group;
-          parallel_for(pool, count, patch, [&](int64_t q0, int64_t q1) {
-            im2col_nhwc(g, xg, col.data(), p0, q0, q1);
-          });
+          parallel_for(pool, count, patch,
+                       [&](int64_t q0, int64_t q1) { im2col_nhwc(g, xg, col.data(), p0, q0, q1); });
           args.a = col.data();
           args.lda = patch;
         }

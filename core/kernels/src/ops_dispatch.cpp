@@ -74,13 +74,12 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
       ops::run_unary(op, x, out, pool);
       break;
     case PHX_OP_SOFTMAX:
-      ops::run_softmax(params_or(params, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT), x, out,
-                       pool);
+      ops::run_softmax(params_or(params, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT), x, out, pool);
       break;
     case PHX_OP_LAYER_NORM:
       ops::run_layer_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x,
-                          input_or_absent(in, in_count, 1), input_or_absent(in, in_count, 2),
-                          out, pool);
+                          input_or_absent(in, in_count, 1), input_or_absent(in, in_count, 2), out,
+                          pool);
       break;
     case PHX_OP_RMS_NORM:
       ops::run_rms_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x,
@@ -108,9 +107,8 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
 
 }  // namespace
 
-phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs,
-                  size_t input_count, const HostTensor* outputs, size_t output_count,
-                  ThreadPool& pool) {
+phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, size_t input_count,
+                  const HostTensor* outputs, size_t output_count, ThreadPool& pool) {
   if (input_count == 0 || output_count == 0) return PHX_STATUS_UNSUPPORTED;
   if (!op_supported(op, inputs[0].dtype)) return PHX_STATUS_UNSUPPORTED;
   // The only output dtype that can differ from the input's is cast's (any dtype here)

@@ -27,8 +27,8 @@ PHX_INLINE void binary_loop(Op op, const T* a, int64_t sa, const T* b, int64_t s
   }
 }
 
-PHX_CLONES void binary_f32(phx_op_id op, const float* a, int64_t sa, const float* b,
-                           int64_t sb, float* out, int64_t n) {
+PHX_CLONES void binary_f32(phx_op_id op, const float* a, int64_t sa, const float* b, int64_t sb,
+                           float* out, int64_t n) {
   switch (op) {
     case PHX_OP_ADD:
       binary_loop<float>([](float x, float y) { return x + y; }, a, sa, b, sb, out, n);
@@ -48,41 +48,46 @@ PHX_CLONES void binary_f32(phx_op_id op, const float* a, int64_t sa, const float
 // Integer add, sub and mul wrap: computed in uint32_t (modular, never undefined) and
 // truncated to T, which keeps the low bits of the two's complement result.
 template <class T>
-PHX_INLINE void binary_int_typed(phx_op_id op, const void* a, int64_t sa, const void* b,
-                                 int64_t sb, void* out, int64_t n) {
+PHX_INLINE void binary_int_typed(phx_op_id op, const void* a, int64_t sa, const void* b, int64_t sb,
+                                 void* out, int64_t n) {
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
   T* po = static_cast<T*>(out);
   auto u = [](T v) { return static_cast<uint32_t>(v); };
   switch (op) {
     case PHX_OP_ADD:
-      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) + u(y)); }, pa, sa, pb, sb,
-                     po, n);
+      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) + u(y)); }, pa, sa, pb, sb, po, n);
       break;
     case PHX_OP_SUB:
-      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) - u(y)); }, pa, sa, pb, sb,
-                     po, n);
+      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) - u(y)); }, pa, sa, pb, sb, po, n);
       break;
     default:  // PHX_OP_MUL
-      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) * u(y)); }, pa, sa, pb, sb,
-                     po, n);
+      binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) * u(y)); }, pa, sa, pb, sb, po, n);
       break;
   }
 }
 
-PHX_CLONES void binary_int(phx_dtype dtype, phx_op_id op, const void* a, int64_t sa,
-                           const void* b, int64_t sb, void* out, int64_t n) {
+PHX_CLONES void binary_int(phx_dtype dtype, phx_op_id op, const void* a, int64_t sa, const void* b,
+                           int64_t sb, void* out, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: binary_int_typed<int8_t>(op, a, sa, b, sb, out, n); break;
-    case PHX_DTYPE_I16: binary_int_typed<int16_t>(op, a, sa, b, sb, out, n); break;
-    case PHX_DTYPE_I32: binary_int_typed<int32_t>(op, a, sa, b, sb, out, n); break;
-    default: binary_int_typed<uint8_t>(op, a, sa, b, sb, out, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      binary_int_typed<int8_t>(op, a, sa, b, sb, out, n);
+      break;
+    case PHX_DTYPE_I16:
+      binary_int_typed<int16_t>(op, a, sa, b, sb, out, n);
+      break;
+    case PHX_DTYPE_I32:
+      binary_int_typed<int32_t>(op, a, sa, b, sb, out, n);
+      break;
+    default:
+      binary_int_typed<uint8_t>(op, a, sa, b, sb, out, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
 // A 16-bit float segment: blocks are widened to f32, computed, and rounded once.
-void binary_16bit(phx_dtype dtype, phx_op_id op, const uint16_t* a, int64_t sa,
-                  const uint16_t* b, int64_t sb, uint16_t* out, int64_t n) {
+void binary_16bit(phx_dtype dtype, phx_op_id op, const uint16_t* a, int64_t sa, const uint16_t* b,
+                  int64_t sb, uint16_t* out, int64_t n) {
   float fa[kBlock], fb[kBlock], fo[kBlock];
   if (sa == 0) to_f32(dtype, a, fa, 1);
   if (sb == 0) to_f32(dtype, b, fb, 1);
@@ -98,8 +103,7 @@ void binary_16bit(phx_dtype dtype, phx_op_id op, const uint16_t* a, int64_t sa,
 // Calls segment(offset_a, stride_a, offset_b, stride_b, offset_out, length) for the
 // runs that cover output elements [begin, end) of the collapsed space s.
 template <class Segment>
-void for_each_segment(const StridedSpace<2>& s, int64_t begin, int64_t end,
-                      Segment&& segment) {
+void for_each_segment(const StridedSpace<2>& s, int64_t begin, int64_t end, Segment&& segment) {
   const int inner = s.rank - 1;
   const int64_t n = s.size[inner];
   const int64_t sa = s.stride[0][inner], sb = s.stride[1][inner];
@@ -138,9 +142,15 @@ PHX_INLINE void relu_int_typed(const void* x, void* y, int64_t n) {
 
 PHX_CLONES void relu_int(phx_dtype dtype, const void* x, void* y, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: relu_int_typed<int8_t>(x, y, n); break;
-    case PHX_DTYPE_I16: relu_int_typed<int16_t>(x, y, n); break;
-    default: relu_int_typed<int32_t>(x, y, n); break;  // PHX_DTYPE_I32
+    case PHX_DTYPE_I8:
+      relu_int_typed<int8_t>(x, y, n);
+      break;
+    case PHX_DTYPE_I16:
+      relu_int_typed<int16_t>(x, y, n);
+      break;
+    default:
+      relu_int_typed<int32_t>(x, y, n);
+      break;  // PHX_DTYPE_I32
   }
 }
 
@@ -150,8 +160,8 @@ UnaryOp unary_of(phx_op_id op) {
 
 }  // namespace
 
-void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b,
-                const HostTensor& out, ThreadPool& pool) {
+void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
+                ThreadPool& pool) {
   StridedSpace<2> s;
   s.rank = static_cast<int>(out.rank);
   std::copy(out.shape, out.shape + out.rank, s.size);
@@ -165,20 +175,22 @@ void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b,
     const float* pb = static_cast<const float*>(b.data);
     float* po = static_cast<float*>(out.data);
     parallel_for(pool, total, 1, [&](int64_t begin, int64_t end) {
-      for_each_segment(s, begin, end, [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb,
-                                          int64_t oo, int64_t len) {
-        binary_f32(op, pa + oa, sa, pb + ob, sb, po + oo, len);
-      });
+      for_each_segment(
+          s, begin, end,
+          [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t oo, int64_t len) {
+            binary_f32(op, pa + oa, sa, pb + ob, sb, po + oo, len);
+          });
     });
   } else if (is_float(dtype)) {
     const uint16_t* pa = static_cast<const uint16_t*>(a.data);
     const uint16_t* pb = static_cast<const uint16_t*>(b.data);
     uint16_t* po = static_cast<uint16_t*>(out.data);
     parallel_for(pool, total, 2, [&](int64_t begin, int64_t end) {
-      for_each_segment(s, begin, end, [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb,
-                                          int64_t oo, int64_t len) {
-        binary_16bit(dtype, op, pa + oa, sa, pb + ob, sb, po + oo, len);
-      });
+      for_each_segment(
+          s, begin, end,
+          [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t oo, int64_t len) {
+            binary_16bit(dtype, op, pa + oa, sa, pb + ob, sb, po + oo, len);
+          });
     });
   } else {
     const size_t bytes = dtype_bytes(dtype);
@@ -186,10 +198,11 @@ void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b,
     const char* pb = static_cast<const char*>(b.data);
     char* po = static_cast<char*>(out.data);
     parallel_for(pool, total, 1, [&](int64_t begin, int64_t end) {
-      for_each_segment(s, begin, end, [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb,
-                                          int64_t oo, int64_t len) {
-        binary_int(dtype, op, pa + oa * bytes, sa, pb + ob * bytes, sb, po + oo * bytes, len);
-      });
+      for_each_segment(
+          s, begin, end,
+          [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t oo, int64_t len) {
+            binary_int(dtype, op, pa + oa * bytes, sa, pb + ob * bytes, sb, po + oo * bytes, len);
+          });
     });
   }
 }
@@ -230,10 +243,17 @@ void run_unary(phx_op_id op, const HostTensor& x, const HostTensor& out, ThreadP
 
 void activation_f32(phx_activation act, float* data, int64_t n) {
   switch (act) {
-    case PHX_ACTIVATION_RELU: unary_f32(UnaryOp::kRelu, data, data, n); break;
-    case PHX_ACTIVATION_GELU: unary_f32(UnaryOp::kGelu, data, data, n); break;
-    case PHX_ACTIVATION_SILU: unary_f32(UnaryOp::kSilu, data, data, n); break;
-    default: break;
+    case PHX_ACTIVATION_RELU:
+      unary_f32(UnaryOp::kRelu, data, data, n);
+      break;
+    case PHX_ACTIVATION_GELU:
+      unary_f32(UnaryOp::kGelu, data, data, n);
+      break;
+    case PHX_ACTIVATION_SILU:
+      unary_f32(UnaryOp::kSilu, data, data, n);
+      break;
+    default:
+      break;
   }
 }
 

@@ -18,8 +18,8 @@ using Space = StridedSpace<2>;
 // A 2-D transpose of rows [i0, i1) of the output block whose dimension p is contiguous
 // in the input: out[i * out_stride_i + j] = in[i + j * in_stride_j], j in [0, cols).
 template <class T>
-void transpose_rows(const T* in, T* out, int64_t i0, int64_t i1, int64_t cols,
-                    int64_t in_stride_j, int64_t out_stride_i) {
+void transpose_rows(const T* in, T* out, int64_t i0, int64_t i1, int64_t cols, int64_t in_stride_j,
+                    int64_t out_stride_i) {
   for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
     const int64_t j1 = std::min(cols, j0 + kTile);
     for (int64_t i = i0; i < i1; ++i) {
@@ -59,8 +59,8 @@ void transpose_tiled(const Space& s, int p, const T* in, T* out, ThreadPool& poo
 
 }  // namespace
 
-void run_transpose(const phx_transpose_params& params, const HostTensor& x,
-                   const HostTensor& out, ThreadPool& pool) {
+void run_transpose(const phx_transpose_params& params, const HostTensor& x, const HostTensor& out,
+                   ThreadPool& pool) {
   const int rank = static_cast<int>(x.rank);
   int64_t in_strides[PHX_MAX_RANK];
   int64_t stride = 1;
@@ -100,12 +100,12 @@ void run_transpose(const phx_transpose_params& params, const HostTensor& x,
                       pool);
       break;
     case 2:
-      transpose_tiled(s, p, reinterpret_cast<const uint16_t*>(in),
-                      reinterpret_cast<uint16_t*>(o), pool);
+      transpose_tiled(s, p, reinterpret_cast<const uint16_t*>(in), reinterpret_cast<uint16_t*>(o),
+                      pool);
       break;
     default:
-      transpose_tiled(s, p, reinterpret_cast<const uint32_t*>(in),
-                      reinterpret_cast<uint32_t*>(o), pool);
+      transpose_tiled(s, p, reinterpret_cast<const uint32_t*>(in), reinterpret_cast<uint32_t*>(o),
+                      pool);
       break;
   }
 }

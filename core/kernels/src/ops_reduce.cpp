@@ -60,37 +60,61 @@ PHX_INLINE void int_max_into_typed(const void* x, int32_t* acc, int64_t n) {
 
 PHX_CLONES uint32_t int_row_sum(phx_dtype dtype, const void* x, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: return int_row_sum_typed<int8_t>(x, n);
-    case PHX_DTYPE_I16: return int_row_sum_typed<int16_t>(x, n);
-    case PHX_DTYPE_I32: return int_row_sum_typed<int32_t>(x, n);
-    default: return int_row_sum_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      return int_row_sum_typed<int8_t>(x, n);
+    case PHX_DTYPE_I16:
+      return int_row_sum_typed<int16_t>(x, n);
+    case PHX_DTYPE_I32:
+      return int_row_sum_typed<int32_t>(x, n);
+    default:
+      return int_row_sum_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
   }
 }
 
 PHX_CLONES int32_t int_row_max(phx_dtype dtype, const void* x, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: return int_row_max_typed<int8_t>(x, n);
-    case PHX_DTYPE_I16: return int_row_max_typed<int16_t>(x, n);
-    case PHX_DTYPE_I32: return int_row_max_typed<int32_t>(x, n);
-    default: return int_row_max_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      return int_row_max_typed<int8_t>(x, n);
+    case PHX_DTYPE_I16:
+      return int_row_max_typed<int16_t>(x, n);
+    case PHX_DTYPE_I32:
+      return int_row_max_typed<int32_t>(x, n);
+    default:
+      return int_row_max_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
   }
 }
 
 PHX_CLONES void int_add_into(phx_dtype dtype, const void* x, uint32_t* acc, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: int_add_into_typed<int8_t>(x, acc, n); break;
-    case PHX_DTYPE_I16: int_add_into_typed<int16_t>(x, acc, n); break;
-    case PHX_DTYPE_I32: int_add_into_typed<int32_t>(x, acc, n); break;
-    default: int_add_into_typed<uint8_t>(x, acc, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      int_add_into_typed<int8_t>(x, acc, n);
+      break;
+    case PHX_DTYPE_I16:
+      int_add_into_typed<int16_t>(x, acc, n);
+      break;
+    case PHX_DTYPE_I32:
+      int_add_into_typed<int32_t>(x, acc, n);
+      break;
+    default:
+      int_add_into_typed<uint8_t>(x, acc, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 
 PHX_CLONES void int_max_into(phx_dtype dtype, const void* x, int32_t* acc, int64_t n) {
   switch (dtype) {
-    case PHX_DTYPE_I8: int_max_into_typed<int8_t>(x, acc, n); break;
-    case PHX_DTYPE_I16: int_max_into_typed<int16_t>(x, acc, n); break;
-    case PHX_DTYPE_I32: int_max_into_typed<int32_t>(x, acc, n); break;
-    default: int_max_into_typed<uint8_t>(x, acc, n); break;  // PHX_DTYPE_U8
+    case PHX_DTYPE_I8:
+      int_max_into_typed<int8_t>(x, acc, n);
+      break;
+    case PHX_DTYPE_I16:
+      int_max_into_typed<int16_t>(x, acc, n);
+      break;
+    case PHX_DTYPE_I32:
+      int_max_into_typed<int32_t>(x, acc, n);
+      break;
+    default:
+      int_max_into_typed<uint8_t>(x, acc, n);
+      break;  // PHX_DTYPE_U8
   }
 }
 

@@ -38,8 +38,7 @@ PHX_CLONES void scale_row(float* y, float scale, int64_t n) {
 }
 
 // y = exp(x - shift) * scale.
-PHX_CLONES void exp_shifted_scaled(const float* x, float shift, float scale, float* y,
-                                   int64_t n) {
+PHX_CLONES void exp_shifted_scaled(const float* x, float shift, float scale, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i] - shift) * scale;
 }
 
@@ -115,9 +114,8 @@ void softmax_row(phx_dtype dtype, const void* x, void* y, int64_t n) {
   }
   // 16-bit: no f32 row to keep the exponentials in, so they are computed twice.
   float m = -std::numeric_limits<float>::infinity();
-  for_each_block(dtype, x, n, [&](const float* b, int64_t, int64_t len) {
-    m = max_nan(m, row_max(b, len));
-  });
+  for_each_block(dtype, x, n,
+                 [&](const float* b, int64_t, int64_t len) { m = max_nan(m, row_max(b, len)); });
   double s = 0.0;
   float tmp[kBlock];
   for_each_block(dtype, x, n, [&](const float* b, int64_t, int64_t len) {
@@ -170,9 +168,8 @@ void norm_row(phx_dtype dtype, bool center, float epsilon, const void* x, const 
               const float* beta, void* y, int64_t n) {
   double sum = 0.0;
   if (center) {
-    for_each_block(dtype, x, n, [&](const float* b, int64_t, int64_t len) {
-      sum += row_sum(b, len);
-    });
+    for_each_block(dtype, x, n,
+                   [&](const float* b, int64_t, int64_t len) { sum += row_sum(b, len); });
   }
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   // Two passes (the squares of x - mean, not mean(x^2) - mean^2): no cancellation.
@@ -183,8 +180,7 @@ void norm_row(phx_dtype dtype, bool center, float epsilon, const void* x, const 
   const float variance = static_cast<float>(squares / static_cast<double>(n));
   const float rstd = 1.0f / std::sqrt(variance + epsilon);
   if (dtype == PHX_DTYPE_F32) {
-    normalize(static_cast<const float*>(x), mean, rstd, gamma, beta, static_cast<float*>(y),
-              n);
+    normalize(static_cast<const float*>(x), mean, rstd, gamma, beta, static_cast<float*>(y), n);
     return;
   }
   float out[kBlock];
@@ -244,19 +240,19 @@ void run_softmax(const phx_softmax_params& params, const HostTensor& x, const Ho
     return;
   }
   const int64_t column_blocks = (inner + kBlock - 1) / kBlock;
-  parallel_for(pool, outer * column_blocks, len * std::min(kBlock, inner), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / column_blocks, c0 = (t % column_blocks) * kBlock;
-      const int64_t slice = o * len * inner * bytes;
-      softmax_columns(dtype, px + slice, py + slice, len, inner, c0,
-                      std::min(kBlock, inner - c0));
-    }
-  });
+  parallel_for(pool, outer * column_blocks, len * std::min(kBlock, inner),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t o = t / column_blocks, c0 = (t % column_blocks) * kBlock;
+                   const int64_t slice = o * len * inner * bytes;
+                   softmax_columns(dtype, px + slice, py + slice, len, inner, c0,
+                                   std::min(kBlock, inner - c0));
+                 }
+               });
 }
 
-void run_layer_norm(const phx_norm_params& params, const HostTensor& x,
-                    const HostTensor& gamma, const HostTensor& beta, const HostTensor& out,
-                    ThreadPool& pool) {
+void run_layer_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& gamma,
+                    const HostTensor& beta, const HostTensor& out, ThreadPool& pool) {
   run_norm(true, params.epsilon, x, gamma, beta, out, pool);
 }
 

@@ -15,6 +15,8 @@
 // r^7 and the erfc fit are 1.2e-7; the argument -z^2 of exp carries z^2 u), allowed as
 // 1e-5 |result|. A 16-bit output is then rounded once: half an ulp, |v| 2^-8 for bf16
 // and |v| 2^-11 for f16 (plus 2^-25, half the smallest f16 subnormal).
+#include "phx/kernels/gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,7 +29,6 @@
 
 #include "gemm_dispatch.h"
 #include "phx/kernels/convert.h"
-#include "phx/kernels/gemm.h"
 
 namespace phx::kernels {
 namespace {
@@ -133,8 +134,10 @@ struct Fixture {
         sa(pr.bcast_a ? 0 : (pr.ta ? pr.k : pr.m) * lda),
         sb(pr.bcast_b ? 0 : (pr.tb ? pr.n : pr.k) * ldb),
         sc(pr.m * ldc),
-        a(make(pr.in, size_t((pr.bcast_a ? 1 : pr.batch) * (pr.ta ? pr.k : pr.m) * lda), rng, pr.scale)),
-        b(make(pr.in, size_t((pr.bcast_b ? 1 : pr.batch) * (pr.tb ? pr.n : pr.k) * ldb), rng, pr.scale)) {
+        a(make(pr.in, size_t((pr.bcast_a ? 1 : pr.batch) * (pr.ta ? pr.k : pr.m) * lda), rng,
+               pr.scale)),
+        b(make(pr.in, size_t((pr.bcast_b ? 1 : pr.batch) * (pr.tb ? pr.n : pr.k) * ldb), rng,
+               pr.scale)) {
     if (p.bias) {
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
       bias.resize(size_t(p.n));
@@ -203,8 +206,9 @@ struct Fixture {
     g.activation = act;
     ASSERT_TRUE(gemm_with_isa(g, pool, isa)) << isa;
 
-    const double half_ulp =
-        out == PHX_DTYPE_BF16 ? 1.0 / 256 : out == PHX_DTYPE_F16 ? 1.0 / 2048 : 0.0;
+    const double half_ulp = out == PHX_DTYPE_BF16  ? 1.0 / 256
+                            : out == PHX_DTYPE_F16 ? 1.0 / 2048
+                                                   : 0.0;
     const double sub = out == PHX_DTYPE_F16 ? std::ldexp(1.0, -25) : 0.0;
     int failures = 0;
     for (int64_t bi = 0; bi < p.batch; ++bi) {
@@ -221,17 +225,19 @@ struct Fixture {
           const size_t ri = size_t((bi * p.m + i) * p.n + j);
           const double pre = ref[ri];
           const double want = act_ref(pre, act);
-          const double got = out == PHX_DTYPE_F32  ? double(c32[ci])
+          const double got = out == PHX_DTYPE_F32    ? double(c32[ci])
                              : out == PHX_DTYPE_BF16 ? double(bf16_to_f32(c16[ci]))
                                                      : double(f16_to_f32(c16[ci]));
-          const double tol_pre = 2.0 * double(p.k) * kU * mag[ri] + 2.0 * kU * std::fabs(pre) + 1e-30;
-          const double tol_act = act == PHX_ACTIVATION_NONE ? tol_pre : 1.13 * tol_pre + 1e-5 * std::fabs(want);
+          const double tol_pre =
+              2.0 * double(p.k) * kU * mag[ri] + 2.0 * kU * std::fabs(pre) + 1e-30;
+          const double tol_act =
+              act == PHX_ACTIVATION_NONE ? tol_pre : 1.13 * tol_pre + 1e-5 * std::fabs(want);
           const double tol = tol_act + (std::fabs(want) + tol_act) * half_ulp + sub;
           if (!(std::fabs(got - want) <= tol)) {
             if (++failures <= 5)
               ADD_FAILURE() << isa << " out=" << int(out) << " act=" << act_name(act) << " "
-                            << describe(p) << " at b=" << bi << " i=" << i << " j=" << j
-                            << ": got " << got << " want " << want << " tol " << tol;
+                            << describe(p) << " at b=" << bi << " i=" << i << " j=" << j << ": got "
+                            << got << " want " << want << " tol " << tol;
           }
         }
       }
@@ -268,9 +274,9 @@ TEST(Gemm, IsaNames) {
 TEST(Gemm, ShapesDtypesTransposes) {
   std::mt19937 rng(42);
   ThreadPool pool(2);
-  const int64_t shapes[][3] = {{1, 1, 1},     {7, 7, 7},      {1, 7, 127},   {127, 129, 127},
-                               {129, 127, 129}, {1, 129, 1000}, {33, 1000, 7}, {1000, 17, 129},
-                               {7, 1, 1000}};
+  const int64_t shapes[][3] = {{1, 1, 1},       {7, 7, 7},       {1, 7, 127},
+                               {127, 129, 127}, {129, 127, 129}, {1, 129, 1000},
+                               {33, 1000, 7},   {1000, 17, 129}, {7, 1, 1000}};
   for (const auto& s : shapes) {
     for (phx_dtype in : kInDtypes) {
       for (int t = 0; t < 4; ++t) {
@@ -303,8 +309,8 @@ TEST(Gemm, ActivationsAcrossKBlocks) {
       Fixture f(p, rng);
       for (const char* isa : isas())
         for (phx_dtype out : outs_for(in))
-          for (phx_activation act : {PHX_ACTIVATION_NONE, PHX_ACTIVATION_RELU,
-                                     PHX_ACTIVATION_GELU, PHX_ACTIVATION_SILU})
+          for (phx_activation act :
+               {PHX_ACTIVATION_NONE, PHX_ACTIVATION_RELU, PHX_ACTIVATION_GELU, PHX_ACTIVATION_SILU})
             f.check(isa, out, act, pool);
     }
   }

@@ -21,6 +21,8 @@
 //   activation's own error as above.
 // Shapes avoid multiples of vector widths (1, 7, 127, 129, 1000) and include sizes
 // past the threading threshold (32K elements) to exercise the parallel paths.
+#include "phx/kernels/ops.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,7 +36,6 @@
 #include <vector>
 
 #include "phx/kernels/convert.h"
-#include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
 
 namespace phx::kernels {
@@ -53,9 +54,15 @@ bool is_float(phx_dtype d) {
 
 size_t bytes_of(phx_dtype d) {
   switch (d) {
-    case PHX_DTYPE_F32: case PHX_DTYPE_I32: return 4;
-    case PHX_DTYPE_F16: case PHX_DTYPE_BF16: case PHX_DTYPE_I16: return 2;
-    default: return 1;
+    case PHX_DTYPE_F32:
+    case PHX_DTYPE_I32:
+      return 4;
+    case PHX_DTYPE_F16:
+    case PHX_DTYPE_BF16:
+    case PHX_DTYPE_I16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -76,9 +83,12 @@ const char* name(phx_dtype d) {
 double decode_f16(uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   double v;
-  if (exp == 0x1f) v = mant ? std::numeric_limits<double>::quiet_NaN() : INFINITY;
-  else if (exp == 0) v = std::ldexp(mant, -24);
-  else v = std::ldexp(mant + 1024, exp - 25);
+  if (exp == 0x1f)
+    v = mant ? std::numeric_limits<double>::quiet_NaN() : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(mant, -24);
+  else
+    v = std::ldexp(mant + 1024, exp - 25);
   return sign ? -v : v;
 }
 
@@ -98,7 +108,8 @@ double round_to(double v, int digits, int min_exp, double max_finite) {
   const int ulp_exp = std::max(e - 1, min_exp) - (digits - 1);
   const double r = std::nearbyint(std::ldexp(v, -ulp_exp));
   const double result = std::ldexp(r, ulp_exp);
-  const double limit = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - digits);  // half an ulp
+  const double limit =
+      max_finite + std::ldexp(1.0, std::ilogb(max_finite) - digits);  // half an ulp
   if (std::fabs(result) >= limit || std::fabs(v) >= limit) return std::copysign(INFINITY, v);
   return result;
 }
@@ -106,15 +117,22 @@ double round_to(double v, int digits, int min_exp, double max_finite) {
 // The reference rounding of a real value to dtype (ints: nearest even, saturated).
 double round_to_dtype(phx_dtype d, double v) {
   switch (d) {
-    case PHX_DTYPE_F32: return round_to(v, 24, -126, 3.4028234663852886e38);
-    case PHX_DTYPE_F16: return round_to(v, 11, -14, 65504.0);
-    case PHX_DTYPE_BF16: return round_to(v, 8, -126, 3.3895313892515355e38);
+    case PHX_DTYPE_F32:
+      return round_to(v, 24, -126, 3.4028234663852886e38);
+    case PHX_DTYPE_F16:
+      return round_to(v, 11, -14, 65504.0);
+    case PHX_DTYPE_BF16:
+      return round_to(v, 8, -126, 3.3895313892515355e38);
     default: {
       if (std::isnan(v)) return 0;
-      const double lo = d == PHX_DTYPE_I8 ? -128 : d == PHX_DTYPE_I16 ? -32768
-                        : d == PHX_DTYPE_I32 ? -2147483648.0 : 0;
-      const double hi = d == PHX_DTYPE_I8 ? 127 : d == PHX_DTYPE_I16 ? 32767
-                        : d == PHX_DTYPE_I32 ? 2147483647.0 : 255;
+      const double lo = d == PHX_DTYPE_I8    ? -128
+                        : d == PHX_DTYPE_I16 ? -32768
+                        : d == PHX_DTYPE_I32 ? -2147483648.0
+                                             : 0;
+      const double hi = d == PHX_DTYPE_I8    ? 127
+                        : d == PHX_DTYPE_I16 ? 32767
+                        : d == PHX_DTYPE_I32 ? 2147483647.0
+                                             : 255;
       return std::clamp(std::nearbyint(v), lo, hi);
     }
   }
@@ -140,13 +158,35 @@ struct Tensor {
   double get(int64_t i) const {
     const unsigned char* p = bytes.data() + i * bytes_of(t.dtype);
     switch (t.dtype) {
-      case PHX_DTYPE_F32: { float f; std::memcpy(&f, p, 4); return f; }
-      case PHX_DTYPE_F16: { uint16_t h; std::memcpy(&h, p, 2); return decode_f16(h); }
-      case PHX_DTYPE_BF16: { uint16_t h; std::memcpy(&h, p, 2); return decode_bf16(h); }
-      case PHX_DTYPE_I8: return static_cast<int8_t>(*p);
-      case PHX_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-      case PHX_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-      default: return *p;
+      case PHX_DTYPE_F32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+      }
+      case PHX_DTYPE_F16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return decode_f16(h);
+      }
+      case PHX_DTYPE_BF16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return decode_bf16(h);
+      }
+      case PHX_DTYPE_I8:
+        return static_cast<int8_t>(*p);
+      case PHX_DTYPE_I16: {
+        int16_t v;
+        std::memcpy(&v, p, 2);
+        return v;
+      }
+      case PHX_DTYPE_I32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      default:
+        return *p;
     }
   }
   // Stores v: floats rounded through f32 (inputs only), integers wrapped.
@@ -155,13 +195,35 @@ struct Tensor {
     const float f = static_cast<float>(v);
     const int64_t w = static_cast<int64_t>(v);
     switch (t.dtype) {
-      case PHX_DTYPE_F32: std::memcpy(p, &f, 4); break;
-      case PHX_DTYPE_F16: { uint16_t h = f32_to_f16(f); std::memcpy(p, &h, 2); break; }
-      case PHX_DTYPE_BF16: { uint16_t h = f32_to_bf16(f); std::memcpy(p, &h, 2); break; }
-      case PHX_DTYPE_I8: *p = static_cast<unsigned char>(w); break;
-      case PHX_DTYPE_I16: { int16_t x = static_cast<int16_t>(w); std::memcpy(p, &x, 2); break; }
-      case PHX_DTYPE_I32: { int32_t x = static_cast<int32_t>(w); std::memcpy(p, &x, 4); break; }
-      default: *p = static_cast<unsigned char>(w); break;
+      case PHX_DTYPE_F32:
+        std::memcpy(p, &f, 4);
+        break;
+      case PHX_DTYPE_F16: {
+        uint16_t h = f32_to_f16(f);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case PHX_DTYPE_BF16: {
+        uint16_t h = f32_to_bf16(f);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case PHX_DTYPE_I8:
+        *p = static_cast<unsigned char>(w);
+        break;
+      case PHX_DTYPE_I16: {
+        int16_t x = static_cast<int16_t>(w);
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case PHX_DTYPE_I32: {
+        int32_t x = static_cast<int32_t>(w);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      default:
+        *p = static_cast<unsigned char>(w);
+        break;
     }
   }
   std::vector<double> values() const {
@@ -199,7 +261,7 @@ void expect_near(const Tensor& out, const std::vector<double>& ref,
   int failures = 0;
   for (int64_t i = 0; i < out.size() && failures < 5; ++i) {
     const double got = out.get(i), want = ref[i];
-    const bool ok = std::isnan(want) ? std::isnan(got)
+    const bool ok = std::isnan(want)   ? std::isnan(got)
                     : std::isinf(want) ? got == want
                                        : std::fabs(got - want) <= tol(i);
     if (!ok) {
@@ -241,10 +303,14 @@ std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t>& shape) {
 
 int64_t wrap(phx_dtype d, int64_t v) {
   switch (d) {
-    case PHX_DTYPE_I8: return static_cast<int8_t>(v);
-    case PHX_DTYPE_I16: return static_cast<int16_t>(v);
-    case PHX_DTYPE_I32: return static_cast<int32_t>(v);
-    default: return static_cast<uint8_t>(v);
+    case PHX_DTYPE_I8:
+      return static_cast<int8_t>(v);
+    case PHX_DTYPE_I16:
+      return static_cast<int16_t>(v);
+    case PHX_DTYPE_I32:
+      return static_cast<int32_t>(v);
+    default:
+      return static_cast<uint8_t>(v);
   }
 }
 
@@ -272,7 +338,6 @@ TEST(OpsSupport, MatchesThePluginsClaims) {
   EXPECT_EQ(run(PHX_OP_GELU, nullptr, {&x}, y), PHX_STATUS_UNSUPPORTED);
 }
 
-
 // ---- add, sub, mul, div ----
 
 double binary_ref(phx_op_id op, phx_dtype d, double a, double b) {
@@ -283,10 +348,14 @@ double binary_ref(phx_op_id op, phx_dtype d, double a, double b) {
     return static_cast<double>(wrap(d, static_cast<int64_t>(r)));
   }
   switch (op) {
-    case PHX_OP_ADD: return a + b;
-    case PHX_OP_SUB: return a - b;
-    case PHX_OP_MUL: return a * b;
-    default: return a / b;
+    case PHX_OP_ADD:
+      return a + b;
+    case PHX_OP_SUB:
+      return a - b;
+    case PHX_OP_MUL:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
@@ -301,18 +370,28 @@ void check_binary(phx_op_id op, phx_dtype d, std::vector<int64_t> sa, std::vecto
     ref[i] = binary_ref(op, d, a.get(broadcast_index(a, idx)), b.get(broadcast_index(b, idx)));
   }
   const double rel = is_float(d) ? 2 * kEps + out_eps(d) : 0;
-  expect_near(out, ref, [&](int64_t i) { return rel * std::fabs(ref[i]) + out_tiny(d); },
-              std::string(name(d)) + " op " + std::to_string(op) + " shapes " +
-                  std::to_string(a.size()) + "/" + std::to_string(b.size()));
+  expect_near(
+      out, ref, [&](int64_t i) { return rel * std::fabs(ref[i]) + out_tiny(d); },
+      std::string(name(d)) + " op " + std::to_string(op) + " shapes " + std::to_string(a.size()) +
+          "/" + std::to_string(b.size()));
 }
 
 TEST(OpsBinary, EveryDtypeAndBroadcast) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
-      {{1}, {1}},             {{1000}, {1000}},          {{7, 129}, {7, 129}},
-      {{}, {127}},            {{127}, {}},               {{7, 129}, {129}},
-      {{7, 129}, {7, 1}},     {{7, 1}, {1, 129}},        {{2, 1, 7}, {1, 5, 1}},
-      {{3, 4, 5}, {3, 1, 5}}, {{2, 3, 1, 7}, {3, 127, 1}}, {{300, 127}, {300, 127}},
-      {{257, 129}, {129}},    {{1, 40000}, {1}}};
+      {{1}, {1}},
+      {{1000}, {1000}},
+      {{7, 129}, {7, 129}},
+      {{}, {127}},
+      {{127}, {}},
+      {{7, 129}, {129}},
+      {{7, 129}, {7, 1}},
+      {{7, 1}, {1, 129}},
+      {{2, 1, 7}, {1, 5, 1}},
+      {{3, 4, 5}, {3, 1, 5}},
+      {{2, 3, 1, 7}, {3, 127, 1}},
+      {{300, 127}, {300, 127}},
+      {{257, 129}, {129}},
+      {{1, 40000}, {1}}};
   for (phx_dtype d : kAll)
     for (phx_op_id op : {PHX_OP_ADD, PHX_OP_SUB, PHX_OP_MUL, PHX_OP_DIV}) {
       if (op == PHX_OP_DIV && !is_float(d)) continue;
@@ -349,16 +428,21 @@ TEST(OpsUnary, FloatsAgainstFloat64) {
         std::vector<double> ref(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           const double v = x.get(i);
-          ref[i] = op == PHX_OP_RELU ? (v < 0 ? 0 : v)
+          ref[i] = op == PHX_OP_RELU   ? (v < 0 ? 0 : v)
                    : op == PHX_OP_GELU ? (std::isinf(v) ? v : gelu_ref(v))
                                        : silu_ref(v);
         }
-        expect_near(y, ref, [&](int64_t i) {
-          const double v = x.get(i);
-          const double rel = op == PHX_OP_RELU ? 0 : op == PHX_OP_GELU ? (16 + 2 * v * v) * kEps : 16 * kEps;
-          // f32 results below the normal range (|x| > 12 for gelu) lose relative digits
-          return (rel + out_eps(d)) * std::fabs(ref[i]) + out_tiny(d) + 0x1p-126;
-        }, std::string(name(d)) + " unary op " + std::to_string(op));
+        expect_near(
+            y, ref,
+            [&](int64_t i) {
+              const double v = x.get(i);
+              const double rel = op == PHX_OP_RELU   ? 0
+                                 : op == PHX_OP_GELU ? (16 + 2 * v * v) * kEps
+                                                     : 16 * kEps;
+              // f32 results below the normal range (|x| > 12 for gelu) lose relative digits
+              return (rel + out_eps(d)) * std::fabs(ref[i]) + out_tiny(d) + 0x1p-126;
+            },
+            std::string(name(d)) + " unary op " + std::to_string(op));
       }
 }
 
@@ -369,7 +453,8 @@ TEST(OpsUnary, ReluSignedInts) {
     ASSERT_EQ(run(PHX_OP_RELU, nullptr, {&x}, y), PHX_STATUS_OK);
     std::vector<double> ref = x.values();
     for (double& v : ref) v = std::max(v, 0.0);
-    expect_near(y, ref, [](int64_t) { return 0.0; }, name(d));
+    expect_near(
+        y, ref, [](int64_t) { return 0.0; }, name(d));
   }
 }
 
@@ -399,10 +484,13 @@ void check_softmax(phx_dtype d, std::vector<int64_t> shape, int axis) {
         spread[at(k)] = m - x.get(at(k));
       }
     }
-  expect_near(y, ref, [&](int64_t i) {
-    return ((spread[i] + 8 + static_cast<double>(len)) * kEps + out_eps(d)) * ref[i] +
-           out_tiny(d) + 0x1p-126;
-  }, std::string("softmax ") + name(d) + " axis " + std::to_string(axis));
+  expect_near(
+      y, ref,
+      [&](int64_t i) {
+        return ((spread[i] + 8 + static_cast<double>(len)) * kEps + out_eps(d)) * ref[i] +
+               out_tiny(d) + 0x1p-126;
+      },
+      std::string("softmax ") + name(d) + " axis " + std::to_string(axis));
 }
 
 TEST(OpsSoftmax, RowsAndStridedAxes) {
@@ -456,10 +544,13 @@ void check_norm(phx_op_id op, phx_dtype d, std::vector<int64_t> shape, bool with
       ref[r * n + i] = v;
     }
   }
-  expect_near(y, ref, [&](int64_t i) {
-    return (static_cast<double>(n) + 8) * kEps * 4 * (1 + std::fabs(ref[i])) +
-           out_eps(d) * std::fabs(ref[i]);
-  }, std::string(op == PHX_OP_LAYER_NORM ? "layer_norm " : "rms_norm ") + name(d));
+  expect_near(
+      y, ref,
+      [&](int64_t i) {
+        return (static_cast<double>(n) + 8) * kEps * 4 * (1 + std::fabs(ref[i])) +
+               out_eps(d) * std::fabs(ref[i]);
+      },
+      std::string(op == PHX_OP_LAYER_NORM ? "layer_norm " : "rms_norm ") + name(d));
 }
 
 TEST(OpsNorm, LayerAndRms) {
@@ -494,7 +585,8 @@ void check_transpose(phx_dtype d, std::vector<int64_t> shape, std::vector<uint32
   }
   std::string what = std::string("transpose ") + name(d) + " perm";
   for (uint32_t q : perm) what.append(1, ' ').append(std::to_string(q));
-  expect_near(y, ref, [](int64_t) { return 0.0; }, what);
+  expect_near(
+      y, ref, [](int64_t) { return 0.0; }, what);
 }
 
 TEST(OpsTranspose, PermutationsAndDtypes) {
@@ -514,8 +606,7 @@ TEST(OpsTranspose, PermutationsAndDtypes) {
 
 // ---- reduce_sum, reduce_max ----
 
-void check_reduce(phx_op_id op, phx_dtype d, std::vector<int64_t> shape, uint32_t mask,
-                  bool keep) {
+void check_reduce(phx_op_id op, phx_dtype d, std::vector<int64_t> shape, uint32_t mask, bool keep) {
   const Tensor x = random_tensor(d, shape);
   const int rank = static_cast<int>(shape.size());
   auto reduced = [&](int k) { return mask == 0 || (mask >> k & 1u); };
@@ -543,10 +634,14 @@ void check_reduce(phx_op_id op, phx_dtype d, std::vector<int64_t> shape, uint32_
   }
   if (!is_float(d) && sum)
     for (double& v : ref) v = static_cast<double>(wrap(d, static_cast<int64_t>(v)));
-  expect_near(y, ref, [&](int64_t i) {
-    return is_float(d) && sum ? count[i] * kEps * abs_sum[i] + out_eps(d) * std::fabs(ref[i]) : 0;
-  }, std::string(sum ? "reduce_sum " : "reduce_max ") + name(d) + " mask " +
-         std::to_string(mask) + (keep ? " keep" : ""));
+  expect_near(
+      y, ref,
+      [&](int64_t i) {
+        return is_float(d) && sum ? count[i] * kEps * abs_sum[i] + out_eps(d) * std::fabs(ref[i])
+                                  : 0;
+      },
+      std::string(sum ? "reduce_sum " : "reduce_max ") + name(d) + " mask " + std::to_string(mask) +
+          (keep ? " keep" : ""));
 }
 
 TEST(OpsReduce, EveryAxisSet) {
@@ -575,10 +670,11 @@ TEST(OpsReduce, MaxPropagatesNaN) {
 
 TEST(OpsCast, EveryPairOfDtypes) {
   // Values at the edges of every dtype: halfway cases, saturation, NaN, subnormals.
-  const double special[] = {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 127.5, 128.0, -129.0,
-                            255.5, 256.0, 32767.5, -32768.5, 65504.0, 65520.0, 70000.0,
-                            2147483520.0, 2147483648.0, -2147483904.0, 1e10, -1e10,
-                            3e38, INFINITY, -INFINITY, NAN, 1e-5, 6e-8, 1e-40, 0.1, 1.0 / 3};
+  const double special[] = {
+      0.0,       -0.0,         0.5,          1.5,           2.5,     -2.5,     -0.5,    127.5,
+      128.0,     -129.0,       255.5,        256.0,         32767.5, -32768.5, 65504.0, 65520.0,
+      70000.0,   2147483520.0, 2147483648.0, -2147483904.0, 1e10,    -1e10,    3e38,    INFINITY,
+      -INFINITY, NAN,          1e-5,         6e-8,          1e-40,   0.1,      1.0 / 3};
   for (phx_dtype from : kAll)
     for (phx_dtype to : kAll) {
       Tensor x = random_tensor(from, {1000}, -300, 300);
@@ -593,10 +689,12 @@ TEST(OpsCast, EveryPairOfDtypes) {
       ASSERT_EQ(run(PHX_OP_CAST, nullptr, {&x}, y), PHX_STATUS_OK);
       std::vector<double> ref = x.values();
       for (double& v : ref)
-        v = !is_float(from) && !is_float(to) ? static_cast<double>(wrap(to, static_cast<int64_t>(v)))
-                                             : round_to_dtype(to, v);
-      expect_near(y, ref, [](int64_t) { return 0.0; },
-                  std::string("cast ") + name(from) + " -> " + name(to));
+        v = !is_float(from) && !is_float(to)
+                ? static_cast<double>(wrap(to, static_cast<int64_t>(v)))
+                : round_to_dtype(to, v);
+      expect_near(
+          y, ref, [](int64_t) { return 0.0; },
+          std::string("cast ") + name(from) + " -> " + name(to));
     }
 }
 
@@ -607,7 +705,8 @@ TEST(OpsCast, ThreadedConversion) {
     ASSERT_EQ(run(PHX_OP_CAST, nullptr, {&x}, y), PHX_STATUS_OK);
     std::vector<double> ref = x.values();
     for (double& v : ref) v = round_to_dtype(to, v);
-    expect_near(y, ref, [](int64_t) { return 0.0; }, name(to));
+    expect_near(
+        y, ref, [](int64_t) { return 0.0; }, name(to));
   }
 }
 
@@ -615,10 +714,14 @@ TEST(OpsCast, ThreadedConversion) {
 
 double activate(phx_activation act, double v) {
   switch (act) {
-    case PHX_ACTIVATION_RELU: return std::max(v, 0.0);
-    case PHX_ACTIVATION_GELU: return gelu_ref(v);
-    case PHX_ACTIVATION_SILU: return silu_ref(v);
-    default: return v;
+    case PHX_ACTIVATION_RELU:
+      return std::max(v, 0.0);
+    case PHX_ACTIVATION_GELU:
+      return gelu_ref(v);
+    case PHX_ACTIVATION_SILU:
+      return silu_ref(v);
+    default:
+      return v;
   }
 }
 
@@ -674,12 +777,14 @@ void check_matmul(phx_dtype in, phx_dtype out_dtype, const MatmulCase& c) {
           s += bias.get(broadcast_index(bias, full));
         }
         ref[o] = activate(c.act, s);
-        bound[o] = 2 * static_cast<double>(k + 2) * kEps * (abs + 1) * (c.act == PHX_ACTIVATION_NONE ? 1 : 2) +
+        bound[o] = 2 * static_cast<double>(k + 2) * kEps * (abs + 1) *
+                       (c.act == PHX_ACTIVATION_NONE ? 1 : 2) +
                    (out_eps(out_dtype) + 32 * kEps) * std::fabs(ref[o]);
       }
   }
-  expect_near(y, ref, [&](int64_t i) { return bound[i]; },
-              std::string("matmul ") + name(in) + " -> " + name(out_dtype));
+  expect_near(
+      y, ref, [&](int64_t i) { return bound[i]; },
+      std::string("matmul ") + name(in) + " -> " + name(out_dtype));
 }
 
 TEST(OpsMatmul, ShapesBroadcastBiasAndDtypes) {
@@ -691,9 +796,21 @@ TEST(OpsMatmul, ShapesBroadcastBiasAndDtypes) {
       {.a = {2, 1, 7, 5}, .b = {3, 5, 9}},        // batch broadcast both ways
       {.a = {4, 7, 5}, .b = {5, 9}},              // one b for all: folded into M
       {.a = {7, 5}, .b = {3, 9, 5}, .tb = true},  // one a for all
-      {.a = {3, 7, 5}, .b = {3, 5, 9}, .bias = {9}, .bias_present = true, .act = A::PHX_ACTIVATION_RELU},
-      {.a = {3, 7, 5}, .b = {3, 5, 9}, .bias = {1}, .bias_present = true, .act = A::PHX_ACTIVATION_SILU},
-      {.a = {3, 7, 5}, .b = {3, 5, 9}, .bias = {7, 1}, .bias_present = true, .act = A::PHX_ACTIVATION_GELU},
+      {.a = {3, 7, 5},
+       .b = {3, 5, 9},
+       .bias = {9},
+       .bias_present = true,
+       .act = A::PHX_ACTIVATION_RELU},
+      {.a = {3, 7, 5},
+       .b = {3, 5, 9},
+       .bias = {1},
+       .bias_present = true,
+       .act = A::PHX_ACTIVATION_SILU},
+      {.a = {3, 7, 5},
+       .b = {3, 5, 9},
+       .bias = {7, 1},
+       .bias_present = true,
+       .act = A::PHX_ACTIVATION_GELU},
       {.a = {2, 5, 7}, .b = {5, 9}, .ta = true, .bias = {2, 1, 9}, .bias_present = true},
       {.a = {7, 1000}, .b = {1000, 3}, .act = A::PHX_ACTIVATION_GELU},
   };
@@ -719,10 +836,14 @@ void check_conv(phx_dtype d, const ConvCase& c) {
   const int64_t cig = c.c_in / c.groups, cog = c.c_out / c.groups;
   const int64_t ho = (c.h + c.pad[0] + c.pad[1] - c.dilation[0] * (c.kh - 1) - 1) / c.stride[0] + 1;
   const int64_t wo = (c.w + c.pad[2] + c.pad[3] - c.dilation[1] * (c.kw - 1) - 1) / c.stride[1] + 1;
-  const Tensor x = random_tensor(d, nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in}
-                                         : std::vector<int64_t>{c.n, c.c_in, c.h, c.w}, -1, 1);
-  const Tensor wt = random_tensor(d, nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig}
-                                          : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw}, -1, 1);
+  const Tensor x = random_tensor(d,
+                                 nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in}
+                                      : std::vector<int64_t>{c.n, c.c_in, c.h, c.w},
+                                 -1, 1);
+  const Tensor wt = random_tensor(d,
+                                  nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig}
+                                       : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw},
+                                  -1, 1);
   const Tensor bias = random_tensor(d, {c.c_out}, -1, 1);
   Tensor y(d, nhwc ? std::vector<int64_t>{c.n, ho, wo, c.c_out}
                    : std::vector<int64_t>{c.n, c.c_out, ho, wo});
@@ -766,24 +887,168 @@ void check_conv(phx_dtype d, const ConvCase& c) {
           bound[at] = 2 * static_cast<double>(k + 2) * kEps * (abs + 1) * 2 +
                       (out_eps(d) + 32 * kEps) * std::fabs(ref[at]);
         }
-  expect_near(y, ref, [&](int64_t i) { return bound[i]; },
-              std::string("conv2d ") + name(d) + (nhwc ? " nhwc" : " nchw"));
+  expect_near(
+      y, ref, [&](int64_t i) { return bound[i]; },
+      std::string("conv2d ") + name(d) + (nhwc ? " nhwc" : " nchw"));
 }
 
 TEST(OpsConv2d, LayoutsGroupsPaddingBias) {
   const std::vector<ConvCase> cases = {
       // layout, n, c_in, h, w, c_out, kh, kw, stride, pad (t b l r), dilation, groups, bias, act
-      {PHX_LAYOUT_NCHW, 1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false, PHX_ACTIVATION_NONE},
-      {PHX_LAYOUT_NCHW, 2, 3, 7, 9, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, PHX_ACTIVATION_RELU},
-      {PHX_LAYOUT_NCHW, 1, 4, 13, 11, 6, 3, 2, {2, 3}, {2, 0, 1, 3}, {2, 1}, 2, true, PHX_ACTIVATION_GELU},
-      {PHX_LAYOUT_NCHW, 2, 6, 5, 7, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, false, PHX_ACTIVATION_SILU},
-      {PHX_LAYOUT_NCHW, 2, 8, 9, 7, 4, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, true, PHX_ACTIVATION_NONE},
-      {PHX_LAYOUT_NHWC, 2, 3, 7, 9, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, PHX_ACTIVATION_RELU},
-      {PHX_LAYOUT_NHWC, 1, 4, 13, 11, 6, 3, 2, {2, 3}, {2, 0, 1, 3}, {2, 1}, 2, true, PHX_ACTIVATION_GELU},
-      {PHX_LAYOUT_NHWC, 2, 6, 5, 7, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, false, PHX_ACTIVATION_SILU},
-      {PHX_LAYOUT_NHWC, 2, 8, 9, 7, 4, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, true, PHX_ACTIVATION_NONE},
-      {PHX_LAYOUT_NHWC, 1, 16, 40, 40, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false, PHX_ACTIVATION_NONE},
-      {PHX_LAYOUT_NCHW, 1, 16, 40, 40, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NCHW,
+       1,
+       1,
+       1,
+       1,
+       1,
+       1,
+       1,
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       1,
+       false,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NCHW,
+       2,
+       3,
+       7,
+       9,
+       5,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_RELU},
+      {PHX_LAYOUT_NCHW,
+       1,
+       4,
+       13,
+       11,
+       6,
+       3,
+       2,
+       {2, 3},
+       {2, 0, 1, 3},
+       {2, 1},
+       2,
+       true,
+       PHX_ACTIVATION_GELU},
+      {PHX_LAYOUT_NCHW,
+       2,
+       6,
+       5,
+       7,
+       6,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       6,
+       false,
+       PHX_ACTIVATION_SILU},
+      {PHX_LAYOUT_NCHW,
+       2,
+       8,
+       9,
+       7,
+       4,
+       1,
+       1,
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       2,
+       true,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NHWC,
+       2,
+       3,
+       7,
+       9,
+       5,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_RELU},
+      {PHX_LAYOUT_NHWC,
+       1,
+       4,
+       13,
+       11,
+       6,
+       3,
+       2,
+       {2, 3},
+       {2, 0, 1, 3},
+       {2, 1},
+       2,
+       true,
+       PHX_ACTIVATION_GELU},
+      {PHX_LAYOUT_NHWC,
+       2,
+       6,
+       5,
+       7,
+       6,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       6,
+       false,
+       PHX_ACTIVATION_SILU},
+      {PHX_LAYOUT_NHWC,
+       2,
+       8,
+       9,
+       7,
+       4,
+       1,
+       1,
+       {1, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       2,
+       true,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NHWC,
+       1,
+       16,
+       40,
+       40,
+       8,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NCHW,
+       1,
+       16,
+       40,
+       40,
+       8,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_NONE},
   };
   for (phx_dtype d : kFloats)
     for (const ConvCase& c : cases) check_conv(d, c);

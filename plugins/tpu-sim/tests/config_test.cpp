@@ -1,10 +1,10 @@
 // The configuration parser: defaults, the generations, overrides, and errors that name
 // the bad key (or the malformed line).
+#include "config.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "config.h"
 
 namespace phx::tpu_sim {
 namespace {
@@ -44,11 +44,10 @@ TEST(Config, EveryGenerationHasItsCapacityAndPeak) {
     double peak;
     uint32_t mxu_size;
   };
-  for (const Expected& e : {Expected{"v4", 32'000'000'000u, 275.0, 128},
-                            Expected{"v5e", 16'000'000'000u, 197.0, 128},
-                            Expected{"v5p", 95'000'000'000u, 459.0, 128},
-                            Expected{"v6e", 32'000'000'000u, 918.0, 256},
-                            Expected{"v7", 128'000'000'000u, 2307.0, 256}}) {
+  for (const Expected& e :
+       {Expected{"v4", 32'000'000'000u, 275.0, 128}, Expected{"v5e", 16'000'000'000u, 197.0, 128},
+        Expected{"v5p", 95'000'000'000u, 459.0, 128}, Expected{"v6e", 32'000'000'000u, 918.0, 256},
+        Expected{"v7", 128'000'000'000u, 2307.0, 256}}) {
     SimConfig cfg;
     ASSERT_EQ(parse(std::string("generation=") + e.generation, cfg), "");
     EXPECT_EQ(cfg.chip.hbm_bytes, e.hbm_bytes) << e.generation;
@@ -83,12 +82,13 @@ TEST(Config, ErrorsNameTheBadKey) {
 
   error = parse("hbm_bytes=-5", cfg);
   EXPECT_NE(error.find("'hbm_bytes'"), std::string::npos) << error;
-  EXPECT_NE(parse("hbm_bytes=1125899906842625", cfg).find("'hbm_bytes'"), std::string::npos);  // 2^50 + 1
-  EXPECT_EQ(parse("hbm_bytes=1125899906842624", cfg), "");                                     // 2^50
+  EXPECT_NE(parse("hbm_bytes=1125899906842625", cfg).find("'hbm_bytes'"),
+            std::string::npos);                             // 2^50 + 1
+  EXPECT_EQ(parse("hbm_bytes=1125899906842624", cfg), "");  // 2^50
 
-  for (const char* bad : {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5",
-                          "timing=fast", "precision=f16", "compile_cache_size=0",
-                          "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
+  for (const char* bad :
+       {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5", "timing=fast",
+        "precision=f16", "compile_cache_size=0", "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
     error = parse(bad, cfg);
     EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;

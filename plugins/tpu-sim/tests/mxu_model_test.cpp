@@ -3,12 +3,13 @@
 //   scalesim: f * (2R + C + T - 2) - 1
 //   overlap:  max(f * max(T, R) + 2R + C - 3, ceil(M*N*K*batch / (R*C*MXUs)))
 // and the op costs built on it (lowering of conv2d, HBM bytes, time).
+#include "mxu_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "config.h"
-#include "mxu_model.h"
 #include "op_cost.h"
 
 namespace phx::tpu_sim {

@@ -1,9 +1,8 @@
 // The TPU-sim plugin through the C API: the chips it lists, bit-exact MXU numerics, HBM
 // capacity, configuration errors, the compile cache, profile records and statistics.
 // Every test sets PHX_TPU_SIM before creating its context (the plugin reads it then).
-#include <phynexus/phynexus.h>
-
 #include <gtest/gtest.h>
+#include <phynexus/phynexus.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -119,8 +118,8 @@ class Tensor {
   phx_status status_ = PHX_STATUS_OK;
 };
 
-phx_status run(phx_stream stream, phx_op_id op, const void* params,
-               std::vector<phx_tensor> inputs, phx_tensor output) {
+phx_status run(phx_stream stream, phx_op_id op, const void* params, std::vector<phx_tensor> inputs,
+               phx_tensor output) {
   phx_op_desc desc = {sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), &output, 1};
   return phx_op_run(stream, &desc, nullptr);
 }
@@ -210,7 +209,8 @@ TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
   };
   for (const Case& c : {Case{33, 100, 47, false}, Case{64, 300, 65, true}, Case{130, 129, 1, false},
                         Case{1, 1000, 257, false}, Case{200, 513, 96, false}}) {
-    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
+    const std::string what =
+        std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
     const auto a = random_values(size_t(c.m * c.k), 1);
     const auto b = random_values(size_t(c.k * c.n), 2);
     const auto bias = random_values(size_t(c.n), 3);
@@ -226,7 +226,8 @@ TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
     params.transpose_b = c.trans_b;
     params.activation = PHX_ACTIVATION_RELU;
     ASSERT_EQ(run(stream, PHX_OP_MATMUL, &params, {ta.get(), tb.get(), tbias.get()}, out.get()),
-              PHX_STATUS_OK) << phx_last_error();
+              PHX_STATUS_OK)
+        << phx_last_error();
     std::vector<float> want(size_t(c.m * c.n));
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
@@ -295,12 +296,15 @@ TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
     const auto w = random_values(size_t(c.c_out * cig * c.kh * c.kw), 7);
     const auto bias = random_values(size_t(c.c_out), 8);
     Tensor tx(sim.context(), sim.tpu(), PHX_DTYPE_F32,
-              nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in} : std::vector<int64_t>{c.n, c.c_in, c.h, c.w});
+              nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in}
+                   : std::vector<int64_t>{c.n, c.c_in, c.h, c.w});
     Tensor tw(sim.context(), sim.tpu(), PHX_DTYPE_F32,
-              nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig} : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw});
+              nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig}
+                   : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw});
     Tensor tbias(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.c_out});
     Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32,
-               nhwc ? std::vector<int64_t>{c.n, ho, wo, c.c_out} : std::vector<int64_t>{c.n, c.c_out, ho, wo});
+               nhwc ? std::vector<int64_t>{c.n, ho, wo, c.c_out}
+                    : std::vector<int64_t>{c.n, c.c_out, ho, wo});
     tx.upload(x);
     tw.upload(w);
     tbias.upload(bias);
@@ -326,7 +330,8 @@ TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
               const int64_t ci = nhwc ? kk % cig : kk / (c.kh * c.kw);
               const int64_t i = nhwc ? kk / (c.kw * cig) : kk / c.kw % c.kh;
               const int64_t j = nhwc ? kk / cig % c.kw : kk % c.kw;
-              const int64_t ih = oh * c.stride - c.pad + i * c.dil, iw = ow * c.stride - c.pad + j * c.dil;
+              const int64_t ih = oh * c.stride - c.pad + i * c.dil,
+                            iw = ow * c.stride - c.pad + j * c.dil;
               if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) return 0.0f;
               const int64_t ch = grp * cig + ci;
               const size_t at = size_t(nhwc ? ((img * c.h + ih) * c.w + iw) * c.c_in + ch
@@ -533,7 +538,8 @@ TEST(TpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
   // at 197e3 / (2 * 4 * 128^2) = 1.503 GHz: 386.6 ns. Mapping efficiency 300 * 100 /
   // (384 * 128). HBM: 200*300*2 + 300*100*2 + 200*100*4 = 260000 bytes / 819 GB/s =
   // 317.5 ns: compute-bound.
-  Tensor a(sim.context(), d, PHX_DTYPE_BF16, {200, 300}), b(sim.context(), d, PHX_DTYPE_BF16, {300, 100});
+  Tensor a(sim.context(), d, PHX_DTYPE_BF16, {200, 300}),
+      b(sim.context(), d, PHX_DTYPE_BF16, {300, 100});
   Tensor c(sim.context(), d, PHX_DTYPE_F32, {200, 100});
   a.upload(std::vector<uint16_t>(200 * 300, 0x3f80));  // 1.0
   b.upload(std::vector<uint16_t>(300 * 100, 0x3f80));
@@ -565,8 +571,8 @@ TEST(TpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
   EXPECT_EQ(stats["modelled_cycles_total"], 601.0);
   EXPECT_EQ(stats["mxu_cycles_total"], 581.0);
   EXPECT_EQ(stats["hbm_bytes_total"], mm_bytes + 240000.0);
-  EXPECT_DOUBLE_EQ(stats["modelled_time_ns_total"], metric(stream, 0, "estimated_time_ns") +
-                                                        metric(stream, 1, "estimated_time_ns"));
+  EXPECT_DOUBLE_EQ(stats["modelled_time_ns_total"],
+                   metric(stream, 0, "estimated_time_ns") + metric(stream, 1, "estimated_time_ns"));
   EXPECT_EQ(stats["compile_cache_misses"], 2.0);
   phx_stream_destroy(stream);
 }

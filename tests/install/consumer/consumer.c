@@ -5,7 +5,6 @@
  * RELU on it, and checks the results and the device's memory stats.
  */
 #include <phynexus/phynexus.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,8 @@ static void check(phx_status status, const char* what) {
   }
 }
 
-static phx_tensor make_tensor(phx_context context, size_t device, size_t rank,
-                              const int64_t* shape, const float* values, size_t count) {
+static phx_tensor make_tensor(phx_context context, size_t device, size_t rank, const int64_t* shape,
+                              const float* values, size_t count) {
   phx_tensor tensor = NULL;
   check(phx_tensor_create(context, device, PHX_DTYPE_F32, rank, shape, &tensor), "tensor_create");
   if (values != NULL)

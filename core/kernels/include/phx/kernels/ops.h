@@ -34,8 +34,7 @@ bool op_supported(phx_op_id op, phx_dtype dtype);
 // The operands are trusted: the core has checked shapes, dtypes and counts. Outputs
 // must not overlap inputs, except that an elementwise op may write over an input of
 // its own shape and dtype.
-phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs,
-                  size_t input_count, const HostTensor* outputs, size_t output_count,
-                  ThreadPool& pool);
+phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, size_t input_count,
+                  const HostTensor* outputs, size_t output_count, ThreadPool& pool);
 
 }  // namespace phx::kernels
