@@ -400,18 +400,12 @@ const IsaKernels kAvx512 = {
 };
 
 const IsaKernels kAvx512Bf16 = {
-    "avx512-bf16",
-    kMr,
-    kNr,
+    "avx512-bf16",       kMr,     kNr,
     /*kc=*/384,
     /*kc_pairs=*/768,
     /*nc=*/768,
     /*mc=*/kMr * 256,
-    /*bf16_pairs=*/true,
-    ukr_f32,
-    ukr_bf16,
-    pack_f32_avx512,
-    pack_pairs_avx512,
+    /*bf16_pairs=*/true, ukr_f32, ukr_bf16, pack_f32_avx512, pack_pairs_avx512,
 };
 
 }  // namespace
