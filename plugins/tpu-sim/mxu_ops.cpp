@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mxu_gemm.h"
+#include "phx/kernels/conv2d_geometry.h"
 #include "phx/kernels/convert.h"
 
 namespace phx::tpu_sim {
@@ -135,45 +136,11 @@ int64_t broadcast_matrix_index(const HostTensor& t, const HostTensor& out, int64
   return matrix;
 }
 
-struct ConvGeometry {
-  bool nhwc = false;
-  int64_t batch = 0, c_in = 0, h = 0, w = 0, c_out = 0, kh = 0, kw = 0, h_out = 0, w_out = 0;
-  int64_t groups = 1, c_in_group = 0, c_out_group = 0;
-  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dil_h = 1, dil_w = 1;
-  int64_t pixels() const { return h_out * w_out; }
-  int64_t patch() const { return c_in_group * kh * kw; }  // the GEMM's K
-};
-
-ConvGeometry conv_geometry(const phx_conv2d_params& p, const HostTensor& x, const HostTensor& w,
-                           const HostTensor& out) {
-  ConvGeometry g;
-  g.nhwc = p.layout == PHX_LAYOUT_NHWC;
-  g.batch = x.shape[0];
-  g.c_in = g.nhwc ? x.shape[3] : x.shape[1];
-  g.h = g.nhwc ? x.shape[1] : x.shape[2];
-  g.w = g.nhwc ? x.shape[2] : x.shape[3];
-  g.c_out = w.shape[0];
-  g.kh = g.nhwc ? w.shape[1] : w.shape[2];
-  g.kw = g.nhwc ? w.shape[2] : w.shape[3];
-  g.h_out = g.nhwc ? out.shape[1] : out.shape[2];
-  g.w_out = g.nhwc ? out.shape[2] : out.shape[3];
-  g.groups = p.groups;
-  g.c_in_group = g.c_in / g.groups;
-  g.c_out_group = g.c_out / g.groups;
-  g.stride_h = p.stride[0];
-  g.stride_w = p.stride[1];
-  g.pad_top = p.padding[0];
-  g.pad_left = p.padding[2];
-  g.dil_h = p.dilation[0];
-  g.dil_w = p.dilation[1];
-  return g;
-}
-
 // The patch of output pixel p of image n for group grp, in the weight's k order:
 // (c, i, j) for NCHW weights [C_out, C_in/g, KH, KW], (i, j, c) for NHWC [C_out, KH, KW,
 // C_in/g]; taps outside the image are 0.
-void gather_patch(const ConvGeometry& g, const float* x, int64_t n, int64_t grp, int64_t p,
-                  float* dst) {
+void gather_patch(const kernels::Conv2dGeometry& g, const float* x, int64_t n, int64_t grp,
+                  int64_t p, float* dst) {
   const int64_t oh = p / g.w_out, ow = p % g.w_out;
   for (int64_t i = 0; i < g.kh; ++i) {
     const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
@@ -234,10 +201,10 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
                       const HostTensor& weight, const HostTensor& bias, const HostTensor& out,
                       const MxuNumerics& numerics, ThreadPool& pool) {
   try {
-    const ConvGeometry g = conv_geometry(params, x, weight, out);
+    const kernels::Conv2dGeometry g = kernels::conv2d_geometry(params, x, weight, out);
     const F32Values xv(x, numerics.round_to_bf16, pool), wv(weight, numerics.round_to_bf16, pool);
     const Accumulator acc(out);
-    const int64_t pixels = g.pixels(), patch = g.patch();
+    const int64_t pixels = g.pixels_out(), patch = g.patch();
     const int64_t chunk = std::clamp<int64_t>(kPatchFloats / (patch * g.groups), 1, pixels);
     std::vector<float> patches(static_cast<size_t>(g.groups * chunk * patch));
     std::vector<MxuProduct> products(static_cast<size_t>(g.groups));

@@ -10,57 +10,17 @@
 #include <vector>
 
 #include "ops_common.h"
+#include "phx/kernels/conv2d_geometry.h"
 #include "phx/kernels/gemm.h"
 
 namespace phx::kernels::ops {
 namespace {
 
-// The geometry of one convolution, in elements.
-struct Geometry {
-  bool nhwc = false;
-  int64_t batch = 0, c_in = 0, h = 0, w = 0;
-  int64_t c_out = 0, kh = 0, kw = 0;
-  int64_t h_out = 0, w_out = 0;
-  int64_t groups = 1, c_in_group = 0, c_out_group = 0;
-  int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dil_h = 1, dil_w = 1;
-  int64_t pixels_out() const { return h_out * w_out; }
-  int64_t patch() const { return c_in_group * kh * kw; }  // gemm's K
-  bool is_pointwise() const {
-    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 && pad_left == 0 &&
-           h_out == h && w_out == w;
-  }
-};
-
-Geometry make_geometry(const phx_conv2d_params& p, const HostTensor& x, const HostTensor& wt,
-                       const HostTensor& out) {
-  Geometry g;
-  g.nhwc = p.layout == PHX_LAYOUT_NHWC;
-  g.batch = x.shape[0];
-  g.c_in = g.nhwc ? x.shape[3] : x.shape[1];
-  g.h = g.nhwc ? x.shape[1] : x.shape[2];
-  g.w = g.nhwc ? x.shape[2] : x.shape[3];
-  g.c_out = wt.shape[0];
-  g.kh = g.nhwc ? wt.shape[1] : wt.shape[2];
-  g.kw = g.nhwc ? wt.shape[2] : wt.shape[3];
-  g.h_out = g.nhwc ? out.shape[1] : out.shape[2];
-  g.w_out = g.nhwc ? out.shape[2] : out.shape[3];
-  g.groups = p.groups;
-  g.c_in_group = g.c_in / g.groups;
-  g.c_out_group = g.c_out / g.groups;
-  g.stride_h = p.stride[0];
-  g.stride_w = p.stride[1];
-  g.pad_top = p.padding[0];
-  g.pad_left = p.padding[2];
-  g.dil_h = p.dilation[0];
-  g.dil_w = p.dilation[1];
-  return g;
-}
-
 // NCHW col rows [r0, r1) for output pixels [p0, p0 + count): row r = (c, i, j) holds
 // x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] (0 outside the image). x is the group's
 // first channel of the image.
 template <class T>
-void im2col_nchw(const Geometry& g, const T* x, T* col, int64_t r0, int64_t r1, int64_t p0,
+void im2col_nchw(const Conv2dGeometry& g, const T* x, T* col, int64_t r0, int64_t r1, int64_t p0,
                  int64_t count) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
@@ -88,7 +48,7 @@ void im2col_nchw(const Geometry& g, const T* x, T* col, int64_t r0, int64_t r1, 
 // NHWC col rows for output pixels [p0 + q0, p0 + q1): row q = the patch (i, j, c) of
 // pixel p0 + q, Cig contiguous channels per tap. x is the image, offset to the group.
 template <class T>
-void im2col_nhwc(const Geometry& g, const T* x, T* col, int64_t p0, int64_t q0, int64_t q1) {
+void im2col_nhwc(const Conv2dGeometry& g, const T* x, T* col, int64_t p0, int64_t q0, int64_t q1) {
   const int64_t cig = g.c_in_group;
   for (int64_t q = q0; q < q1; ++q) {
     const int64_t oh = (p0 + q) / g.w_out, ow = (p0 + q) % g.w_out;
@@ -115,8 +75,8 @@ PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
 constexpr int64_t kColBytes = 4 << 20;
 
 template <class T>
-void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias, phx_activation act,
-               void* out, phx_dtype dtype, ThreadPool& pool) {
+void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
+               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
   const int64_t pixels = g.pixels_out(), patch = g.patch();
   const bool pointwise = g.is_pointwise();
   const int64_t chunk =
@@ -180,8 +140,8 @@ void conv_nchw(const Geometry& g, const T* x, const T* wt, const float* bias, ph
 }
 
 template <class T>
-void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias, phx_activation act,
-               void* out, phx_dtype dtype, ThreadPool& pool) {
+void conv_nhwc(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
+               phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
   const int64_t pixels = g.pixels_out(), patch = g.patch();
   const bool pointwise = g.is_pointwise();
   const int64_t chunk =
@@ -225,7 +185,7 @@ void conv_nhwc(const Geometry& g, const T* x, const T* wt, const float* bias, ph
 }
 
 template <class T>
-void conv(const Geometry& g, const HostTensor& x, const HostTensor& wt, const float* bias,
+void conv(const Conv2dGeometry& g, const HostTensor& x, const HostTensor& wt, const float* bias,
           phx_activation act, const HostTensor& out, ThreadPool& pool) {
   const T* px = static_cast<const T*>(x.data);
   const T* pw = static_cast<const T*>(wt.data);
@@ -240,7 +200,7 @@ void conv(const Geometry& g, const HostTensor& x, const HostTensor& wt, const fl
 
 void run_conv2d(const phx_conv2d_params& params, const HostTensor& x, const HostTensor& weight,
                 const HostTensor& bias, const HostTensor& out, ThreadPool& pool) {
-  const Geometry g = make_geometry(params, x, weight, out);
+  const Conv2dGeometry g = conv2d_geometry(params, x, weight, out);
   std::vector<float> bias_f32;
   if (bias.data != nullptr) {
     bias_f32.resize(static_cast<size_t>(g.c_out));
