@@ -148,72 +148,79 @@ typedef struct phx_plugin_api {
 
   /* Starts the plugin: enumerates its devices, starts its threads. *out_plugin is
    * passed back to every other entry. host lives until shutdown returns. Called once.
-   * Returning anything but OK rejects the plugin (shutdown is not called). */
+   * Returning anything but OK rejects the plugin (shutdown is not called).
+   * Runs alone: no other entry of this instance is called before it returns. */
   phx_status (*initialize)(const phx_plugin_host* host, void** out_plugin);
 
   /* Frees everything and joins every thread. Called once, after the host has freed
-   * every buffer and stream of the plugin, before the library is unloaded. */
+   * every buffer and stream of the plugin, before the library is unloaded. Runs alone. */
   void (*shutdown)(void* plugin);
 
-  /* The number of devices. A plugin with none is recorded and unloaded. */
+  /* The number of devices. A plugin with none is recorded and unloaded. Thread-safe. */
   phx_status (*device_count)(void* plugin, uint32_t* out_count);
 
-  /* Fills *out_info (struct_size set by the host) for device. */
+  /* Fills *out_info (struct_size set by the host) for device. Thread-safe. */
   phx_status (*device_info)(void* plugin, uint32_t device, phx_plugin_device_info* out_info);
 
   /* Sets *out_supported to 1 if device implements op with inputs of dtype. An op the
-   * plugin does not know is 0, not an error. */
+   * plugin does not know is 0, not an error. Thread-safe. */
   phx_status (*op_supported)(void* plugin, uint32_t device, phx_op_id op, phx_dtype dtype,
                              int* out_supported);
 
   /* Allocates size bytes (>= 1) of device memory, aligned to at least 64 bytes.
-   * OUT_OF_MEMORY past the device's memory or limit. */
+   * OUT_OF_MEMORY past the device's memory or limit. Thread-safe. */
   phx_status (*buffer_allocate)(void* plugin, uint32_t device, uint64_t size, void** out_buffer);
 
-  /* Frees a buffer (no work that uses it is pending: the host waited). */
+  /* Frees a buffer (no work that uses it is pending: the host waited). Thread-safe. */
   void (*buffer_free)(void* plugin, void* buffer);
 
   /* Blocking copies between host memory and a buffer; the range is inside the buffer.
-   * The host has waited for the device's queued work that uses the buffer. */
+   * The host has waited for the device's queued work that uses the buffer.
+   * Thread-safe for distinct buffers. */
   phx_status (*buffer_write)(void* plugin, void* buffer, uint64_t offset, const void* src,
                              uint64_t size);
   phx_status (*buffer_read)(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size);
 
-  /* Creates an in-order stream on device. */
+  /* Creates an in-order stream on device. Thread-safe. */
   phx_status (*stream_create)(void* plugin, uint32_t device, void** out_stream);
 
-  /* Destroys a stream whose work has finished. */
+  /* Destroys a stream whose work has finished. Thread-safe for distinct streams. */
   void (*stream_destroy)(void* plugin, void* stream);
 
   /* Queues (or runs) op on stream; *out_ticket receives a number that increases by one
    * per op on this stream, starting at 1. An op the device cannot run is UNSUPPORTED.
-   * Errors of an op running asynchronously are returned by stream_wait. */
+   * Errors of an op running asynchronously are returned by stream_wait.
+   * The host serializes stream_submit, stream_wait and stream_completed calls that name
+   * the same stream; calls on distinct streams may run at once. */
   phx_status (*stream_submit)(void* plugin, void* stream, const phx_plugin_op* op,
                               uint64_t* out_ticket);
 
-  /* Blocks until the op with ticket (or every op, with UINT64_MAX) has finished. */
+  /* Blocks until the op with ticket (or every op, with UINT64_MAX) has finished.
+   * Serialized per stream by the host (see stream_submit). */
   phx_status (*stream_wait)(void* plugin, void* stream, uint64_t ticket);
 
-  /* Sets *out_ticket to the highest ticket that has finished; never blocks. */
+  /* Sets *out_ticket to the highest ticket that has finished; never blocks. Serialized
+   * per stream by the host (see stream_submit). */
   phx_status (*stream_completed)(void* plugin, void* stream, uint64_t* out_ticket);
 
-  /* Fills *out_stats (struct_size set by the host) for device. */
+  /* Fills *out_stats (struct_size set by the host) for device. Thread-safe. */
   phx_status (*memory_stats)(void* plugin, uint32_t device, phx_memory_stats* out_stats);
 
-  /* (optional) Limits the device's bytes in use; 0 removes the limit. */
+  /* (optional) Limits the device's bytes in use; 0 removes the limit. Thread-safe. */
   phx_status (*memory_set_limit)(void* plugin, uint32_t device, uint64_t limit_bytes);
 
-  /* (optional) Returns the device's cached pool memory to the system. */
+  /* (optional) Returns the device's cached pool memory to the system. Thread-safe. */
   phx_status (*memory_release_cached)(void* plugin, uint32_t device);
 
   /* (optional) Copies size bytes between two buffers of this plugin (possibly of two of
-   * its devices). Without it the host copies through host memory. */
+   * its devices). Without it the host copies through host memory. Thread-safe for
+   * distinct destination buffers. */
   phx_status (*buffer_copy)(void* plugin, void* dst, uint64_t dst_offset, void* src,
                             uint64_t src_offset, uint64_t size);
 
   /* (optional) The device's running statistics (compile-cache hits, modelled cycles...):
    * writes up to capacity metrics to out_metrics (names with static storage) and sets
-   * *out_count to how many the device has, which may exceed capacity. */
+   * *out_count to how many the device has, which may exceed capacity. Thread-safe. */
   phx_status (*device_stats)(void* plugin, uint32_t device, phx_metric* out_metrics,
                              size_t capacity, size_t* out_count);
 } phx_plugin_api;
