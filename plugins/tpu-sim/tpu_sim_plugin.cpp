@@ -124,6 +124,9 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
     return PHX_STATUS_OK;
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
+    host->set_error(host->host_data, e.what());
+    return PHX_STATUS_INTERNAL;
   }
 }
 
@@ -157,11 +160,15 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
 
 phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
   Plugin& p = self(plugin);
-  std::string error;
-  HbmBlock* block = p.devices[device]->hbm.allocate(size, error);
-  if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
-  *out_buffer = block;
-  return PHX_STATUS_OK;
+  try {
+    std::string error;
+    HbmBlock* block = p.devices[device]->hbm.allocate(size, error);
+    if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
+    *out_buffer = block;
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {  // the host refused what the HBM model allowed
+    return PHX_STATUS_OUT_OF_MEMORY;
+  }
 }
 
 void buffer_free(void* plugin, void* buffer) {
