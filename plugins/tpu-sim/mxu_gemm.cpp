@@ -15,7 +15,7 @@ void run_product(const MxuProduct& p, int64_t depth, kernels::ThreadPool& pool) 
   g.n = p.n;
   g.k = p.k;
   g.in_dtype = PHX_DTYPE_F32;
-  g.out_dtype = PHX_DTYPE_F32;
+  g.out_dtype = p.c_dtype;
   g.a = p.a;
   g.lda = p.lda;
   g.trans_a = p.trans_a;

@@ -10,6 +10,8 @@
 // asked for passes of a fixed depth (GemmArgs::k_pass), on every instruction set.
 #pragma once
 
+#include <phynexus/phynexus.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -17,8 +19,8 @@
 
 namespace phx::tpu_sim {
 
-// C[M x N] = A . B, every operand f32 and row-major: A is M x K (K x M when trans_a),
-// B is K x N (N x K when trans_b).
+// C[M x N] = A . B, row-major: A is M x K (K x M when trans_a), B is K x N (N x K when
+// trans_b), both f32; C is f32, or bf16 rounded once from the f32 sums.
 struct MxuProduct {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
@@ -27,7 +29,8 @@ struct MxuProduct {
   const float* b = nullptr;
   int64_t ldb = 0;
   bool trans_b = false;
-  float* c = nullptr;
+  void* c = nullptr;
+  phx_dtype c_dtype = PHX_DTYPE_F32;
   int64_t ldc = 0;
 };
 

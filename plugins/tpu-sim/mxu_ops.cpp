@@ -173,7 +173,12 @@ phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, cons
     const int64_t m = out.shape[out.rank - 2], n = out.shape[out.rank - 1];
     const int64_t k = trans_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
     const F32Values av(a, numerics.round_to_bf16, pool), bv(b, numerics.round_to_bf16, pool);
-    const Accumulator acc(out);
+    // Without bias or activation a bf16 output is the f32 sums rounded once, which the
+    // GEMM does as it stores them: no f32 accumulator, no separate rounding pass.
+    const bool direct = out.dtype == PHX_DTYPE_BF16 && bias.data == nullptr &&
+                        params.activation == PHX_ACTIVATION_NONE;
+    std::unique_ptr<Accumulator> acc;
+    if (!direct) acc = std::make_unique<Accumulator>(out);
     const int64_t batch = kernels::element_count(out) / (m * n);
     std::vector<MxuProduct> products(static_cast<size_t>(batch));
     for (int64_t i = 0; i < batch; ++i) {
@@ -187,11 +192,14 @@ phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, cons
       p.b = bv.data() + broadcast_matrix_index(b, out, i) * k * n;
       p.ldb = trans_b ? k : n;
       p.trans_b = trans_b;
-      p.c = acc.data() + i * m * n;
+      p.c = direct ? static_cast<void*>(static_cast<uint16_t*>(out.data) + i * m * n)
+                   : static_cast<void*>(acc->data() + i * m * n);
+      p.c_dtype = direct ? PHX_DTYPE_BF16 : PHX_DTYPE_F32;
       p.ldc = n;
     }
     mxu_gemm(products, numerics.pass_depth, pool);
-    return finish(acc.data(), bias, params.activation, out, pool);
+    if (direct) return PHX_STATUS_OK;
+    return finish(acc->data(), bias, params.activation, out, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }
