@@ -10,8 +10,6 @@ using namespace phx;
 
 namespace {
 
-constexpr size_t kMaxInputs = 3;
-
 // The tensor behind handle, checked to live on the stream's device in its context.
 const Tensor* resolve(phx_tensor handle, const Stream& stream, const char* role, size_t index) {
   if (handle == nullptr) return nullptr;
@@ -40,7 +38,7 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     if (enum_value(desc->op) <= PHX_OP_INVALID || enum_value(desc->op) >= PHX_OP_COUNT)
       fail(PHX_STATUS_INVALID_ARGUMENT, "unknown op id " + std::to_string(enum_value(desc->op)));
     const phx_op_id op = desc->op;
-    if (desc->input_count > kMaxInputs || desc->output_count != 1)
+    if (desc->input_count > kMaxOpInputs || desc->output_count != 1)
       fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " +
                                             std::to_string(desc->input_count) + " inputs and " +
                                             std::to_string(desc->output_count) +
@@ -48,7 +46,7 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     require(desc->inputs != nullptr || desc->input_count == 0, "desc.inputs is null");
     require(desc->outputs != nullptr, "desc.outputs is null");
 
-    const Tensor* inputs[kMaxInputs] = {};
+    const Tensor* inputs[kMaxOpInputs] = {};
     for (size_t i = 0; i < desc->input_count; ++i)
       inputs[i] = resolve(desc->inputs[i], stream, "input", i);
     const Tensor* outputs[1] = {resolve(desc->outputs[0], stream, "output", 0)};

@@ -10,6 +10,10 @@
 
 namespace phx {
 
+// The most inputs an op takes (matmul and conv2d: two and an optional bias; layer norm:
+// x, gamma, beta).
+constexpr size_t kMaxOpInputs = 3;
+
 // The parameters of an op in this library's layout, defaults filled in.
 union OpParams {
   phx_matmul_params matmul;

@@ -60,18 +60,6 @@ static phx_status fail(const example_plugin* plugin, phx_status status, const ch
   return status;
 }
 
-/* Fills an out struct whose struct_size the host set: copies no more than the host's
- * struct can hold, then says in struct_size how much was filled, so that an older host
- * (smaller struct) and a newer one (larger struct, fields past ours left default) both
- * work. */
-static void fill_out_struct(void* out, const void* filled, size_t filled_size) {
-  size_t out_size;
-  memcpy(&out_size, out, sizeof out_size);
-  size_t copied = out_size < filled_size ? out_size : filled_size;
-  memcpy(out, filled, copied);
-  memcpy(out, &copied, sizeof copied);
-}
-
 static uint64_t element_count(const phx_plugin_tensor* t) {
   uint64_t count = 1;
   for (uint32_t d = 0; d < t->rank; ++d) count *= (uint64_t)t->shape[d];
@@ -140,7 +128,7 @@ static phx_status example_device_info(void* plugin_handle, uint32_t device,
     info.dtype_mask |= PHX_DTYPE_BIT(dtype);
   info.properties = properties;
   info.property_count = sizeof properties / sizeof properties[0];
-  fill_out_struct(out_info, &info, sizeof info);
+  phx_plugin_write_struct(out_info, &info, sizeof info);
   return PHX_STATUS_OK;
 }
 
@@ -236,7 +224,7 @@ static phx_status example_memory_stats(void* plugin_handle, uint32_t device,
   pthread_mutex_unlock(&plugin->memory_lock);
   stats.bytes_cached = 0; /* every free goes straight back to the system */
   stats.limit_bytes = EXAMPLE_MEMORY_BYTES;
-  fill_out_struct(out_stats, &stats, sizeof stats);
+  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
   return PHX_STATUS_OK;
 }
 

@@ -44,6 +44,7 @@
 #define PHYNEXUS_PLUGIN_H
 
 #include <phynexus/phynexus.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,6 +81,21 @@ typedef struct phx_plugin_host {
    * num_threads after PHX_NUM_THREADS); 0 means one per hardware thread. */
   uint32_t num_threads;
 } phx_plugin_host;
+
+/* ---- Out-structs --------------------------------------------------------------------- */
+
+/* Copies value, an out-struct of value_size bytes that the plugin filled, into out, the
+ * struct the host handed an entry (device_info, memory_stats): no more than out's
+ * struct_size holds, so that an older host's smaller struct is never written past, and
+ * then sets out's struct_size to the bytes filled, so that a newer host knows which of
+ * its fields the plugin left alone. Thread-safe. */
+static inline void phx_plugin_write_struct(void* out, const void* value, size_t value_size) {
+  size_t out_size;
+  memcpy(&out_size, out, sizeof out_size);
+  size_t filled = out_size < value_size ? out_size : value_size;
+  memcpy(out, value, filled);
+  memcpy(out, &filled, sizeof filled);
+}
 
 /* ---- Devices -------------------------------------------------------------------------- */
 

@@ -72,12 +72,6 @@ void MemoryPool::free(void* block) {
   trim_cache_locked(kMaxCachedBytes);
 }
 
-uint64_t MemoryPool::block_size(void* block) const {
-  std::lock_guard lock(mutex_);
-  auto it = live_.find(block);
-  return it == live_.end() ? 0 : it->second;
-}
-
 void MemoryPool::trim_cache_locked(uint64_t keep_at_most) {
   // The largest blocks go first: they return the most memory for the fewest reuses lost.
   while (cached_bytes_ > keep_at_most && !cached_.empty()) {

@@ -25,8 +25,6 @@ class MemoryPool {
   // or the host refuses.
   void* allocate(uint64_t size, std::string& error);
   void free(void* block);
-  // The size the pool gave the block (its size class); 0 for a block it does not know.
-  uint64_t block_size(void* block) const;
 
   phx_memory_stats stats() const;
   void set_limit(uint64_t limit);  // 0: back to the capacity

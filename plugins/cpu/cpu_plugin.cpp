@@ -3,7 +3,6 @@
 // work is finished when stream_submit returns.
 #include <phynexus/plugin.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -167,10 +166,7 @@ phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
 
 phx_status memory_stats(void* plugin, uint32_t, phx_memory_stats* out_stats) {
   const phx_memory_stats stats = self(plugin)->memory.stats();
-  // An older host's struct is smaller: fill what it has, keep its struct_size.
-  const size_t size = std::min(out_stats->struct_size, sizeof stats);
-  std::memcpy(reinterpret_cast<char*>(out_stats) + sizeof(size_t),
-              reinterpret_cast<const char*>(&stats) + sizeof(size_t), size - sizeof(size_t));
+  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
   return PHX_STATUS_OK;
 }
 

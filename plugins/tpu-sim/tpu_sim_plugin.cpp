@@ -311,9 +311,7 @@ phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
 
 phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
   const phx_memory_stats stats = self(plugin).devices[device]->hbm.stats();
-  const size_t size = std::min(out_stats->struct_size, sizeof stats);
-  std::memcpy(reinterpret_cast<char*>(out_stats) + sizeof(size_t),
-              reinterpret_cast<const char*>(&stats) + sizeof(size_t), size - sizeof(size_t));
+  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
   return PHX_STATUS_OK;
 }
 
