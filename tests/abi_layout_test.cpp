@@ -465,4 +465,83 @@ static_assert(
     kSame<decltype(&phx_memory_set_limit), phx_status (*)(phx_context, size_t, uint64_t)>);
 static_assert(kSame<decltype(&phx_memory_release_cached), phx_status (*)(phx_context, size_t)>);
 
+// ==== Plugin ABI 1.1 ==================================================================
+
+TEST_F(AbiLayout, PluginAbi_1_1_Versions) {
+  EXPECT_GE(PHX_PLUGIN_ABI_MINOR, 1);
+  EXPECT_EQ(PHX_PLUGIN_ABI_MIN_MINOR, 0);
+  EXPECT_EQ(PHX_MAX_OP_INPUTS, 9);
+  EXPECT_EQ(PHX_MAX_OP_OUTPUTS, 3);
+}
+
+// ==== API 0.2 ==========================================================================
+
+TEST_F(AbiLayout, Api_0_2_Enums) {
+  EXPECT_GE(PHX_API_VERSION_MINOR, 2);
+  EXPECT_GE(PHX_OP_COUNT, 24);
+  EXPECT_EQ(PHX_CONTEXT_FALLBACK_CPU, 0x2u);
+  EXPECT_EQ(PHX_OP_ATTENTION, 17);
+  EXPECT_EQ(PHX_OP_ROPE, 18);
+  EXPECT_EQ(PHX_OP_QUANTIZE, 19);
+  EXPECT_EQ(PHX_OP_DEQUANTIZE, 20);
+  EXPECT_EQ(PHX_OP_QMATMUL, 21);
+  EXPECT_EQ(PHX_OP_QCONV2D, 22);
+  EXPECT_EQ(PHX_OP_DYNAMIC_QUANTIZE, 23);
+  EXPECT_EQ(sizeof(phx_attention_mask), 4u);
+  EXPECT_EQ(PHX_ATTENTION_MASK_NONE, 0);
+  EXPECT_EQ(PHX_ATTENTION_MASK_CAUSAL, 1);
+  EXPECT_EQ(PHX_ATTENTION_MASK_SLIDING_WINDOW, 2);
+  EXPECT_EQ(sizeof(phx_calibration_method), 4u);
+  EXPECT_EQ(PHX_CALIBRATION_MINMAX, 0);
+  EXPECT_EQ(PHX_CALIBRATION_PERCENTILE, 1);
+  EXPECT_EQ(PHX_CALIBRATION_MOVING_AVERAGE, 2);
+}
+
+TEST_F(AbiLayout, Api_0_2_OpParams) {
+  PHX_EXPECT_OFFSET(phx_attention_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_attention_params, scale, 8);
+  PHX_EXPECT_OFFSET(phx_attention_params, mask, 12);
+  PHX_EXPECT_OFFSET(phx_attention_params, window, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_attention_params, 20);
+  PHX_EXPECT_OFFSET(phx_rope_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_rope_params, interleaved, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_rope_params, 12);
+  PHX_EXPECT_OFFSET(phx_quantize_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_quantize_params, axis, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_quantize_params, 12);
+}
+
+TEST_F(AbiLayout, Api_0_2_CalibrationOptions) {
+  PHX_EXPECT_OFFSET(phx_calibration_options, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_calibration_options, method, 8);
+  PHX_EXPECT_OFFSET(phx_calibration_options, dtype, 12);
+  PHX_EXPECT_OFFSET(phx_calibration_options, symmetric, 16);
+  PHX_EXPECT_OFFSET(phx_calibration_options, channel_axis, 20);
+  PHX_EXPECT_OFFSET(phx_calibration_options, percentile, 24);
+  PHX_EXPECT_OFFSET(phx_calibration_options, averaging_constant, 32);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_calibration_options, 40);
+}
+
+TEST_F(AbiLayout, Api_0_2_InitMacrosSetStructSize) {
+  phx_attention_params attention = PHX_ATTENTION_PARAMS_INIT;
+  EXPECT_EQ(attention.struct_size, sizeof(phx_attention_params));
+  EXPECT_EQ(attention.mask, PHX_ATTENTION_MASK_NONE);
+  phx_rope_params rope = PHX_ROPE_PARAMS_INIT;
+  EXPECT_EQ(rope.interleaved, 0);
+  phx_quantize_params quantize = PHX_QUANTIZE_PARAMS_INIT;
+  EXPECT_EQ(quantize.axis, 1);
+  phx_calibration_options calibration = PHX_CALIBRATION_OPTIONS_INIT;
+  EXPECT_EQ(calibration.struct_size, sizeof(phx_calibration_options));
+  EXPECT_EQ(calibration.dtype, PHX_DTYPE_I8);
+  EXPECT_EQ(calibration.channel_axis, -1);
+  EXPECT_DOUBLE_EQ(calibration.percentile, 99.99);
+}
+
+static_assert(kSame<decltype(&phx_calibrator_create),
+                    phx_status (*)(phx_context, const phx_calibration_options*, phx_calibrator*)>);
+static_assert(kSame<decltype(&phx_calibrator_destroy), phx_status (*)(phx_calibrator)>);
+static_assert(kSame<decltype(&phx_calibrator_observe), phx_status (*)(phx_calibrator, phx_tensor)>);
+static_assert(kSame<decltype(&phx_calibrator_compute),
+                    phx_status (*)(phx_calibrator, float*, int32_t*, size_t, size_t*)>);
+
 }  // namespace

@@ -68,7 +68,10 @@ PHX_API phx_status phx_device_stats(phx_context handle, size_t device, phx_metri
                                          &count);
       });
     }
-    *out_count = count;
+    // The runtime's own figures follow the plugin's.
+    if (count < capacity)
+      out_metrics[count] = {"fallback_ops", static_cast<double>(d.fallback_ops.load())};
+    *out_count = count + 1;
   });
 }
 

@@ -119,6 +119,20 @@ PHX_API const char* phx_op_name(phx_op_id op) {
       return "cast";
     case PHX_OP_CONV2D:
       return "conv2d";
+    case PHX_OP_ATTENTION:
+      return "attention";
+    case PHX_OP_ROPE:
+      return "rope";
+    case PHX_OP_QUANTIZE:
+      return "quantize";
+    case PHX_OP_DEQUANTIZE:
+      return "dequantize";
+    case PHX_OP_QMATMUL:
+      return "qmatmul";
+    case PHX_OP_QCONV2D:
+      return "qconv2d";
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      return "dynamic_quantize";
     case PHX_OP_INVALID:
       break;
   }

@@ -4,6 +4,7 @@
 #include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
+#include "fallback.h"
 #include "op_rules.h"
 
 using namespace phx;
@@ -38,7 +39,8 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     if (enum_value(desc->op) <= PHX_OP_INVALID || enum_value(desc->op) >= PHX_OP_COUNT)
       fail(PHX_STATUS_INVALID_ARGUMENT, "unknown op id " + std::to_string(enum_value(desc->op)));
     const phx_op_id op = desc->op;
-    if (desc->input_count > kMaxOpInputs || desc->output_count != 1)
+    if (desc->input_count > kMaxOpInputs || desc->output_count < 1 ||
+        desc->output_count > kMaxOpOutputs)
       fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " +
                                             std::to_string(desc->input_count) + " inputs and " +
                                             std::to_string(desc->output_count) +
@@ -49,19 +51,28 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
     const Tensor* inputs[kMaxOpInputs] = {};
     for (size_t i = 0; i < desc->input_count; ++i)
       inputs[i] = resolve(desc->inputs[i], stream, "input", i);
-    const Tensor* outputs[1] = {resolve(desc->outputs[0], stream, "output", 0)};
+    const Tensor* outputs[kMaxOpOutputs] = {};
+    for (size_t i = 0; i < desc->output_count; ++i)
+      outputs[i] = resolve(desc->outputs[i], stream, "output", i);
 
     OpParams storage;
     const void* params =
         normalize_params(op, desc->params, inputs[0] != nullptr ? inputs[0]->rank : 0, storage);
-    check_op(op, params, inputs, desc->input_count, outputs, 1);
+    check_op(op, params, inputs, desc->input_count, outputs, desc->output_count);
 
     const Device& device = *stream.device;
+    if (needs_fallback(stream, op, inputs[0]->dtype)) {
+      uint64_t ticket = run_on_fallback_device(stream, op, params, inputs, desc->input_count,
+                                               outputs, desc->output_count);
+      if (out_ticket != nullptr) *out_ticket = ticket;
+      return;
+    }
     if (!device.supported[op][inputs[0]->dtype])
       fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device.index) + " (" + device.name +
                                        ") does not implement " + phx_op_name(op) + " for " +
                                        phx_dtype_name(inputs[0]->dtype));
-    uint64_t ticket = stream.submit(op, params, inputs, desc->input_count, outputs, 1);
+    uint64_t ticket =
+        stream.submit(op, params, inputs, desc->input_count, outputs, desc->output_count);
     if (out_ticket != nullptr) *out_ticket = ticket;
   });
 }

@@ -7,6 +7,7 @@
 #include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
+#include "transfer.h"
 
 using namespace phx;
 
@@ -18,24 +19,6 @@ void check_range(const Tensor& tensor, size_t offset, size_t size) {
     fail(PHX_STATUS_INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", +" +
                                           std::to_string(size) + ") are outside the tensor's " +
                                           std::to_string(tensor.byte_size) + " bytes");
-}
-
-// Copies through host memory in bounded chunks, so that a huge tensor does not need an
-// equally huge staging buffer.
-void copy_through_host(Tensor& dst, Tensor& src) {
-  constexpr uint64_t kChunk = 16u << 20;
-  std::vector<char> staging(static_cast<size_t>(std::min(kChunk, src.byte_size)));
-  auto& from = *src.device->plugin;
-  auto& to = *dst.device->plugin;
-  for (uint64_t offset = 0; offset < src.byte_size; offset += kChunk) {
-    uint64_t size = std::min(kChunk, src.byte_size - offset);
-    from.call("buffer_read", [&] {
-      return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
-    });
-    to.call("buffer_write", [&] {
-      return to.api().buffer_write(to.instance(), dst.buffer, offset, staging.data(), size);
-    });
-  }
 }
 
 }  // namespace

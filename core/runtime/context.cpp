@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "abi_structs.h"
+#include "calibrator_object.h"
 #include "errors.h"
 #include "logging.h"
 #include "plugin_loader.h"
@@ -22,6 +23,10 @@ TensorTable& tensor_table() {
 }
 StreamTable& stream_table() {
   static StreamTable table;
+  return table;
+}
+CalibratorTable& calibrator_table() {
+  static CalibratorTable table;
   return table;
 }
 
@@ -44,6 +49,9 @@ bool env_is_one(const char* name) {
 Context& lookup(phx_context handle) { return find_or_fail(context_table(), handle, "context"); }
 Tensor& lookup(phx_tensor handle) { return find_or_fail(tensor_table(), handle, "tensor"); }
 Stream& lookup(phx_stream handle) { return find_or_fail(stream_table(), handle, "stream"); }
+CalibratorObject& lookup(phx_calibrator handle) {
+  return find_or_fail(calibrator_table(), handle, "calibrator");
+}
 
 phx_plugin_tensor Tensor::plugin_view() const {
   phx_plugin_tensor view{};
@@ -77,6 +85,19 @@ Context::Context(const phx_context_options& options) {
   plugins = PluginLoader::load_all(loader);
   for (auto& plugin : plugins)
     if (plugin->loaded()) add_devices(*plugin);
+
+  const char* fallback = secure_getenv("PHX_FALLBACK");
+  if ((options.flags & PHX_CONTEXT_FALLBACK_CPU) != 0 ||
+      (fallback != nullptr && std::strcmp(fallback, "cpu") == 0)) {
+    // The CPU plugin's device, which implements every op; another CPU device otherwise.
+    for (auto& device : devices) {
+      if (device->type != PHX_DEVICE_CPU) continue;
+      if (fallback_device == nullptr || device->plugin->name == "cpu")
+        fallback_device = device.get();
+      if (device->plugin->name == "cpu") break;
+    }
+    if (fallback_device == nullptr) logger->warn("CPU fallback asked for, but no CPU device");
+  }
 }
 
 void Context::add_devices(Plugin& plugin) {
@@ -108,7 +129,9 @@ void Context::add_devices(Plugin& plugin) {
             device->property_text.emplace_back(text(info.properties[p].value)).c_str();
         device->properties.push_back({key, value});
       }
-      for (int op = 1; op < PHX_OP_COUNT; ++op) {
+      // A plugin of ABI 1.0 predates the ops of 1.1: it is never asked about them.
+      const int op_end = plugin.abi_minor >= 1 ? PHX_OP_COUNT : PHX_OP_CONV2D + 1;
+      for (int op = 1; op < op_end; ++op) {
         for (int dtype = 1; dtype < PHX_DTYPE_COUNT; ++dtype) {
           int yes = 0;
           plugin.call("op_supported", [&] {
@@ -141,6 +164,9 @@ Context::~Context() {
   }
   for (Tensor* tensor : std::vector<Tensor*>(tensors_.begin(), tensors_.end()))
     destroy_tensor(*tensor);
+  for (CalibratorObject* calibrator :
+       std::vector<CalibratorObject*>(calibrators_.begin(), calibrators_.end()))
+    destroy_calibrator(*calibrator);
   devices.clear();
   plugins.clear();
 }
@@ -251,6 +277,30 @@ void Context::destroy_stream(Stream& stream) {
   }
   plugin.call_void("stream_destroy",
                    [&] { plugin.api().stream_destroy(plugin.instance(), stream.plugin_stream); });
+}
+
+CalibratorObject& Context::create_calibrator(const phx_calibration_options& options) {
+  auto calibrator = std::make_unique<CalibratorObject>(*this, options);
+  CalibratorObject* raw = calibrator.release();
+  {
+    std::lock_guard lock(objects_mutex_);
+    calibrators_.insert(raw);
+  }
+  raw->handle = calibrator_table().add(raw);
+  if (raw->handle == 0) {
+    destroy_calibrator(*raw);
+    fail(PHX_STATUS_OUT_OF_MEMORY, "too many live calibrators");
+  }
+  return *raw;
+}
+
+void Context::destroy_calibrator(CalibratorObject& calibrator) {
+  calibrator_table().remove(calibrator.handle);
+  {
+    std::lock_guard lock(objects_mutex_);
+    calibrators_.erase(&calibrator);
+  }
+  delete &calibrator;
 }
 
 }  // namespace phx

@@ -5,6 +5,7 @@
 #include <phynexus/plugin.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 namespace phx {
 
 class Context;
+struct CalibratorObject;
 struct Stream;
 
 struct Device {
@@ -37,6 +39,12 @@ struct Device {
   std::mutex streams_mutex;
   std::vector<Stream*> streams;
   void wait_for_streams();
+
+  // Ops of this device that ran on the CPU device instead (PHX_CONTEXT_FALLBACK_CPU), and
+  // the (op, dtype) pairs already logged, so that each is logged once.
+  std::atomic<uint64_t> fallback_ops{0};
+  std::mutex fallback_log_mutex;
+  bool fallback_logged[PHX_OP_COUNT][PHX_DTYPE_COUNT] = {};
 };
 
 struct Tensor {
@@ -92,6 +100,9 @@ class Context {
   bool profiling = false;
   std::vector<std::unique_ptr<Plugin>> plugins;  // every candidate, in search order
   std::vector<std::unique_ptr<Device>> devices;
+  // Where unsupported ops run with PHX_CONTEXT_FALLBACK_CPU: the first CPU device; null
+  // without the flag or without such a device.
+  Device* fallback_device = nullptr;
 
   Device& device(size_t index);  // NOT_FOUND past the end
 
@@ -106,6 +117,15 @@ class Context {
   std::mutex objects_mutex_;
   std::unordered_set<Tensor*> tensors_;
   std::unordered_set<Stream*> streams_;
+
+ public:
+  // Calibrators are host objects; the context owns them so that its destruction frees
+  // those the program forgot.
+  CalibratorObject& create_calibrator(const phx_calibration_options& options);
+  void destroy_calibrator(CalibratorObject& calibrator);
+
+ private:
+  std::unordered_set<CalibratorObject*> calibrators_;
 };
 
 // The process-wide handle tables, and lookups that throw INVALID_ARGUMENT for a null,
@@ -113,11 +133,14 @@ class Context {
 using ContextTable = HandleTable<Context, 0xc1>;
 using TensorTable = HandleTable<Tensor, 0xc2>;
 using StreamTable = HandleTable<Stream, 0xc3>;
+using CalibratorTable = HandleTable<CalibratorObject, 0xc4>;
 ContextTable& context_table();
 TensorTable& tensor_table();
 StreamTable& stream_table();
+CalibratorTable& calibrator_table();
 Context& lookup(phx_context handle);
 Tensor& lookup(phx_tensor handle);
 Stream& lookup(phx_stream handle);
+CalibratorObject& lookup(phx_calibrator handle);
 
 }  // namespace phx

@@ -1,6 +1,7 @@
 #include "op_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -53,25 +54,38 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 struct Arity {
   size_t min_inputs, max_inputs;
+  uint32_t required_inputs;  // bit i: input i may not be null
+  size_t outputs;
 };
 
 Arity arity(phx_op_id op) {
   switch (op) {
     case PHX_OP_MATMUL:
-      return {2, 3};
+    case PHX_OP_CONV2D:
+      return {2, 3, 0b11, 1};
     case PHX_OP_ADD:
     case PHX_OP_SUB:
     case PHX_OP_MUL:
     case PHX_OP_DIV:
-      return {2, 2};
+      return {2, 2, 0b11, 1};
     case PHX_OP_LAYER_NORM:
-      return {1, 3};
+      return {1, 3, 0b1, 1};
     case PHX_OP_RMS_NORM:
-      return {1, 2};
-    case PHX_OP_CONV2D:
-      return {2, 3};
+      return {1, 2, 0b1, 1};
+    case PHX_OP_ATTENTION:
+    case PHX_OP_ROPE:
+      return {3, 3, 0b111, 1};
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      return {2, 3, 0b11, 1};
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D:
+      // a, b, a_scale, a_zero_point, b_scale are positional; the rest may be left off.
+      return {5, 9, 0b10111, 1};
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      return {1, 1, 0b1, 3};
     default:
-      return {1, 1};
+      return {1, 1, 0b1, 1};
   }
 }
 
@@ -80,11 +94,22 @@ constexpr uint32_t kFloats =
 constexpr uint32_t kSignedInts =
     PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
 constexpr uint32_t kAll = kFloats | kSignedInts | PHX_DTYPE_BIT(PHX_DTYPE_U8);
+// What the quantized ops store their values in.
+constexpr uint32_t kQuantized =
+    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
 
 // The dtypes an op is defined for (its first input's). A dtype outside is a wrong
 // argument; one inside that a device does not implement is UNSUPPORTED, later.
 uint32_t defined_dtypes(phx_op_id op) {
   switch (op) {
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      return PHX_DTYPE_BIT(PHX_DTYPE_F32);
+    case PHX_OP_DEQUANTIZE:
+      return kQuantized | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D:
+      return kQuantized;
     case PHX_OP_ADD:
     case PHX_OP_SUB:
     case PHX_OP_MUL:
@@ -172,25 +197,23 @@ void check_norm(phx_op_id op, const Tensor* const* in, size_t count, const Tenso
   check_output_shape(op, shape_of(x), out);
 }
 
-void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, const Tensor* bias,
-                  const Tensor& out) {
-  const phx_op_id op = PHX_OP_CONV2D;
+// The output shape of a conv2d of x with weight w (float or quantized alike).
+Shape conv2d_output_shape(phx_op_id op, const phx_conv2d_params& p, const Tensor& x,
+                          const Tensor& w) {
   if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
     broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
-  if (x->rank != 4 || w->rank != 4)
-    broken(op, "x and weight need rank 4, got " + text(*x) + " and " + text(*w));
-  same_dtype(op, *x, *w, "x and weight");
-  same_dtype(op, *x, out, "x and output");
+  if (x.rank != 4 || w.rank != 4)
+    broken(op, "x and weight need rank 4, got " + text(x) + " and " + text(w));
   const bool nchw = p.layout == PHX_LAYOUT_NCHW;
-  int64_t n = x->shape[0], c = nchw ? x->shape[1] : x->shape[3];
-  int64_t h = nchw ? x->shape[2] : x->shape[1], wd = nchw ? x->shape[3] : x->shape[2];
-  int64_t c_out = w->shape[0], kh = nchw ? w->shape[2] : w->shape[1];
-  int64_t kw = nchw ? w->shape[3] : w->shape[2], c_per_group = nchw ? w->shape[1] : w->shape[3];
+  int64_t n = x.shape[0], c = nchw ? x.shape[1] : x.shape[3];
+  int64_t h = nchw ? x.shape[2] : x.shape[1], wd = nchw ? x.shape[3] : x.shape[2];
+  int64_t c_out = w.shape[0], kh = nchw ? w.shape[2] : w.shape[1];
+  int64_t kw = nchw ? w.shape[3] : w.shape[2], c_per_group = nchw ? w.shape[1] : w.shape[3];
   if (p.groups < 1 || c % p.groups != 0 || c_out % p.groups != 0)
     broken(op, "groups " + std::to_string(p.groups) + " must divide the input channels " +
                    std::to_string(c) + " and the output channels " + std::to_string(c_out));
   if (c_per_group != c / p.groups)
-    broken(op, "weight " + text(shape_of(*w)) + " must have " + std::to_string(c / p.groups) +
+    broken(op, "weight " + text(shape_of(w)) + " must have " + std::to_string(c / p.groups) +
                    " input channels per group");
   for (int i = 0; i < 2; ++i) {
     if (p.stride[i] < 1 || p.dilation[i] < 1) broken(op, "stride and dilation must be >= 1");
@@ -206,16 +229,180 @@ void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, 
   int64_t ho = out_size(h, kh, p.padding[0], p.padding[1], p.stride[0], p.dilation[0]);
   int64_t wo = out_size(wd, kw, p.padding[2], p.padding[3], p.stride[1], p.dilation[1]);
   if (ho < 1 || wo < 1)
-    broken(op, "the output would be empty: input " + text(shape_of(*x)) + ", kernel " +
+    broken(op, "the output would be empty: input " + text(shape_of(x)) + ", kernel " +
                    std::to_string(kh) + "x" + std::to_string(kw));
-  Shape expected = nchw ? Shape{n, c_out, ho, wo} : Shape{n, ho, wo, c_out};
+  return nchw ? Shape{n, c_out, ho, wo} : Shape{n, ho, wo, c_out};
+}
+
+void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, const Tensor* bias,
+                  const Tensor& out) {
+  const phx_op_id op = PHX_OP_CONV2D;
+  Shape expected = conv2d_output_shape(op, p, *x, *w);
+  same_dtype(op, *x, *w, "x and weight");
+  same_dtype(op, *x, out, "x and output");
   check_output_shape(op, expected, out);
+  const int64_t c_out = w->shape[0];
   if (bias != nullptr) {
     same_dtype(op, *x, *bias, "x and bias");
     if (shape_of(*bias) != Shape{c_out})
       broken(op, "bias must be " + std::to_string(c_out) + " (the output channels), got " +
                      text(shape_of(*bias)));
   }
+}
+
+void check_attention(const phx_attention_params& p, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Tensor& out) {
+  const phx_op_id op = PHX_OP_ATTENTION;
+  if (q.rank != 4 || k.rank != 4 || v.rank != 4)
+    broken(op,
+           "q, k and v need rank 4 [B, H, S, D], got " + text(q) + ", " + text(k) + ", " + text(v));
+  same_dtype(op, q, k, "q and k");
+  same_dtype(op, q, v, "q and v");
+  same_dtype(op, q, out, "q and output");
+  if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])
+    broken(op,
+           "q, k and v must have the same batch, got " + text(q) + ", " + text(k) + ", " + text(v));
+  if (shape_of(k) != Shape{v.shape[0], v.shape[1], v.shape[2], k.shape[3]})
+    broken(op, "k and v must have the same heads and sequence, got " + text(k) + " and " + text(v));
+  if (q.shape[1] % k.shape[1] != 0)
+    broken(op, "the query heads (" + std::to_string(q.shape[1]) +
+                   ") must be a multiple of the key/value heads (" + std::to_string(k.shape[1]) +
+                   ")");
+  if (k.shape[3] != q.shape[3])
+    broken(op, "q and k must have the same head size, got " + text(q) + " and " + text(k));
+  const int mask = enum_value(p.mask);
+  if (mask < PHX_ATTENTION_MASK_NONE || mask > PHX_ATTENTION_MASK_SLIDING_WINDOW)
+    broken(op, "unknown mask " + std::to_string(mask));
+  if (mask == PHX_ATTENTION_MASK_SLIDING_WINDOW && p.window < 1)
+    broken(op, "a sliding window needs window >= 1");
+  if (!std::isfinite(p.scale)) broken(op, "scale must be finite");
+  check_output_shape(op, Shape{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, out);
+}
+
+void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+  const phx_op_id op = PHX_OP_ROPE;
+  if (x.rank < 2) broken(op, "x needs rank >= 2 [..., S, D], got " + text(x));
+  if (cos.dtype != PHX_DTYPE_F32 || sin.dtype != PHX_DTYPE_F32 || cos.rank != 2 ||
+      shape_of(cos) != shape_of(sin))
+    broken(op, "cos and sin must be f32 [S, R] alike, got " + text(cos) + " and " + text(sin));
+  const int64_t s = x.shape[x.rank - 2], d = x.shape[x.rank - 1];
+  if (cos.shape[0] != s)
+    broken(op, "the table " + text(cos) + " must have a row per position of x " + text(x));
+  if (2 * cos.shape[1] > d)
+    broken(op, "the table rotates " + std::to_string(2 * cos.shape[1]) +
+                   " features, more than x's " + std::to_string(d));
+  same_dtype(op, x, out, "x and output");
+  check_output_shape(op, shape_of(x), out);
+}
+
+bool one_element(const Tensor& t) { return t.element_count == 1; }
+
+void check_dtype(phx_op_id op, const Tensor& t, phx_dtype dtype, const char* name) {
+  if (t.dtype != dtype)
+    broken(op, std::string(name) + " must be " + phx_dtype_name(dtype) + ", got " + text(t));
+}
+
+// A quantization scale and its optional zero point: one element (per tensor) or [C].
+void check_scale(phx_op_id op, const Tensor& scale, const Tensor* zero_point, int64_t channels,
+                 const char* name) {
+  check_dtype(op, scale, PHX_DTYPE_F32, name);
+  if (!one_element(scale) && shape_of(scale) != Shape{channels})
+    broken(op, std::string(name) + " must have one element or " + std::to_string(channels) +
+                   " (one per channel), got " + text(scale));
+  if (zero_point == nullptr) return;
+  check_dtype(op, *zero_point, PHX_DTYPE_I32, "its zero point");
+  if (shape_of(*zero_point) != shape_of(scale))
+    broken(op, std::string("the zero point of ") + name + " must have its shape, got " +
+                   text(*zero_point) + " and " + text(scale));
+}
+
+void check_quantize(phx_op_id op, const phx_quantize_params& p, const Tensor* const* in,
+                    size_t in_count, const Tensor& out) {
+  const Tensor& x = *in[0];
+  const Tensor* zero_point = in_count > 2 ? in[2] : nullptr;
+  int64_t channels = 1;
+  if (!one_element(*in[1])) {
+    const int32_t rank = static_cast<int32_t>(x.rank);
+    if (p.axis < -rank || p.axis >= rank)
+      broken(op, "axis " + std::to_string(p.axis) + " is out of range for " + text(x));
+    channels = x.shape[p.axis < 0 ? p.axis + rank : p.axis];
+  }
+  check_scale(op, *in[1], zero_point, channels, "scale");
+  const uint32_t outputs = op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32);
+  if (!(outputs & PHX_DTYPE_BIT(out.dtype)))
+    broken(op, "the output must be " + dtype_list(outputs) + ", got " + text(out));
+  check_output_shape(op, shape_of(x), out);
+}
+
+// The output dtypes and quantization inputs shared by qmatmul and qconv2d. x is a (or
+// the conv input), w is b (or the weight), channels is N (or C_out).
+void check_quantized_product(phx_op_id op, const phx_activation& activation,
+                             const Tensor* const* in, size_t in_count, int64_t channels,
+                             const Tensor& out) {
+  auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
+  const Tensor& x = *in[0];
+  check_dtype(op, *in[1], PHX_DTYPE_I8, "the weights (b)");
+  const int act = enum_value(activation);
+  if (act != PHX_ACTIVATION_NONE && act != PHX_ACTIVATION_RELU)
+    broken(op, "takes no activation but relu, got " + std::to_string(act));
+  check_scale(op, *in[2], input(3), 1, "a_scale");
+  check_scale(op, *in[4], input(5), channels, "b_scale");
+  if (const Tensor* bias = input(6)) {
+    check_dtype(op, *bias, PHX_DTYPE_I32, "bias");
+    if (shape_of(*bias) != Shape{channels})
+      broken(op, "bias must be [" + std::to_string(channels) + "], got " + text(*bias));
+  }
+  const bool requantized = (kQuantized & PHX_DTYPE_BIT(out.dtype)) != 0;
+  if (!requantized && out.dtype != PHX_DTYPE_I32 && out.dtype != PHX_DTYPE_F32)
+    broken(op, "the output must be i8, u8, i16, i32 or f32, got " + text(out));
+  if (out.dtype == PHX_DTYPE_I32 && x.dtype == PHX_DTYPE_I16)
+    broken(op, "an i32 output needs 8-bit inputs: the 16x8 accumulator is 64-bit");
+  const Tensor* y_scale = input(7);
+  if (requantized && y_scale == nullptr)
+    broken(op, "a " + std::string(phx_dtype_name(out.dtype)) + " output needs y_scale");
+  if (!requantized && (y_scale != nullptr || input(8) != nullptr))
+    broken(op, "y_scale and y_zero_point are for an i8, u8 or i16 output, not " + text(out));
+  if (y_scale != nullptr) check_scale(op, *y_scale, input(8), 1, "y_scale");
+}
+
+void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t in_count,
+                   const Tensor& out) {
+  const phx_op_id op = PHX_OP_QMATMUL;
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  if (p.transpose_a) broken(op, "a cannot be transposed");
+  if (a.rank < 2 || b.rank != 2)
+    broken(op, "a needs rank >= 2 and b rank 2, got " + text(a) + " and " + text(b));
+  const int64_t k = a.shape[a.rank - 1];
+  const int64_t kb = p.transpose_b ? b.shape[1] : b.shape[0];
+  const int64_t n = p.transpose_b ? b.shape[0] : b.shape[1];
+  if (k != kb)
+    broken(op, "K mismatch: a is " + text(a) + ", b is " + text(b) +
+                   (p.transpose_b ? " (transposed)" : ""));
+  check_quantized_product(op, p.activation, in, in_count, n, out);
+  Shape expected = shape_of(a);
+  expected.back() = n;
+  check_output_shape(op, expected, out);
+}
+
+void check_qconv2d(const phx_conv2d_params& p, const Tensor* const* in, size_t in_count,
+                   const Tensor& out) {
+  const phx_op_id op = PHX_OP_QCONV2D;
+  Shape expected = conv2d_output_shape(op, p, *in[0], *in[1]);
+  check_quantized_product(op, p.activation, in, in_count, in[1]->shape[0], out);
+  check_output_shape(op, expected, out);
+}
+
+void check_dynamic_quantize(const Tensor& x, const Tensor* const* out) {
+  const phx_op_id op = PHX_OP_DYNAMIC_QUANTIZE;
+  if (!(kQuantized & PHX_DTYPE_BIT(out[0]->dtype)))
+    broken(op, "y must be i8, u8 or i16, got " + text(*out[0]));
+  check_output_shape(op, shape_of(x), *out[0]);
+  check_dtype(op, *out[1], PHX_DTYPE_F32, "the scale output");
+  check_dtype(op, *out[2], PHX_DTYPE_I32, "the zero point output");
+  if (!one_element(*out[1]) || !one_element(*out[2]))
+    broken(op, "the scale and zero point outputs must have one element, got " + text(*out[1]) +
+                   " and " + text(*out[2]));
 }
 
 template <typename Params>
@@ -257,11 +444,25 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
     case PHX_OP_REDUCE_SUM:
     case PHX_OP_REDUCE_MAX:
       return copy_params(user, params.reduce, phx_reduce_params PHX_REDUCE_PARAMS_INIT, op);
-    case PHX_OP_CONV2D: {
+    case PHX_OP_CONV2D:
+    case PHX_OP_QCONV2D: {
       auto* p = copy_params(user, params.conv2d, phx_conv2d_params PHX_CONV2D_PARAMS_INIT, op);
       check_activation(op, params.conv2d.activation);
       return p;
     }
+    case PHX_OP_QMATMUL: {
+      auto* p = copy_params(user, params.matmul, phx_matmul_params PHX_MATMUL_PARAMS_INIT, op);
+      check_activation(op, params.matmul.activation);
+      return p;
+    }
+    case PHX_OP_ATTENTION:
+      return copy_params(user, params.attention, phx_attention_params PHX_ATTENTION_PARAMS_INIT,
+                         op);
+    case PHX_OP_ROPE:
+      return copy_params(user, params.rope, phx_rope_params PHX_ROPE_PARAMS_INIT, op);
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      return copy_params(user, params.quantize, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT, op);
     default:
       return nullptr;
   }
@@ -274,10 +475,14 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     broken(op, "takes " + std::to_string(a.min_inputs) +
                    (a.max_inputs != a.min_inputs ? " to " + std::to_string(a.max_inputs) : "") +
                    " inputs, got " + std::to_string(in_count));
-  if (out_count != 1) broken(op, "takes 1 output, got " + std::to_string(out_count));
-  for (size_t i = 0; i < a.min_inputs; ++i)
-    if (in[i] == nullptr) broken(op, "input " + std::to_string(i) + " is required but null");
-  if (out[0] == nullptr) broken(op, "the output is null");
+  if (out_count != a.outputs)
+    broken(op, "takes " + std::to_string(a.outputs) + " output" + (a.outputs > 1 ? "s" : "") +
+                   ", got " + std::to_string(out_count));
+  for (size_t i = 0; i < in_count; ++i)
+    if (in[i] == nullptr && (a.required_inputs >> i & 1u))
+      broken(op, "input " + std::to_string(i) + " is required but null");
+  for (size_t i = 0; i < out_count; ++i)
+    if (out[i] == nullptr) broken(op, "output " + std::to_string(i) + " is null");
   const Tensor& y = *out[0];
   if (!(defined_dtypes(op) & PHX_DTYPE_BIT(in[0]->dtype)))
     broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + text(*in[0]));
@@ -358,6 +563,25 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     case PHX_OP_CONV2D:
       check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1],
                    in_count > 2 ? in[2] : nullptr, y);
+      break;
+    case PHX_OP_ATTENTION:
+      check_attention(*static_cast<const phx_attention_params*>(params), *in[0], *in[1], *in[2], y);
+      break;
+    case PHX_OP_ROPE:
+      check_rope(*in[0], *in[1], *in[2], y);
+      break;
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      check_quantize(op, *static_cast<const phx_quantize_params*>(params), in, in_count, y);
+      break;
+    case PHX_OP_QMATMUL:
+      check_qmatmul(*static_cast<const phx_matmul_params*>(params), in, in_count, y);
+      break;
+    case PHX_OP_QCONV2D:
+      check_qconv2d(*static_cast<const phx_conv2d_params*>(params), in, in_count, y);
+      break;
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      check_dynamic_quantize(*in[0], out);
       break;
     default:
       broken(op, "unknown op");

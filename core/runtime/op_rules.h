@@ -10,9 +10,8 @@
 
 namespace phx {
 
-// The most inputs an op takes (matmul and conv2d: two and an optional bias; layer norm:
-// x, gamma, beta).
-constexpr size_t kMaxOpInputs = 3;
+constexpr size_t kMaxOpInputs = PHX_MAX_OP_INPUTS;
+constexpr size_t kMaxOpOutputs = PHX_MAX_OP_OUTPUTS;
 
 // The parameters of an op in this library's layout, defaults filled in.
 union OpParams {
@@ -22,6 +21,9 @@ union OpParams {
   phx_transpose_params transpose;
   phx_reduce_params reduce;
   phx_conv2d_params conv2d;
+  phx_attention_params attention;
+  phx_rope_params rope;
+  phx_quantize_params quantize;
 };
 
 // Copies the caller's parameter struct (or the defaults, when user_params is null) into
@@ -32,7 +34,7 @@ const void* normalize_params(phx_op_id op, const void* user_params, uint32_t inp
                              OpParams& params);
 
 // Checks the op's tensors against its rules. inputs may hold null for absent optional
-// inputs. Throws INVALID_ARGUMENT naming the op and the shapes.
+// inputs; outputs may not. Throws INVALID_ARGUMENT naming the op and the shapes.
 void check_op(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
               const Tensor* const* outputs, size_t output_count);
 

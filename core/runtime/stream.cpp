@@ -25,7 +25,7 @@ uint64_t Stream::completed() {
 
 uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* inputs,
                         size_t input_count, const Tensor* const* outputs, size_t output_count) {
-  phx_plugin_tensor in_views[kMaxOpInputs], out_views[1];
+  phx_plugin_tensor in_views[kMaxOpInputs], out_views[kMaxOpOutputs];
   for (size_t i = 0; i < input_count; ++i) {
     if (inputs[i] != nullptr) {
       in_views[i] = inputs[i]->plugin_view();

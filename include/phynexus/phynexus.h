@@ -46,7 +46,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------- */
 
 #define PHX_API_VERSION_MAJOR 0
-#define PHX_API_VERSION_MINOR 1
+#define PHX_API_VERSION_MINOR 2
 #define PHX_API_VERSION_PATCH 0
 /* The version as one number: major * 10000 + minor * 100 + patch. */
 #define PHX_API_VERSION \
@@ -125,6 +125,13 @@ typedef struct phx_context_s* phx_context;
 
 /* Context flags. */
 #define PHX_CONTEXT_PROFILE UINT32_C(0x1) /* every stream keeps profile records */
+/* An op that a device does not support (UNSUPPORTED) runs on the CPU plugin's device
+ * (else the first CPU device) instead, when that one supports it: its inputs are copied
+ * there, the op runs, its outputs are copied back, before phx_op_run returns. Counted per
+ * device in phx_device_stats ("fallback_ops") and logged once per op and dtype.
+ * PHX_FALLBACK=cpu in the environment adds it. docs/c-api.md, "CPU fallback". Since API
+ * 0.2. */
+#define PHX_CONTEXT_FALLBACK_CPU UINT32_C(0x2)
 
 typedef struct phx_context_options {
   size_t struct_size;
@@ -374,10 +381,47 @@ typedef enum phx_op_id {
   PHX_OP_TRANSPOSE = 12,  /* phx_transpose_params; in: x; out: permuted shape */
   PHX_OP_REDUCE_SUM = 13, /* phx_reduce_params; in: x; out: reduced shape */
   PHX_OP_REDUCE_MAX = 14,
-  PHX_OP_CAST = 15,  /* in: x; out: same shape, the output's dtype; see docs/ops.md */
-  PHX_OP_CONV2D = 16 /* phx_conv2d_params; in: x, weight, optional bias [C_out] */
+  PHX_OP_CAST = 15,   /* in: x; out: same shape, the output's dtype; see docs/ops.md */
+  PHX_OP_CONV2D = 16, /* phx_conv2d_params; in: x, weight, optional bias [C_out] */
+  /* ---- Since API 0.2 ---- */
+  /* phx_attention_params; in: q [B, H, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv]
+   * with H a multiple of Hkv (grouped-query attention: query head h reads key/value head
+   * h / (H / Hkv)); out: [B, H, Sq, Dv]. softmax(scale * q k^T + mask) v per head, the
+   * softmax in f32. f32, f16, bf16 (q, k, v and out alike). */
+  PHX_OP_ATTENTION = 17,
+  /* phx_rope_params; in: x [..., S, D], cos [S, R], sin [S, R] (f32, 2R <= D: a
+   * precomputed table of the angles of position s and pair i); out: like x. The first 2R
+   * features of each row are rotated in R pairs, the rest copied. f32, f16, bf16. */
+  PHX_OP_ROPE = 18,
+  /* phx_quantize_params; in: x (f32), scale (f32), optional zero_point (i32, scale's
+   * shape); out: i8, u8 or i16, x's shape. q = saturate(round_half_even(x / scale) + zp).
+   * scale of one element quantizes per tensor; [C] per channel along params.axis. */
+  PHX_OP_QUANTIZE = 19,
+  /* phx_quantize_params; in: q (i8, u8, i16 or i32), scale, optional zero_point, as for
+   * quantize; out: f32, q's shape. x = (q - zp) * scale. */
+  PHX_OP_DEQUANTIZE = 20,
+  /* phx_matmul_params (transpose_a must be 0; activation NONE or RELU). Integer matmul
+   * with integer accumulation (int32 for 8-bit a, int64 for i16 a: "16x8"). in, in this
+   * order (optional ones may be null):
+   *   0 a [..., M, K] (i8, u8 or i16)   1 b [K, N] or [N, K] with transpose_b (i8)
+   *   2 a_scale (f32 [1])               3 a_zero_point (i32 [1], optional)
+   *   4 b_scale (f32 [1] or [N])        5 b_zero_point (i32, b_scale's shape, optional)
+   *   6 bias (i32 [N], optional; its scale is a_scale * b_scale, its zero point 0)
+   *   7 y_scale (f32 [1])               8 y_zero_point (i32 [1], optional)
+   * out [..., M, N]: i8, u8 or i16 requantized with y_scale and y_zero_point (both
+   * needed then, y_scale required), i32 the raw accumulators plus bias (8-bit a only),
+   * or f32 dequantized. RELU clamps at the output's zero. See docs/ops.md. */
+  PHX_OP_QMATMUL = 21,
+  /* phx_conv2d_params (activation NONE or RELU). Integer conv2d; inputs in the order of
+   * qmatmul with x for a and weight for b (w_scale [1] or [C_out], bias i32 [C_out]);
+   * out as for qmatmul. */
+  PHX_OP_QCONV2D = 22,
+  /* Dynamic quantization of activations at run time, per tensor. in: x (f32); out: y
+   * (u8: asymmetric over [min(0, min x), max(0, max x)]; i8 or i16: symmetric over
+   * max |x|), scale (f32 [1]), zero_point (i32 [1]). */
+  PHX_OP_DYNAMIC_QUANTIZE = 23
 } phx_op_id;
-#define PHX_OP_COUNT 17
+#define PHX_OP_COUNT 24
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
@@ -448,6 +492,42 @@ typedef struct phx_conv2d_params {
         PHX_ACTIVATION_NONE                                                      \
   }
 
+/* Attention masks. A query at position i sees the key at position j when the mask
+ * allows it; positions are aligned at the end, so that query i is at position
+ * i + Skv - Sq (a decoder's new tokens after its cache). */
+typedef enum phx_attention_mask {
+  PHX_ATTENTION_MASK_NONE = 0,
+  PHX_ATTENTION_MASK_CAUSAL = 1,        /* j <= position of i */
+  PHX_ATTENTION_MASK_SLIDING_WINDOW = 2 /* causal and j > position of i - window */
+} phx_attention_mask;
+
+typedef struct phx_attention_params {
+  size_t struct_size;
+  float scale; /* applied to q k^T; 0 (the default) means 1 / sqrt(D) */
+  phx_attention_mask mask;
+  uint32_t window; /* SLIDING_WINDOW: keys seen per query, >= 1 */
+} phx_attention_params;
+#define PHX_ATTENTION_PARAMS_INIT \
+  { sizeof(phx_attention_params), 0.0f, PHX_ATTENTION_MASK_NONE, 0 }
+
+typedef struct phx_rope_params {
+  size_t struct_size;
+  /* Zero (the default): pair i is features (i, i + R), as GPT-NeoX and Llama rotate;
+   * non-zero: features (2i, 2i + 1), as GPT-J does. */
+  int interleaved;
+} phx_rope_params;
+#define PHX_ROPE_PARAMS_INIT \
+  { sizeof(phx_rope_params), 0 }
+
+typedef struct phx_quantize_params {
+  size_t struct_size;
+  /* With a per-channel scale [C]: the axis of x of size C (negative counts from the
+   * end). Default 1, as ONNX's QuantizeLinear. Ignored for a per-tensor scale. */
+  int32_t axis;
+} phx_quantize_params;
+#define PHX_QUANTIZE_PARAMS_INIT \
+  { sizeof(phx_quantize_params), 1 }
+
 typedef struct phx_op_desc {
   size_t struct_size;
   phx_op_id op;
@@ -459,6 +539,11 @@ typedef struct phx_op_desc {
   size_t output_count;
 } phx_op_desc;
 
+/* The most inputs and outputs of one op (qmatmul and qconv2d: 9 inputs; dynamic
+ * quantize: 3 outputs). */
+#define PHX_MAX_OP_INPUTS 9
+#define PHX_MAX_OP_OUTPUTS 3
+
 /* Checks the op against its rules and submits it to the stream. When this returns OK
  * the op is queued (or already done): *out_ticket, when out_ticket is not null,
  * receives its ticket for phx_stream_wait. The tensors must stay alive until it has
@@ -468,7 +553,9 @@ typedef struct phx_op_desc {
  * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream. */
 PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc, uint64_t* out_ticket);
 
-/* Sets *out_supported to 1 if device implements op with inputs of dtype, else 0.
+/* Sets *out_supported to 1 if device implements op with inputs of dtype (its first
+ * input's), else 0. This is the device's own answer: with CPU fallback on (see
+ * PHX_CONTEXT_FALLBACK_CPU) phx_op_run may still run an op it does not support.
  * Returns INVALID_ARGUMENT (unknown op or dtype), NOT_FOUND. Thread-safe. */
 PHX_API phx_status phx_device_supports(phx_context context, size_t device, phx_op_id op,
                                        phx_dtype dtype, int* out_supported);
@@ -511,12 +598,13 @@ PHX_API phx_status phx_profile_clear(phx_stream stream);
 /* ---- Device statistics ------------------------------------------------------------------ */
 
 /* A device's running statistics, as its plugin defines them (e.g. a simulator's
- * "compile_cache_hits" or "modelled_cycles_total"). Copies up to capacity metrics into
- * out_metrics (which may be null when capacity is 0) and sets *out_count to the number
- * the device has, which may exceed capacity: call once with capacity 0 to size the array.
- * Metric names have static storage in the plugin and live as long as the context.
- * A device whose plugin keeps no statistics has none (count 0).
- * Returns INVALID_ARGUMENT, NOT_FOUND, PLUGIN_ERROR. Thread-safe. */
+ * "compile_cache_hits" or "modelled_cycles_total"), followed by the runtime's own for
+ * the device: "fallback_ops", the ops of this device that ran on the CPU device. Copies up to
+ * capacity metrics into out_metrics (which may be null when capacity is 0) and sets *out_count to
+ * the number the device has, which may exceed capacity: call once with capacity 0 to size the
+ * array. Metric names have static storage in the plugin and live as long as the context. A device
+ * whose plugin keeps no statistics has only the runtime's. Returns INVALID_ARGUMENT, NOT_FOUND,
+ * PLUGIN_ERROR. Thread-safe. */
 PHX_API phx_status phx_device_stats(phx_context context, size_t device, phx_metric* out_metrics,
                                     size_t capacity, size_t* out_count);
 
@@ -547,6 +635,71 @@ PHX_API phx_status phx_memory_set_limit(phx_context context, size_t device, uint
 /* Returns the memory cached in device's pools to the system. Tensors alive are not
  * touched. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
 PHX_API phx_status phx_memory_release_cached(phx_context context, size_t device);
+
+/* ---- Calibration -----------------------------------------------------------------------
+ * A calibrator watches sample tensors (activations of a few representative batches) and
+ * turns the ranges it saw into quantization parameters for quantize, qmatmul and
+ * qconv2d. It computes on the host; tensors of any device may be observed. Since API 0.2.
+ */
+
+typedef struct phx_calibrator_s* phx_calibrator;
+
+typedef enum phx_calibration_method {
+  /* The smallest and largest value seen (TFLite, ONNX Runtime and PyTorch's default). */
+  PHX_CALIBRATION_MINMAX = 0,
+  /* The given percentile of the values seen (of |x| when symmetric, of each tail when
+   * not), from a histogram: outliers no longer stretch the range. */
+  PHX_CALIBRATION_PERCENTILE = 1,
+  /* Per observed tensor its min and max, averaged over tensors with an exponential
+   * moving average (PyTorch's MovingAverageMinMaxObserver). */
+  PHX_CALIBRATION_MOVING_AVERAGE = 2
+} phx_calibration_method;
+
+typedef struct phx_calibration_options {
+  size_t struct_size;
+  phx_calibration_method method;
+  phx_dtype dtype; /* the quantized dtype: i8 (default), u8 or i16 */
+  /* Non-zero: the range is symmetric about zero and the zero point 0 (u8: 128). */
+  int symmetric;
+  /* Negative: one scale for the whole tensor. Otherwise the axis of the observed tensors
+   * along which each channel gets its own scale and zero point. */
+  int32_t channel_axis;
+  double percentile;         /* PERCENTILE: in (0, 100], default 99.99 */
+  double averaging_constant; /* MOVING_AVERAGE: weight of the newest tensor, default 0.01 */
+} phx_calibration_options;
+#define PHX_CALIBRATION_OPTIONS_INIT \
+  { sizeof(phx_calibration_options), PHX_CALIBRATION_MINMAX, PHX_DTYPE_I8, 0, -1, 99.99, 0.01 }
+
+/* Creates a calibrator in context; options may be null for the defaults. The caller
+ * owns *out_calibrator and destroys it with phx_calibrator_destroy (or the context's
+ * destruction does). Returns INVALID_ARGUMENT (a dtype other than i8, u8, i16, an unknown
+ * method, a percentile outside (0, 100], an averaging constant outside (0, 1]),
+ * OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_calibrator_create(phx_context context,
+                                         const phx_calibration_options* options,
+                                         phx_calibrator* out_calibrator);
+
+/* Destroys the calibrator. Returns INVALID_ARGUMENT.
+ * Externally synchronized: calibrator. */
+PHX_API phx_status phx_calibrator_destroy(phx_calibrator calibrator);
+
+/* Adds the values of tensor (f32, on any device of the calibrator's context) to what
+ * the calibrator has seen. Blocking: waits for the queued work that writes the tensor.
+ * Non-finite values are ignored. With a channel axis, every tensor must have the same
+ * size along it. Returns INVALID_ARGUMENT (not f32, a foreign tensor, a channel axis
+ * past its rank or of another size than before), OUT_OF_MEMORY.
+ * Externally synchronized: calibrator. */
+PHX_API phx_status phx_calibrator_observe(phx_calibrator calibrator, phx_tensor tensor);
+
+/* The quantization parameters for what was observed: one scale and zero point per
+ * channel (one per tensor without a channel axis). Copies up to capacity of them into
+ * out_scales and out_zero_points (either may be null when capacity is 0) and sets
+ * *out_count to how many there are: call once with capacity 0 to size the arrays. The
+ * range always contains zero; a zero range gives scale 1. Returns INVALID_ARGUMENT,
+ * NOT_FOUND (nothing observed yet). Externally synchronized: calibrator. */
+PHX_API phx_status phx_calibrator_compute(phx_calibrator calibrator, float* out_scales,
+                                          int32_t* out_zero_points, size_t capacity,
+                                          size_t* out_count);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -53,7 +53,7 @@ extern "C" {
 /* ---- ABI version ------------------------------------------------------------------ */
 
 #define PHX_PLUGIN_ABI_MAJOR 1
-#define PHX_PLUGIN_ABI_MINOR 0
+#define PHX_PLUGIN_ABI_MINOR 1
 /* The oldest minor of this major the host still loads. */
 #define PHX_PLUGIN_ABI_MIN_MINOR 0
 
@@ -136,6 +136,10 @@ typedef struct phx_plugin_profile {
   size_t metric_count;
 } phx_plugin_profile;
 
+/* Ops since ABI 1.1: attention, rope, the quantized ops (phynexus.h, API 0.2) and their
+ * parameter structs; an op may then have up to PHX_MAX_OP_INPUTS inputs and
+ * PHX_MAX_OP_OUTPUTS outputs. The host never submits them to, nor asks op_supported about
+ * them of, a plugin that declared ABI 1.0. */
 typedef struct phx_plugin_op {
   size_t struct_size;
   phx_op_id op;

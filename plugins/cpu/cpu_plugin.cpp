@@ -137,14 +137,14 @@ kernels::HostTensor host_view(const phx_plugin_tensor& t) {
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = *self(plugin);
-  kernels::HostTensor inputs[4], outputs[1];
-  if (op->input_count > 4 || op->output_count != 1)
+  kernels::HostTensor inputs[PHX_MAX_OP_INPUTS], outputs[PHX_MAX_OP_OUTPUTS];
+  if (op->input_count > PHX_MAX_OP_INPUTS || op->output_count > PHX_MAX_OP_OUTPUTS)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
   for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view(op->inputs[i]);
-  outputs[0] = host_view(op->outputs[0]);
+  for (size_t i = 0; i < op->output_count; ++i) outputs[i] = host_view(op->outputs[i]);
   auto start = std::chrono::steady_clock::now();
-  phx_status status =
-      kernels::run_op(op->op, op->params, inputs, op->input_count, outputs, 1, p.pool);
+  phx_status status = kernels::run_op(op->op, op->params, inputs, op->input_count, outputs,
+                                      op->output_count, p.pool);
   if (status != PHX_STATUS_OK) return p.error(status, "no kernel for these dtypes");
   if (op->profile != nullptr && op->profile->metric_count + 2 <= PHX_PLUGIN_MAX_METRICS) {
     auto ns =

@@ -355,7 +355,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 constexpr phx_plugin_api kApi = {
     sizeof(phx_plugin_api),
     PHX_PLUGIN_ABI_MAJOR,
-    PHX_PLUGIN_ABI_MINOR,
+    0,  // ABI 1.0: the ops of 1.1 (attention, the quantized ops) are not simulated yet
     "tpu-sim",
     "0.1.0",
     initialize,

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
@@ -41,6 +42,23 @@ void run_matmul(const phx_matmul_params& params, const HostTensor& a, const Host
                 const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
 void run_conv2d(const phx_conv2d_params& params, const HostTensor& x, const HostTensor& weight,
                 const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
+void run_attention(const phx_attention_params& params, const HostTensor& q, const HostTensor& k,
+                   const HostTensor& v, const HostTensor& out, ThreadPool& pool);
+void run_rope(const phx_rope_params& params, const HostTensor& x, const HostTensor& cos,
+              const HostTensor& sin, const HostTensor& out, ThreadPool& pool);
+// Quantize and dequantize: in = {x or q, scale, zero_point (data null when absent)}.
+void run_quantize(const phx_quantize_params& params, const HostTensor& x, const HostTensor& scale,
+                  const HostTensor& zero_point, const HostTensor& out, ThreadPool& pool);
+void run_dequantize(const phx_quantize_params& params, const HostTensor& q,
+                    const HostTensor& scale, const HostTensor& zero_point, const HostTensor& out,
+                    ThreadPool& pool);
+// outputs = {y, scale, zero_point}.
+void run_dynamic_quantize(const HostTensor& x, const HostTensor* outputs, ThreadPool& pool);
+// in: the 9 inputs of qmatmul / qconv2d in the header's order, absent ones with data null.
+void run_qmatmul(const phx_matmul_params& params, const HostTensor* in, const HostTensor& out,
+                 ThreadPool& pool);
+void run_qconv2d(const phx_conv2d_params& params, const HostTensor* in, const HostTensor& out,
+                 ThreadPool& pool);
 
 // ---- dtypes ----
 inline bool is_float(phx_dtype d) {

@@ -13,24 +13,41 @@ int64_t element_count(const HostTensor& t) {
 }
 
 bool op_supported(phx_op_id op, phx_dtype dtype) {
-  if (ops::is_float(dtype)) return op > PHX_OP_INVALID && op < PHX_OP_COUNT;
-  if (ops::dtype_bytes(dtype) != 0) {
-    switch (op) {
-      case PHX_OP_ADD:
-      case PHX_OP_SUB:
-      case PHX_OP_MUL:
-      case PHX_OP_TRANSPOSE:
-      case PHX_OP_REDUCE_SUM:
-      case PHX_OP_REDUCE_MAX:
-      case PHX_OP_CAST:
-        return true;
-      case PHX_OP_RELU:
-        return ops::is_signed_int(dtype);
-      default:
-        return false;
-    }
+  if (ops::dtype_bytes(dtype) == 0) return false;
+  const bool is_float = ops::is_float(dtype);
+  switch (op) {
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_TRANSPOSE:
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX:
+    case PHX_OP_CAST:
+      return true;
+    case PHX_OP_RELU:
+      return is_float || ops::is_signed_int(dtype);
+    case PHX_OP_MATMUL:
+    case PHX_OP_DIV:
+    case PHX_OP_GELU:
+    case PHX_OP_SILU:
+    case PHX_OP_SOFTMAX:
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+    case PHX_OP_CONV2D:
+    case PHX_OP_ATTENTION:
+    case PHX_OP_ROPE:
+      return is_float;
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      return dtype == PHX_DTYPE_F32;
+    case PHX_OP_DEQUANTIZE:
+      return !is_float;
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D:
+      return dtype == PHX_DTYPE_I8 || dtype == PHX_DTYPE_U8 || dtype == PHX_DTYPE_I16;
+    default:
+      return false;
   }
-  return false;
 }
 
 namespace {
@@ -55,8 +72,9 @@ phx_transpose_params reversed_perm(uint32_t rank) {
 }
 
 void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_count,
-              const HostTensor& out, ThreadPool& pool) {
+              const HostTensor* outputs, ThreadPool& pool) {
   const HostTensor& x = in[0];
+  const HostTensor& out = outputs[0];
   switch (op) {
     case PHX_OP_MATMUL:
       ops::run_matmul(params_or(params, phx_matmul_params PHX_MATMUL_PARAMS_INIT), x, in[1],
@@ -100,6 +118,37 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
       ops::run_conv2d(params_or(params, phx_conv2d_params PHX_CONV2D_PARAMS_INIT), x, in[1],
                       input_or_absent(in, in_count, 2), out, pool);
       break;
+    case PHX_OP_ATTENTION:
+      ops::run_attention(params_or(params, phx_attention_params PHX_ATTENTION_PARAMS_INIT), x,
+                         in[1], in[2], out, pool);
+      break;
+    case PHX_OP_ROPE:
+      ops::run_rope(params_or(params, phx_rope_params PHX_ROPE_PARAMS_INIT), x, in[1], in[2], out,
+                    pool);
+      break;
+    case PHX_OP_QUANTIZE:
+      ops::run_quantize(params_or(params, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT), x, in[1],
+                        input_or_absent(in, in_count, 2), out, pool);
+      break;
+    case PHX_OP_DEQUANTIZE:
+      ops::run_dequantize(params_or(params, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT), x,
+                          in[1], input_or_absent(in, in_count, 2), out, pool);
+      break;
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      ops::run_dynamic_quantize(x, outputs, pool);
+      break;
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D: {
+      HostTensor all[PHX_MAX_OP_INPUTS];
+      for (size_t i = 0; i < PHX_MAX_OP_INPUTS; ++i) all[i] = input_or_absent(in, in_count, i);
+      if (op == PHX_OP_QMATMUL)
+        ops::run_qmatmul(params_or(params, phx_matmul_params PHX_MATMUL_PARAMS_INIT), all, out,
+                         pool);
+      else
+        ops::run_qconv2d(params_or(params, phx_conv2d_params PHX_CONV2D_PARAMS_INIT), all, out,
+                         pool);
+      break;
+    }
     default:
       break;
   }
@@ -111,11 +160,12 @@ phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, si
                   const HostTensor* outputs, size_t output_count, ThreadPool& pool) {
   if (input_count == 0 || output_count == 0) return PHX_STATUS_UNSUPPORTED;
   if (!op_supported(op, inputs[0].dtype)) return PHX_STATUS_UNSUPPORTED;
-  // The only output dtype that can differ from the input's is cast's (any dtype here)
-  // and matmul's f32; both are in the supported set when this holds.
-  if (ops::dtype_bytes(outputs[0].dtype) == 0) return PHX_STATUS_UNSUPPORTED;
+  // Outputs of another dtype than the input's (cast, matmul's f32, the quantized ops)
+  // are all of dtypes this library computes in when this holds.
+  for (size_t i = 0; i < output_count; ++i)
+    if (ops::dtype_bytes(outputs[i].dtype) == 0) return PHX_STATUS_UNSUPPORTED;
   try {
-    dispatch(op, params, inputs, input_count, outputs[0], pool);
+    dispatch(op, params, inputs, input_count, outputs, pool);
   } catch (const std::bad_alloc&) {  // scratch buffers of the big ops
     return PHX_STATUS_OUT_OF_MEMORY;
   } catch (...) {

@@ -321,8 +321,24 @@ const phx_dtype kAll[] = {PHX_DTYPE_F32, PHX_DTYPE_F16, PHX_DTYPE_BF16, PHX_DTYP
 // ---- support ----
 
 TEST(OpsSupport, MatchesThePluginsClaims) {
-  for (phx_dtype d : kFloats)
-    for (int op = 1; op < PHX_OP_COUNT; ++op) EXPECT_TRUE(op_supported(phx_op_id(op), d));
+  // Every float op of API 0.1, attention and rope, for every float dtype.
+  for (phx_dtype d : kFloats) {
+    for (int op = 1; op <= PHX_OP_CONV2D; ++op) EXPECT_TRUE(op_supported(phx_op_id(op), d));
+    EXPECT_TRUE(op_supported(PHX_OP_ATTENTION, d));
+    EXPECT_TRUE(op_supported(PHX_OP_ROPE, d));
+  }
+  // The quantized ops, for the dtypes their rules define.
+  EXPECT_TRUE(op_supported(PHX_OP_QUANTIZE, PHX_DTYPE_F32));
+  EXPECT_TRUE(op_supported(PHX_OP_DYNAMIC_QUANTIZE, PHX_DTYPE_F32));
+  EXPECT_FALSE(op_supported(PHX_OP_QUANTIZE, PHX_DTYPE_F16));
+  EXPECT_FALSE(op_supported(PHX_OP_QMATMUL, PHX_DTYPE_F32));
+  for (phx_dtype d : {PHX_DTYPE_I8, PHX_DTYPE_U8, PHX_DTYPE_I16}) {
+    EXPECT_TRUE(op_supported(PHX_OP_QMATMUL, d));
+    EXPECT_TRUE(op_supported(PHX_OP_QCONV2D, d));
+    EXPECT_TRUE(op_supported(PHX_OP_DEQUANTIZE, d));
+  }
+  EXPECT_TRUE(op_supported(PHX_OP_DEQUANTIZE, PHX_DTYPE_I32));
+  EXPECT_FALSE(op_supported(PHX_OP_QMATMUL, PHX_DTYPE_I32));
   for (phx_dtype d : {PHX_DTYPE_I8, PHX_DTYPE_I16, PHX_DTYPE_I32, PHX_DTYPE_U8}) {
     for (phx_op_id op : {PHX_OP_ADD, PHX_OP_SUB, PHX_OP_MUL, PHX_OP_TRANSPOSE, PHX_OP_REDUCE_SUM,
                          PHX_OP_REDUCE_MAX, PHX_OP_CAST})

@@ -1,0 +1,100 @@
+#include "fallback.h"
+
+#include <chrono>
+#include <vector>
+
+#include "errors.h"
+#include "op_rules.h"
+#include "transfer.h"
+
+namespace phx {
+namespace {
+
+// The temporary tensors and stream of one fallback, freed however the op ends.
+class Scratch {
+ public:
+  explicit Scratch(Context& context) : context_(context) {}
+  ~Scratch() {
+    if (stream_ != nullptr) context_.destroy_stream(*stream_);
+    for (Tensor* tensor : tensors_) context_.destroy_tensor(*tensor);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  Tensor& tensor_like(Device& device, const Tensor& like) {
+    Tensor& t = context_.create_tensor(device, like.dtype, like.rank, like.shape);
+    tensors_.push_back(&t);
+    return t;
+  }
+  Stream& stream(Device& device) {
+    stream_ = &context_.create_stream(device);
+    return *stream_;
+  }
+
+ private:
+  Context& context_;
+  std::vector<Tensor*> tensors_;
+  Stream* stream_ = nullptr;
+};
+
+void log_once(Device& device, Device& cpu, phx_op_id op, phx_dtype dtype, spdlog::logger& logger) {
+  std::lock_guard lock(device.fallback_log_mutex);
+  bool& logged = device.fallback_logged[op][dtype];
+  if (logged) return;
+  logged = true;
+  logger.info("device {} ({}) does not implement {} for {}: it runs on device {} ({})",
+              device.index, device.name, phx_op_name(op), phx_dtype_name(dtype), cpu.index,
+              cpu.name);
+}
+
+}  // namespace
+
+bool needs_fallback(const Stream& stream, phx_op_id op, phx_dtype dtype) {
+  const Device* cpu = stream.context->fallback_device;
+  return cpu != nullptr && cpu != stream.device && !stream.device->supported[op][dtype] &&
+         cpu->supported[op][dtype];
+}
+
+uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params,
+                                const Tensor* const* inputs, size_t input_count,
+                                const Tensor* const* outputs, size_t output_count) {
+  Context& context = *stream.context;
+  Device& cpu = *context.fallback_device;
+  Device& device = *stream.device;
+  log_once(device, cpu, op, inputs[0]->dtype, *context.logger);
+
+  const auto start = std::chrono::steady_clock::now();
+  device.wait_for_streams();
+  Scratch scratch(context);
+  const Tensor* cpu_inputs[kMaxOpInputs] = {};
+  for (size_t i = 0; i < input_count; ++i) {
+    if (inputs[i] == nullptr) continue;
+    Tensor& copy = scratch.tensor_like(cpu, *inputs[i]);
+    copy_through_host(copy, *inputs[i]);
+    cpu_inputs[i] = &copy;
+  }
+  const Tensor* cpu_outputs[kMaxOpOutputs] = {};
+  for (size_t i = 0; i < output_count; ++i) cpu_outputs[i] = &scratch.tensor_like(cpu, *outputs[i]);
+  Stream& cpu_stream = scratch.stream(cpu);
+  cpu_stream.submit(op, params, cpu_inputs, input_count, cpu_outputs, output_count);
+  cpu_stream.wait(UINT64_MAX);
+  for (size_t i = 0; i < output_count; ++i) copy_through_host(*outputs[i], *cpu_outputs[i]);
+  device.fallback_ops.fetch_add(1, std::memory_order_relaxed);
+
+  if (stream.profiling) {
+    ProfileEntry& record = stream.records.emplace_back();
+    record.ticket = stream.last_ticket;
+    record.op = op;
+    record.signature = op_signature(inputs, input_count, outputs, output_count);
+    record.host_time_ns =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count());
+    record.plugin.struct_size = sizeof record.plugin;
+    record.plugin.metrics[0] = {"fallback_to_cpu", 1.0};
+    record.plugin.metric_count = 1;
+  }
+  return stream.last_ticket;
+}
+
+}  // namespace phx

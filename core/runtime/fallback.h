@@ -1,0 +1,19 @@
+// PHX_CONTEXT_FALLBACK_CPU: an op its device does not support runs on the CPU device.
+#pragma once
+
+#include "context.h"
+
+namespace phx {
+
+// Whether op (inputs of dtype) can run on stream's device only through the fallback.
+bool needs_fallback(const Stream& stream, phx_op_id op, phx_dtype dtype);
+
+// Runs a checked op on the context's fallback device, in the stream's order: waits for
+// the stream's work, copies the inputs to the CPU device, runs the op there, copies the
+// outputs back, and returns when they are in place. Returns the ticket of the last op
+// queued on the stream before it (all of them finished). Counts and logs the fallback.
+uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params,
+                                const Tensor* const* inputs, size_t input_count,
+                                const Tensor* const* outputs, size_t output_count);
+
+}  // namespace phx

@@ -1,0 +1,13 @@
+// Moving tensor bytes between devices when no plugin offers a direct path.
+#pragma once
+
+#include "context.h"
+
+namespace phx {
+
+// Copies src's bytes into dst (same byte size, any two devices) through host memory, in
+// bounded chunks so that a huge tensor needs no equally huge staging buffer. The caller
+// has waited for the work queued on both devices.
+void copy_through_host(const Tensor& dst, const Tensor& src);
+
+}  // namespace phx
