@@ -1,0 +1,392 @@
+// The NPU-sim plugin: simulated NPUs of a profile's class (docs/npu-sim.md). Tensors live
+// in host memory counted against each device's DRAM; the ops the profile supports run
+// synchronously on submission with the host kernels; anything else is UNSUPPORTED, for
+// the runtime's CPU fallback. Every op is costed by the timing model; the figures, and
+// the quantization error when profiling, go to the op's profile record and to the
+// device statistics.
+#include <phynexus/plugin.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+#include "dram_pool.h"
+#include "op_cost.h"
+#include "phx/kernels/ops.h"
+#include "phx/kernels/thread_pool.h"
+#include "quant_error.h"
+
+namespace phx::npu_sim {
+namespace {
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+// "8 MiB (8388608 bytes)", "16 GiB (17179869184 bytes)".
+std::string size_text(uint64_t bytes) {
+  const bool gib = bytes >= (uint64_t{1} << 30);
+  const double unit = gib ? double(uint64_t{1} << 30) : double(1 << 20);
+  return format_number(double(bytes) / unit) + (gib ? " GiB (" : " MiB (") + std::to_string(bytes) +
+         " bytes)";
+}
+
+// The running totals of phx_device_stats.
+struct Totals {
+  uint64_t ops = 0, macs = 0, dram_bytes = 0, memory_bound_ops = 0;
+  double compute_ns = 0, memory_ns = 0, modelled_ns = 0;
+};
+
+struct Device {
+  Device(uint32_t index, const NpuConfig& config)
+      : dram(index, config.figures.dram_bytes, config.memory_optimization) {
+    const DeviceFigures& f = config.figures;
+    name = std::string("NPU ") + f.profile->name + " (simulated)";
+    supported_ops = describe_ops(*f.profile);
+    texts = {
+        {"profile", f.profile->name},
+        {"class", f.profile->description},
+        {"sram", size_text(f.sram_bytes)},
+        {"dram", size_text(f.dram_bytes)},
+        {"dram_bandwidth", format_number(f.dram_bandwidth_gbps) + " GB/s"},
+        {"int8_macs_per_cycle", std::to_string(f.int8_macs_per_cycle)},
+        {"int16_macs_per_cycle", std::to_string(f.int16_macs_per_cycle)},
+        {"fp16_macs_per_cycle", std::to_string(f.fp16_macs_per_cycle)},
+        {"clock", format_number(f.clock_ghz) + " GHz"},
+        {"peak_int8_tops", format_number(f.peak_int8_tops())},
+        {"peak_int16_tops", format_number(f.peak_int16_tops())},
+        {"peak_fp16_tflops", format_number(f.peak_fp16_tflops())},
+        {"op_overhead", format_number(f.op_overhead_ns) + " ns"},
+        {"memory_optimization", config.memory_optimization ? "on" : "off"},
+        {"supported_ops", supported_ops},
+        {"source", f.profile->source},
+    };
+    for (const auto& [key, value] : texts) properties.push_back({key.c_str(), value.c_str()});
+    if (config.memory_limit != 0) dram.set_limit(config.memory_limit);
+  }
+
+  std::string name;
+  std::string supported_ops;
+  std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
+  std::vector<phx_property> properties;
+  DramPool dram;
+  std::mutex mutex;  // guards totals
+  Totals totals;
+};
+
+struct Stream {
+  uint32_t device;
+  uint64_t submitted = 0;
+};
+
+struct Plugin {
+  Plugin(const phx_plugin_host* h, const NpuConfig& c)
+      : host(h), config(c), machine(machine_of(c.figures)), pool(h->num_threads) {
+    for (uint32_t i = 0; i < config.devices; ++i)
+      devices.push_back(std::make_unique<Device>(i, config));
+  }
+
+  const phx_plugin_host* host;
+  NpuConfig config;
+  Machine machine;
+  kernels::ThreadPool pool;
+  std::vector<std::unique_ptr<Device>> devices;
+
+  phx_status error(phx_status status, const std::string& message) const {
+    host->set_error(host->host_data, message.c_str());
+    return status;
+  }
+  void log(phx_log_level level, const std::string& message) const {
+    host->log(host->host_data, level, message.c_str());
+  }
+};
+
+Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+DramBlock& block_of(void* buffer) { return *static_cast<DramBlock*>(buffer); }
+
+// Whether the device runs op with a first input of dtype: the profile lists it, the
+// host kernels compute it, and the device has the MAC array its rate needs.
+bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
+  if (dtype <= PHX_DTYPE_INVALID || dtype >= PHX_DTYPE_COUNT) return false;
+  const DeviceFigures& f = p.config.figures;
+  if ((supported_dtypes(*f.profile, op) & PHX_DTYPE_BIT(dtype)) == 0) return false;
+  if (!kernels::op_supported(op, dtype)) return false;
+  const bool mac_op = op == PHX_OP_MATMUL || op == PHX_OP_QMATMUL || op == PHX_OP_QCONV2D;
+  if (mac_op && dtype == PHX_DTYPE_I16) return f.int16_macs_per_cycle > 0;
+  if (mac_op && dtype == PHX_DTYPE_F16) return f.fp16_macs_per_cycle > 0;
+  return true;
+}
+
+phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
+  try {
+    ConfigSources sources;
+    NpuConfig config;
+    std::string error;
+    if (!read_config_sources(sources, error) || !parse_config(sources, config, error)) {
+      host->set_error(host->host_data, ("configuration: " + error).c_str());
+      return PHX_STATUS_INVALID_ARGUMENT;
+    }
+    auto* plugin = new Plugin(host, config);
+    plugin->log(PHX_LOG_INFO,
+                std::to_string(config.devices) + " x " + plugin->devices[0]->name +
+                    (sources.file_path.empty() ? "" : ", config " + sources.file_path));
+    *out_plugin = plugin;
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
+    host->set_error(host->host_data, e.what());
+    return PHX_STATUS_INTERNAL;
+  }
+}
+
+void shutdown(void* plugin) { delete &self(plugin); }
+
+phx_status device_count(void* plugin, uint32_t* out_count) {
+  *out_count = self(plugin).config.devices;
+  return PHX_STATUS_OK;
+}
+
+phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
+  Plugin& p = self(plugin);
+  Device& d = *p.devices[device];
+  const uint64_t total = d.dram.capacity();
+  phx_plugin_device_info info{};
+  info.struct_size = sizeof info;
+  info.type = PHX_DEVICE_NPU;
+  info.name = d.name.c_str();
+  info.vendor = "Phynexus (simulated)";
+  info.memory_total_bytes = total;
+  info.memory_available_bytes = total - d.dram.in_use();
+  info.compute_units = p.config.figures.profile->cores;
+  info.dtype_mask = p.config.figures.profile->tensor_dtypes;
+  info.properties = d.properties.data();
+  info.property_count = d.properties.size();
+  phx_plugin_write_struct(out, &info, sizeof info);
+  return PHX_STATUS_OK;
+}
+
+phx_status op_supported(void* plugin, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
+  *out_supported = supports(self(plugin), op, dtype) ? 1 : 0;
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
+  Plugin& p = self(plugin);
+  try {
+    std::string error;
+    DramBlock* block = p.devices[device]->dram.allocate(size, error);
+    if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
+    *out_buffer = block;
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {  // the host refused what the DRAM model allowed
+    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  }
+}
+
+void buffer_free(void* plugin, void* buffer) {
+  DramBlock& block = block_of(buffer);
+  self(plugin).devices[block.device]->dram.free(&block);
+}
+
+phx_status buffer_write(void*, void* buffer, uint64_t offset, const void* src, uint64_t size) {
+  std::memcpy(static_cast<char*>(block_of(buffer).data) + offset, src, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t size) {
+  std::memcpy(dst, static_cast<const char*>(block_of(buffer).data) + offset, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
+                       uint64_t size) {
+  std::memcpy(static_cast<char*>(block_of(dst).data) + dst_offset,
+              static_cast<const char*>(block_of(src).data) + src_offset, size);
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_create(void*, uint32_t device, void** out_stream) {
+  *out_stream = new (std::nothrow) Stream{device};
+  return *out_stream != nullptr ? PHX_STATUS_OK : PHX_STATUS_OUT_OF_MEMORY;
+}
+
+void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
+
+kernels::HostTensor host_view(const phx_plugin_tensor& t) {
+  kernels::HostTensor view;
+  view.data =
+      t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
+  view.dtype = t.dtype;
+  view.rank = t.rank;
+  for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
+  return view;
+}
+
+void add_metric(phx_plugin_profile& profile, const char* name, double value) {
+  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS)
+    profile.metrics[profile.metric_count++] = {name, value};
+}
+
+// Costs op, adds it to the device's totals and, when profiling, to its record with the
+// quantization error.
+void account(Plugin& p, Device& d, const phx_plugin_op& op, const kernels::HostTensor* in,
+             const kernels::HostTensor* out) {
+  const Estimate e = estimate_op(op, p.machine);
+  {
+    std::lock_guard lock(d.mutex);
+    Totals& t = d.totals;
+    ++t.ops;
+    t.macs += e.macs;
+    t.dram_bytes += e.dram_bytes;
+    t.compute_ns += e.compute_ns;
+    t.memory_ns += e.memory_ns;
+    t.modelled_ns += e.estimated_ns;
+    t.memory_bound_ops += e.memory_bound ? 1 : 0;
+  }
+  if (op.profile == nullptr) return;
+  phx_plugin_profile& profile = *op.profile;
+  add_metric(profile, "macs", double(e.macs));
+  add_metric(profile, "cycles", double(e.cycles));
+  add_metric(profile, "dram_bytes", double(e.dram_bytes));
+  add_metric(profile, "tiles", double(e.tiles));
+  add_metric(profile, "compute_ns", e.compute_ns);
+  add_metric(profile, "memory_ns", e.memory_ns);
+  add_metric(profile, "estimated_time_ns", e.estimated_ns);
+  add_metric(profile, "memory_bound", e.memory_bound ? 1.0 : 0.0);
+  if (const auto error =
+          quant_error_rel(op.op, op.params, in, op.input_count, out, op.output_count, p.pool))
+    add_metric(profile, "quant_error_rel", *error);
+}
+
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
+                         uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  Device& d = *p.devices[s.device];
+  if (op->input_count == 0 || op->input_count > PHX_MAX_OP_INPUTS || op->output_count == 0 ||
+      op->output_count > PHX_MAX_OP_OUTPUTS)
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
+  const phx_dtype first = op->inputs[0].dtype;
+  // The host submits only what op_supported allowed; an op past that is refused.
+  if (!supports(p, op->op, first))
+    return p.error(PHX_STATUS_UNSUPPORTED, std::string("the ") + p.config.figures.profile->name +
+                                               " NPU does not run " + op_name(op->op) + " on " +
+                                               dtype_name(first) + " (it runs: " + d.supported_ops +
+                                               ")");
+  try {
+    kernels::HostTensor in[PHX_MAX_OP_INPUTS], out[PHX_MAX_OP_OUTPUTS];
+    for (size_t i = 0; i < op->input_count; ++i) in[i] = host_view(op->inputs[i]);
+    for (size_t i = 0; i < op->output_count; ++i) out[i] = host_view(op->outputs[i]);
+    const phx_status status =
+        kernels::run_op(op->op, op->params, in, op->input_count, out, op->output_count, p.pool);
+    if (status == PHX_STATUS_OUT_OF_MEMORY)
+      return p.error(status, "out of host memory for the simulation's scratch buffers");
+    if (status != PHX_STATUS_OK)
+      return p.error(status, std::string("the host kernel of ") + op_name(op->op) + " on " +
+                                 dtype_name(first) + " failed");
+    account(p, d, *op, in, out);
+  } catch (const std::bad_alloc&) {
+    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  }
+  *out_ticket = ++s.submitted;
+  return PHX_STATUS_OK;
+}
+
+phx_status stream_wait(void*, void*, uint64_t) { return PHX_STATUS_OK; }
+
+phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
+  *out_ticket = static_cast<Stream*>(stream)->submitted;
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
+  const phx_memory_stats stats = self(plugin).devices[device]->dram.stats();
+  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
+  self(plugin).devices[device]->dram.set_limit(limit_bytes);
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_release_cached(void* plugin, uint32_t device) {
+  self(plugin).devices[device]->dram.release_cached();
+  return PHX_STATUS_OK;
+}
+
+phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
+                        size_t* out_count) {
+  Device& d = *self(plugin).devices[device];
+  Totals t;
+  {
+    std::lock_guard lock(d.mutex);
+    t = d.totals;
+  }
+  const DramPool::ReuseStats r = d.dram.reuse_stats();
+  const phx_metric metrics[] = {
+      {"ops", double(t.ops)},
+      {"macs_total", double(t.macs)},
+      {"dram_bytes_total", double(t.dram_bytes)},
+      {"compute_ns_total", t.compute_ns},
+      {"memory_ns_total", t.memory_ns},
+      {"modelled_time_ns_total", t.modelled_ns},
+      {"memory_bound_ops", double(t.memory_bound_ops)},
+      {"host_allocations", double(r.host_allocations)},
+      {"buffers_reused", double(r.buffers_reused)},
+      {"bytes_reused", double(r.bytes_reused)},
+      {"memory_evictions", double(r.evictions)},
+  };
+  const size_t count = sizeof metrics / sizeof metrics[0];
+  for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
+  *out_count = count;
+  return PHX_STATUS_OK;
+}
+
+// ABI 1.1: the host asks about, and submits, the quantized ops.
+constexpr phx_plugin_api kApi = {
+    sizeof(phx_plugin_api),
+    1,
+    1,
+    "npu-sim",
+    "0.1.0",
+    initialize,
+    shutdown,
+    device_count,
+    device_info,
+    op_supported,
+    buffer_allocate,
+    buffer_free,
+    buffer_write,
+    buffer_read,
+    stream_create,
+    stream_destroy,
+    stream_submit,
+    stream_wait,
+    stream_completed,
+    memory_stats,
+    memory_set_limit,
+    memory_release_cached,
+    buffer_copy,
+    device_stats,
+};
+
+}  // namespace
+}  // namespace phx::npu_sim
+
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host* host,
+                                                         const phx_plugin_api** out_api) {
+  // The quantized ops need a host of ABI 1.1.
+  if (host->abi_major != 1 || host->abi_minor < 1) return PHX_STATUS_UNSUPPORTED;
+  *out_api = &phx::npu_sim::kApi;
+  return PHX_STATUS_OK;
+}

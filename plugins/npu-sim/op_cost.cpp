@@ -1,0 +1,132 @@
+#include "op_cost.h"
+
+#include <algorithm>
+
+namespace phx::npu_sim {
+namespace {
+
+uint64_t elements(const phx_plugin_tensor& t) {
+  uint64_t n = 1;
+  for (uint32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.shape[d]);
+  return n;
+}
+
+uint64_t dtype_bytes(phx_dtype d) {
+  switch (d) {
+    case PHX_DTYPE_F32:
+    case PHX_DTYPE_I32:
+      return 4;
+    case PHX_DTYPE_F16:
+    case PHX_DTYPE_BF16:
+    case PHX_DTYPE_I16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+uint64_t bytes(const phx_plugin_tensor& t) {
+  return t.buffer == nullptr ? 0 : elements(t) * dtype_bytes(t.dtype);  // absent: 0
+}
+
+uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+
+// Elementary vector operations per element, first order: a quantize or dequantize is a
+// multiply and a round-and-clamp; dynamic quantization adds the min/max pass; exp and erf
+// are polynomial evaluations; softmax and the norms pass over a row several times.
+uint32_t ops_per_element(phx_op_id op) {
+  switch (op) {
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      return 2;
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      return 3;
+    case PHX_OP_GELU:
+      return 12;
+    case PHX_OP_SOFTMAX:
+      return 16;
+    case PHX_OP_LAYER_NORM:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+Machine machine_of(const DeviceFigures& f) {
+  Machine m;
+  m.sram_bytes = f.sram_bytes;
+  m.dram_bandwidth_gbps = f.dram_bandwidth_gbps;
+  m.int8_macs_per_cycle = f.int8_macs_per_cycle;
+  m.int16_macs_per_cycle = f.int16_macs_per_cycle;
+  m.fp16_macs_per_cycle = f.fp16_macs_per_cycle;
+  m.vector_lanes = f.vector_lanes;
+  m.clock_ghz = f.clock_ghz;
+  m.op_overhead_ns = f.op_overhead_ns;
+  return m;
+}
+
+MacRate mac_rate(const phx_plugin_op& op) {
+  const phx_dtype a = op.inputs[0].dtype;
+  if (a == PHX_DTYPE_I16) return MacRate::kInt16;
+  if (a == PHX_DTYPE_F16 || a == PHX_DTYPE_BF16 || a == PHX_DTYPE_F32) return MacRate::kFp16;
+  return MacRate::kInt8;
+}
+
+std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
+  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && op.op != PHX_OP_QCONV2D)
+    return std::nullopt;
+  const phx_plugin_tensor& a = op.inputs[0];
+  const phx_plugin_tensor& out = op.outputs[0];
+  GemmWork w;
+  w.rate = mac_rate(op);
+  w.activation_bytes = bytes(a);
+  w.weight_bytes = bytes(op.inputs[1]);
+  w.output_bytes = bytes(out);
+  for (size_t i = 2; i < op.input_count; ++i) w.other_bytes += bytes(op.inputs[i]);
+  if (op.op == PHX_OP_QCONV2D) {
+    const phx_plugin_tensor& weight = op.inputs[1];
+    const auto* p = static_cast<const phx_conv2d_params*>(op.params);
+    const bool nhwc = p != nullptr && p->layout == PHX_LAYOUT_NHWC;
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    const uint64_t c_in = u(nhwc ? a.shape[3] : a.shape[1]);
+    const uint64_t kh = u(nhwc ? weight.shape[1] : weight.shape[2]);
+    const uint64_t kw = u(nhwc ? weight.shape[2] : weight.shape[3]);
+    const uint64_t pixels = nhwc ? u(out.shape[1] * out.shape[2]) : u(out.shape[2] * out.shape[3]);
+    w.m = u(out.shape[0]) * pixels;
+    w.k = c_in / groups * kh * kw;
+    w.n = u(weight.shape[0]) / groups;
+    w.batch = groups;
+    return w;
+  }
+  const auto* p = static_cast<const phx_matmul_params*>(op.params);
+  const bool trans_a = p != nullptr && p->transpose_a != 0;
+  w.m = u(out.shape[out.rank - 2]);
+  w.n = u(out.shape[out.rank - 1]);
+  w.k = u(a.shape[trans_a ? a.rank - 2 : a.rank - 1]);
+  w.batch = elements(out) / (w.m * w.n);
+  return w;
+}
+
+StreamWork stream_work(const phx_plugin_op& op) {
+  StreamWork w;
+  w.ops_per_element = ops_per_element(op.op);
+  w.input_passes = op.op == PHX_OP_DYNAMIC_QUANTIZE ? 2 : 1;
+  for (size_t i = 0; i < op.input_count; ++i) {
+    w.input_bytes += bytes(op.inputs[i]);
+    if (op.inputs[i].buffer != nullptr) w.elements = std::max(w.elements, elements(op.inputs[i]));
+  }
+  for (size_t i = 0; i < op.output_count; ++i) {
+    w.output_bytes += bytes(op.outputs[i]);
+    w.elements = std::max(w.elements, elements(op.outputs[i]));
+  }
+  return w;
+}
+
+Estimate estimate_op(const phx_plugin_op& op, const Machine& machine) {
+  if (const auto gemm = gemm_work(op)) return estimate_gemm(*gemm, machine);
+  return estimate_stream(stream_work(op), machine);
+}
+
+}  // namespace phx::npu_sim

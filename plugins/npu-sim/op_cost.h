@@ -1,0 +1,31 @@
+// An op as the timing model sees it: qmatmul, qconv2d and matmul lowered to a GEMM at
+// their MAC rate (8x8 at the int8 rate, 16x8 at the int16 rate, f16 at the f16 rate),
+// every other op as a stream through the vector unit.
+#pragma once
+
+#include <phynexus/plugin.h>
+
+#include <optional>
+
+#include "config.h"
+#include "timing_model.h"
+
+namespace phx::npu_sim {
+
+Machine machine_of(const DeviceFigures& figures);
+
+// The GEMM of a MAC-array op; nullopt for the other ops.
+//   qmatmul, matmul: M, N, K of one product; batch = the product of the output's batch dims.
+//   qconv2d: M = N * H_out * W_out, K = C_in / groups * KH * KW, N = C_out / groups;
+//            batch = groups.
+std::optional<GemmWork> gemm_work(const phx_plugin_op& op);
+
+// The vector-unit work of any other op.
+StreamWork stream_work(const phx_plugin_op& op);
+
+// The rate at which op's MACs run (for the ops gemm_work lowers).
+MacRate mac_rate(const phx_plugin_op& op);
+
+Estimate estimate_op(const phx_plugin_op& op, const Machine& machine);
+
+}  // namespace phx::npu_sim

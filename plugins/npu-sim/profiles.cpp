@@ -1,0 +1,117 @@
+#include "profiles.h"
+
+namespace phx::npu_sim {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+constexpr uint32_t bit(phx_dtype d) { return PHX_DTYPE_BIT(d); }
+constexpr uint32_t kI8 = bit(PHX_DTYPE_I8), kU8 = bit(PHX_DTYPE_U8), kI16 = bit(PHX_DTYPE_I16);
+constexpr uint32_t kI32 = bit(PHX_DTYPE_I32), kF32 = bit(PHX_DTYPE_F32), kF16 = bit(PHX_DTYPE_F16);
+
+// 8x8 integer inference only: the TFLite int8 path of a phone's NPU.
+constexpr OpDtypes kMobileOps[] = {
+    {PHX_OP_QUANTIZE, kF32},     {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI32},
+    {PHX_OP_QMATMUL, kI8 | kU8}, {PHX_OP_QCONV2D, kI8 | kU8},
+    {PHX_OP_RELU, kI8},          {PHX_OP_ADD, kI8},
+};
+
+// The mobile set plus 16x8 (int16 activations) and dynamic quantization.
+constexpr OpDtypes kEdgeOps[] = {
+    {PHX_OP_QUANTIZE, kF32},
+    {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI16 | kI32},
+    {PHX_OP_QMATMUL, kI8 | kU8 | kI16},
+    {PHX_OP_QCONV2D, kI8 | kU8 | kI16},
+    {PHX_OP_DYNAMIC_QUANTIZE, kF32},
+    {PHX_OP_RELU, kI8 | kI16},
+    {PHX_OP_ADD, kI8 | kI16},
+};
+
+// The edge set plus an f16 datapath for the layers kept in floating point
+// (attention blocks of transformers served at f16).
+constexpr OpDtypes kDatacenterOps[] = {
+    {PHX_OP_QUANTIZE, kF32},
+    {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI16 | kI32},
+    {PHX_OP_QMATMUL, kI8 | kU8 | kI16},
+    {PHX_OP_QCONV2D, kI8 | kU8 | kI16},
+    {PHX_OP_DYNAMIC_QUANTIZE, kF32},
+    {PHX_OP_RELU, kI8 | kI16 | kF16},
+    {PHX_OP_ADD, kI8 | kI16 | kF16},
+    {PHX_OP_MUL, kF16},
+    {PHX_OP_MATMUL, kF16},
+    {PHX_OP_GELU, kF16},
+    {PHX_OP_SOFTMAX, kF16},
+    {PHX_OP_LAYER_NORM, kF16},
+};
+
+template <size_t N>
+constexpr size_t count(const OpDtypes (&)[N]) {
+  return N;
+}
+
+// docs/npu-sim.md, "Profiles", gives the public figures behind each row.
+constexpr Profile kProfiles[] = {
+    {"mobile", "phone SoC NPU", 4 * kMiB, 2 * kGiB, 51.2, 8192, 0, 0, 64, 4, 1.0, 2000.0,
+     kF32 | kI32 | kI8 | kU8, kMobileOps, count(kMobileOps),
+     "class of phone SoC NPUs (Hexagon, Apple Neural Engine, Google Tensor): 16 int8 TOPS "
+     "assumed; LPDDR5-6400 x64 = 51.2 GB/s; 4 MiB SRAM and a 2 GiB carve-out assumed"},
+    {"edge", "edge inference accelerator", 8 * kMiB, 1 * kGiB, 12.8, 16384, 8192, 0, 128, 8, 0.8,
+     3000.0, kF32 | kI32 | kI8 | kU8 | kI16, kEdgeOps, count(kEdgeOps),
+     "class of Coral Edge TPU / Hailo-8: 26 int8 TOPS (Hailo-8), 8 MiB SRAM (Edge TPU); "
+     "16x8 at half rate assumed; 1 GiB LPDDR4-3200 x32 = 12.8 GB/s"},
+    {"datacenter", "data-center inference accelerator", 144 * kMiB, 16 * kGiB, 136.5, 131072, 65536,
+     65536, 2048, 16, 1.5, 1000.0, kF32 | kI32 | kI8 | kU8 | kI16 | kF16, kDatacenterOps,
+     count(kDatacenterOps),
+     "class of Qualcomm Cloud AI 100: ~400 int8 TOPS, 16 cores x 9 MiB SRAM, 16 GiB LPDDR4x "
+     "at 136.5 GB/s; MACs per cycle and clock chosen to give its peaks (assumed)"},
+};
+
+}  // namespace
+
+const char* op_name(phx_op_id op) {
+  static constexpr const char* kNames[PHX_OP_COUNT] = {
+      "invalid",   "matmul",     "add",        "sub",     "mul",        "div",
+      "relu",      "gelu",       "silu",       "softmax", "layer_norm", "rms_norm",
+      "transpose", "reduce_sum", "reduce_max", "cast",    "conv2d",     "attention",
+      "rope",      "quantize",   "dequantize", "qmatmul", "qconv2d",    "dynamic_quantize"};
+  return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? kNames[op] : "unknown";
+}
+
+const char* dtype_name(phx_dtype dtype) {
+  static constexpr const char* kNames[PHX_DTYPE_COUNT] = {"invalid", "f32", "f16", "bf16",
+                                                          "i8",      "i16", "i32", "u8"};
+  return dtype > PHX_DTYPE_INVALID && dtype < PHX_DTYPE_COUNT ? kNames[dtype] : "unknown";
+}
+
+const Profile* find_profile(std::string_view name) {
+  for (const Profile& p : kProfiles)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+const char* known_profiles() { return "mobile, edge, datacenter"; }
+
+uint32_t supported_dtypes(const Profile& profile, phx_op_id op) {
+  for (size_t i = 0; i < profile.op_count; ++i)
+    if (profile.ops[i].op == op) return profile.ops[i].dtypes;
+  return 0;
+}
+
+std::string describe_ops(const Profile& profile) {
+  std::string text;
+  for (size_t i = 0; i < profile.op_count; ++i) {
+    const OpDtypes& entry = profile.ops[i];
+    text += (text.empty() ? "" : " ") + std::string(op_name(entry.op)) + "(";
+    bool first = true;
+    for (int d = 1; d < PHX_DTYPE_COUNT; ++d) {
+      if ((entry.dtypes & PHX_DTYPE_BIT(d)) == 0) continue;
+      text += (first ? "" : ",") + std::string(dtype_name(static_cast<phx_dtype>(d)));
+      first = false;
+    }
+    text += ")";
+  }
+  return text;
+}
+
+}  // namespace phx::npu_sim

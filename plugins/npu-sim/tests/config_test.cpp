@@ -1,0 +1,191 @@
+// The configuration parser and the profiles: defaults, every key, the environment over
+// the file, errors that name the bad key (or the malformed line), and each profile's
+// figures and op set.
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "profiles.h"
+
+namespace phx::npu_sim {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+// Parses env (and a file's text); returns the error, "" on success.
+std::string parse(const std::string& env, NpuConfig& cfg, const std::string& file_text = "") {
+  ConfigSources src;
+  src.env_text = env;
+  if (!file_text.empty()) {
+    src.file_path = "npu-sim.conf";
+    src.file_text = file_text;
+  }
+  std::string error;
+  return parse_config(src, cfg, error) ? "" : error;
+}
+
+TEST(Config, DefaultsAreOneMobileNpu) {
+  NpuConfig cfg;
+  ASSERT_EQ(parse("", cfg), "");
+  const DeviceFigures& f = cfg.figures;
+  EXPECT_STREQ(f.profile->name, "mobile");
+  EXPECT_EQ(cfg.devices, 1u);
+  EXPECT_EQ(f.sram_bytes, 4 * kMiB);
+  EXPECT_EQ(f.dram_bytes, 2 * kGiB);
+  EXPECT_EQ(f.dram_bandwidth_gbps, 51.2);
+  EXPECT_EQ(f.int8_macs_per_cycle, 8192u);
+  EXPECT_EQ(f.int16_macs_per_cycle, 0u);
+  EXPECT_EQ(f.clock_ghz, 1.0);
+  EXPECT_EQ(cfg.memory_limit, 0u);
+  EXPECT_FALSE(cfg.memory_optimization);
+  // 2 operations per MAC: 2 * 8192 * 1 GHz.
+  EXPECT_DOUBLE_EQ(f.peak_int8_tops(), 16.384);
+  EXPECT_EQ(f.peak_int16_tops(), 0.0);
+}
+
+TEST(Config, EveryProfileHasItsFigures) {
+  struct Expected {
+    const char* profile;
+    uint64_t sram, dram;
+    double int8_tops, int16_tops, fp16_tflops;
+  };
+  for (const Expected& e :
+       {Expected{"mobile", 4 * kMiB, 2 * kGiB, 16.384, 0, 0},
+        Expected{"edge", 8 * kMiB, 1 * kGiB, 26.2144, 13.1072, 0},
+        Expected{"datacenter", 144 * kMiB, 16 * kGiB, 393.216, 196.608, 196.608}}) {
+    NpuConfig cfg;
+    ASSERT_EQ(parse(std::string("profile=") + e.profile, cfg), "");
+    EXPECT_STREQ(cfg.figures.profile->name, e.profile);
+    EXPECT_EQ(cfg.figures.sram_bytes, e.sram) << e.profile;
+    EXPECT_EQ(cfg.figures.dram_bytes, e.dram) << e.profile;
+    EXPECT_NEAR(cfg.figures.peak_int8_tops(), e.int8_tops, 1e-9) << e.profile;
+    EXPECT_NEAR(cfg.figures.peak_int16_tops(), e.int16_tops, 1e-9) << e.profile;
+    EXPECT_NEAR(cfg.figures.peak_fp16_tflops(), e.fp16_tflops, 1e-9) << e.profile;
+  }
+}
+
+TEST(Config, EveryKeyTakesEffect) {
+  NpuConfig cfg;
+  ASSERT_EQ(parse("profile=edge,devices=3,dram_bytes=1048576,sram_bytes=65536,"
+                  "memory_limit=524288,memory_optimization=on,dram_bandwidth_gbps=25.6,"
+                  "clock_ghz=1.2,op_overhead_ns=0,int8_macs_per_cycle=1024,"
+                  "int16_macs_per_cycle=0,fp16_macs_per_cycle=256",
+                  cfg),
+            "");
+  const DeviceFigures& f = cfg.figures;
+  EXPECT_STREQ(f.profile->name, "edge");
+  EXPECT_EQ(cfg.devices, 3u);
+  EXPECT_EQ(f.dram_bytes, 1048576u);
+  EXPECT_EQ(f.sram_bytes, 65536u);
+  EXPECT_EQ(cfg.memory_limit, 524288u);
+  EXPECT_TRUE(cfg.memory_optimization);
+  EXPECT_EQ(f.dram_bandwidth_gbps, 25.6);
+  EXPECT_EQ(f.clock_ghz, 1.2);
+  EXPECT_EQ(f.op_overhead_ns, 0.0);
+  EXPECT_EQ(f.int8_macs_per_cycle, 1024u);
+  EXPECT_EQ(f.int16_macs_per_cycle, 0u);
+  EXPECT_EQ(f.fp16_macs_per_cycle, 256u);
+  for (const char* off : {"0", "off", "false"}) {
+    ASSERT_EQ(parse(std::string("memory_optimization=") + off, cfg), "");
+    EXPECT_FALSE(cfg.memory_optimization) << off;
+  }
+}
+
+TEST(Config, EnvironmentOverridesTheFile) {
+  NpuConfig cfg;
+  const std::string file =
+      "# a comment\n"
+      "profile = datacenter   # trailing comment\n"
+      "devices = 2\n"
+      "\n"
+      "memory_optimization = 1\n";
+  ASSERT_EQ(parse("devices=4, clock_ghz=0.5", cfg, file), "");
+  EXPECT_STREQ(cfg.figures.profile->name, "datacenter");
+  EXPECT_EQ(cfg.devices, 4u);
+  EXPECT_TRUE(cfg.memory_optimization);
+  // The clock override keeps the MAC array: the peak follows the clock.
+  EXPECT_NEAR(cfg.figures.peak_int8_tops(), 2.0 * 131072 * 0.5 / 1e3, 1e-9);
+}
+
+TEST(Config, ErrorsNameTheBadKey) {
+  NpuConfig cfg;
+  std::string error = parse("profile=tiny", cfg);
+  EXPECT_NE(error.find("'profile'"), std::string::npos) << error;
+  EXPECT_NE(error.find("tiny"), std::string::npos) << error;
+  EXPECT_NE(error.find("mobile, edge, datacenter"), std::string::npos) << error;
+
+  for (const char* bad :
+       {"devices=0", "devices=17", "devices=2x", "dram_bytes=-5", "dram_bytes=1125899906842625",
+        "sram_bytes=0", "memory_limit=0", "memory_optimization=maybe", "dram_bandwidth_gbps=0",
+        "clock_ghz=nan", "op_overhead_ns=-1", "int8_macs_per_cycle=0",
+        "int16_macs_per_cycle=16777217", "fp16_macs_per_cycle=many"}) {
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    error = parse(bad, cfg);
+    EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("PHX_NPU_SIM"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_EQ(parse("dram_bytes=1125899906842624", cfg), "");  // 2^50
+
+  // A limit above the capacity it limits.
+  error = parse("profile=edge,memory_limit=1073741825", cfg);
+  EXPECT_NE(error.find("'memory_limit'"), std::string::npos) << error;
+  EXPECT_NE(error.find("1073741824"), std::string::npos) << error;
+  EXPECT_EQ(parse("dram_bytes=4096,memory_limit=4096", cfg), "");
+
+  error = parse("profile=edge,turbo=1", cfg);
+  EXPECT_NE(error.find("'turbo'"), std::string::npos) << error;
+  EXPECT_NE(error.find("memory_optimization"), std::string::npos) << error;  // known keys
+}
+
+TEST(Config, MalformedFileNamesTheLine) {
+  NpuConfig cfg;
+  std::string error = parse("", cfg, "profile = edge\nthis line has no value\n");
+  EXPECT_NE(error.find("npu-sim.conf:2"), std::string::npos) << error;
+  error = parse("", cfg, "devices = 2\nspeed = 3\n");
+  EXPECT_NE(error.find("'speed'"), std::string::npos) << error;
+  EXPECT_NE(error.find("npu-sim.conf:2"), std::string::npos) << error;
+  error = parse("", cfg, "devices = 99\n");
+  EXPECT_NE(error.find("'devices' in npu-sim.conf:1"), std::string::npos) << error;
+  error = parse("profile", cfg);
+  EXPECT_NE(error.find("PHX_NPU_SIM"), std::string::npos) << error;
+}
+
+constexpr uint32_t bit(phx_dtype d) { return PHX_DTYPE_BIT(d); }
+
+TEST(Profiles, OpSetsGrowFromMobileToDatacenter) {
+  const Profile& mobile = *find_profile("mobile");
+  const Profile& edge = *find_profile("edge");
+  const Profile& dc = *find_profile("datacenter");
+  EXPECT_EQ(find_profile("server"), nullptr);
+
+  // Mobile: 8x8 only.
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_QMATMUL), bit(PHX_DTYPE_I8) | bit(PHX_DTYPE_U8));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_QUANTIZE), bit(PHX_DTYPE_F32));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_RELU), bit(PHX_DTYPE_I8));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_DYNAMIC_QUANTIZE), 0u);
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_MATMUL), 0u);
+  EXPECT_EQ(mobile.tensor_dtypes & bit(PHX_DTYPE_I16), 0u);
+  // Edge adds 16x8 and dynamic quantization.
+  EXPECT_NE(supported_dtypes(edge, PHX_OP_QMATMUL) & bit(PHX_DTYPE_I16), 0u);
+  EXPECT_NE(supported_dtypes(edge, PHX_OP_QCONV2D) & bit(PHX_DTYPE_I16), 0u);
+  EXPECT_EQ(supported_dtypes(edge, PHX_OP_DYNAMIC_QUANTIZE), bit(PHX_DTYPE_F32));
+  EXPECT_EQ(supported_dtypes(edge, PHX_OP_MATMUL), 0u);
+  // Data-center adds an f16 datapath.
+  EXPECT_EQ(supported_dtypes(dc, PHX_OP_MATMUL), bit(PHX_DTYPE_F16));
+  EXPECT_EQ(supported_dtypes(dc, PHX_OP_SOFTMAX), bit(PHX_DTYPE_F16));
+  EXPECT_NE(dc.tensor_dtypes & bit(PHX_DTYPE_F16), 0u);
+  // No profile computes in f32: that is the CPU fallback's.
+  for (const Profile* p : {&mobile, &edge, &dc})
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_SOFTMAX, PHX_OP_ADD, PHX_OP_CONV2D})
+      EXPECT_EQ(supported_dtypes(*p, op) & bit(PHX_DTYPE_F32), 0u) << p->name << " " << op;
+
+  EXPECT_EQ(describe_ops(mobile),
+            "quantize(f32) dequantize(i8,i32,u8) qmatmul(i8,u8) qconv2d(i8,u8) relu(i8) add(i8)");
+  EXPECT_NE(describe_ops(dc).find("matmul(f16)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phx::npu_sim
