@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
+  libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
 )
 
 missing=()

@@ -1,0 +1,105 @@
+// One Vulkan physical device with a compute queue, as a Phynexus device: the logical
+// device and its queue, what it can do (DeviceCaps, properties for phx-devices), its
+// memory, its transfers and its pipelines. A lost device stays lost: every later call
+// on it fails fast with DEVICE_UNAVAILABLE.
+#pragma once
+
+#include <phynexus/plugin.h>
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "device_stats.h"
+#include "instance.h"
+#include "memory_pool.h"
+#include "op_recorder.h"
+#include "pipelines.h"
+#include "settings.h"
+
+namespace phx::vulkan {
+
+class Transfers;
+
+class Device {
+ public:
+  // Throws OpError when the device cannot serve (no timeline semaphores, Vulkan < 1.1, a
+  // failed vkCreateDevice); the plugin then leaves it out.
+  Device(const Instance& instance, VkPhysicalDevice physical, uint32_t index,
+         const Settings& settings, const Logger& logger);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  uint32_t index() const { return index_; }
+  const std::string& name() const { return name_; }
+  const std::string& vendor() const { return vendor_; }
+  const DeviceCaps& caps() const { return caps_; }
+  uint32_t dtype_mask() const { return dtype_mask_; }
+  uint32_t compute_units() const { return compute_units_; }
+  const std::vector<phx_property>& properties() const { return properties_; }
+
+  VkDevice vk() const { return device_; }
+  uint32_t queue_family() const { return queue_family_; }
+  bool push_descriptor() const { return push_descriptor_; }
+  bool direct_io() const { return direct_io_; }
+  // Timestamps on the queue: valid bits (0: none) and nanoseconds per tick.
+  uint32_t timestamp_bits() const { return timestamp_bits_; }
+  double timestamp_period() const { return timestamp_period_; }
+
+  MemoryPool& memory() { return *memory_; }
+  Transfers& transfers() { return *transfers_; }
+  Pipelines& pipelines() { return *pipelines_; }
+  DeviceStats& stats() { return stats_; }
+  const Logger& logger() const { return logger_; }
+
+  // vkQueueSubmit, serialized (the queue is externally synchronized). Throws OpError.
+  void submit(const VkSubmitInfo& info, VkFence fence);
+  // vkWaitSemaphores on one timeline value; false on timeout. Throws OpError.
+  bool wait_semaphore(VkSemaphore semaphore, uint64_t value, uint64_t timeout_ns);
+  uint64_t semaphore_value(VkSemaphore semaphore);
+  PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set() const { return push_descriptor_set_; }
+
+  bool lost() const { return lost_; }
+  void mark_lost() { lost_ = true; }
+
+ private:
+  void choose_memory(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props,
+                     uint64_t max_allocation, const Settings& settings);
+  void add(const std::string& key, const std::string& value);
+
+  uint32_t index_;
+  const Logger& logger_;
+  std::string name_, vendor_;
+  DeviceCaps caps_;
+  uint32_t dtype_mask_ = 0;
+  uint32_t compute_units_ = 1;
+  std::vector<std::pair<std::string, std::string>> texts_;  // what properties_ points into
+  std::vector<phx_property> properties_;
+
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  std::mutex queue_mutex_;
+  bool push_descriptor_ = false;
+  bool direct_io_ = false;
+  uint32_t timestamp_bits_ = 0;
+  double timestamp_period_ = 1;
+  uint32_t tensor_memory_type_ = 0, staging_memory_type_ = 0;
+  uint64_t heap_size_ = 0;
+  PFN_vkWaitSemaphores wait_semaphores_ = nullptr;
+  PFN_vkGetSemaphoreCounterValue get_semaphore_value_ = nullptr;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
+  std::atomic<bool> lost_{false};
+
+  DeviceStats stats_;
+  std::unique_ptr<MemoryPool> memory_;
+  std::unique_ptr<Transfers> transfers_;
+  std::unique_ptr<Pipelines> pipelines_;
+};
+
+}  // namespace phx::vulkan

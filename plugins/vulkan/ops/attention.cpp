@@ -1,0 +1,59 @@
+// attention, flash style (shaders/attention.comp): a workgroup per (batch, head, block of
+// 64 queries). The head dimensions are specialization constants, so each (D, Dv) gets a
+// pipeline whose per-query arrays have exactly their size. Tensors larger than one
+// binding are UNSUPPORTED.
+#include <cmath>
+#include <string>
+
+#include "families.h"
+#include "op_util.h"
+
+namespace phx::vulkan::ops {
+
+namespace {
+// The per-query q and accumulator arrays live in registers (or a CPU's stack): 256
+// floats each is the most the shader is built for.
+constexpr int64_t kMaxHeadDim = 256;
+constexpr uint32_t kQueryBlock = 64;
+}  // namespace
+
+void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
+  struct Push {
+    uint32_t heads, kv_heads, sq, skv;
+    float scale;
+    uint32_t mask, window;
+  };
+  const phx_plugin_tensor& q = op.inputs[0];
+  const phx_plugin_tensor& k = op.inputs[1];
+  const phx_plugin_tensor& v = op.inputs[2];
+  const auto& params = *static_cast<const phx_attention_params*>(op.params);
+  const int64_t d = q.shape[3];
+  const int64_t dv = v.shape[3];
+  if (d > kMaxHeadDim || dv > kMaxHeadDim) {
+    fail_unsupported("attention: head dimensions above " + std::to_string(kMaxHeadDim) +
+                     " are not supported on Vulkan (D " + std::to_string(d) + ", Dv " +
+                     std::to_string(dv) + ")");
+  }
+  const Push push = {static_cast<uint32_t>(q.shape[1]),
+                     static_cast<uint32_t>(k.shape[1]),
+                     static_cast<uint32_t>(q.shape[2]),
+                     static_cast<uint32_t>(k.shape[2]),
+                     params.scale != 0.0f
+                         ? params.scale
+                         : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
+                     static_cast<uint32_t>(params.mask),
+                     params.window};
+  const DeviceCaps& caps = recorder.caps();
+  const uint64_t query_blocks = (push.sq + kQueryBlock - 1) / kQueryBlock;
+  if (query_blocks > caps.max_workgroup_count[0] || push.heads > caps.max_workgroup_count[1] ||
+      static_cast<uint64_t>(q.shape[0]) > caps.max_workgroup_count[2]) {
+    fail_unsupported("attention: the grid exceeds the device's workgroup counts");
+  }
+  recorder.dispatch(
+      "attention_" + std::string(dtype_name(q.dtype)),
+      {recorder.bind(q), recorder.bind(k), recorder.bind(v), recorder.bind(op.outputs[0])}, &push,
+      sizeof push, {{0, static_cast<uint32_t>(d)}, {1, static_cast<uint32_t>(dv)}},
+      static_cast<uint32_t>(query_blocks), push.heads, static_cast<uint32_t>(q.shape[0]));
+}
+
+}  // namespace phx::vulkan::ops

@@ -1,0 +1,186 @@
+// matmul, batched with broadcast batch dimensions, transposed operands, a bias
+// broadcastable to the output and a fused activation (shaders/matmul_*.comp).
+//
+// Two variants of the 128 x 128 output tile per workgroup: "direct" loads a and b
+// straight from the buffers into 16 x 16 register blocks (the faster one on CPU devices
+// such as lavapipe), "shared" stages K blocks in shared memory (GPUs). The environment
+// variable PHX_VULKAN_MATMUL=direct|shared forces one.
+//
+// Large tensors: when an operand does not fit one binding, the work is split per batch
+// and per block of output rows, each dispatch binding the sub-ranges it reads: rows of a
+// (a whole batch matrix when a is transposed), the batch matrix of b, rows of the output.
+// A batch matrix of b (or a transposed a, or the bias) larger than one binding is
+// UNSUPPORTED.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "families.h"
+#include "op_util.h"
+
+namespace phx::vulkan::ops {
+namespace {
+
+constexpr uint32_t kTile = 128;
+
+struct Push {
+  uint32_t m, n, k;
+  uint32_t a_rs, a_cs, b_rs, b_cs, bias_rs, bias_cs;
+  uint32_t a_shift, b_shift, y_shift, bias_shift;
+  uint32_t m_base, batch_base, batch_rank, batch_mask, flags;
+  uint32_t batch_shape[6];
+  uint32_t bias_matrix, m_end;
+};
+
+// Dimension d of t's shape aligned right against a shape of rank `rank` (1 if missing).
+uint64_t aligned_dim(const phx_plugin_tensor& t, uint32_t rank, uint32_t d) {
+  const int64_t i = static_cast<int64_t>(d) - static_cast<int64_t>(rank - t.rank);
+  return i < 0 ? 1 : static_cast<uint64_t>(t.shape[i]);
+}
+
+bool use_shared_memory(const DeviceCaps& caps) {
+  const char* forced = std::getenv("PHX_VULKAN_MATMUL");
+  if (forced && std::string(forced) == "shared") return true;
+  if (forced && std::string(forced) == "direct") return false;
+  return !caps.cpu_device;
+}
+
+// The K block of the shared variant: the largest whose two f32 slabs of 128 x K_BLOCK
+// fit the device's shared memory (32 on lavapipe's 32 KiB); 0 if none does.
+uint32_t shared_k_block(const DeviceCaps& caps) {
+  for (uint32_t k_block : {32u, 16u, 8u}) {
+    if (2 * kTile * k_block * sizeof(float) <= caps.max_shared_memory_bytes) return k_block;
+  }
+  return 0;
+}
+
+// The first element of batch `batch`'s matrix in an operand (matrix elements each) whose
+// broadcast batch dimensions are the bits of mask.
+uint64_t batch_offset(const Push& p, uint64_t batch, uint32_t mask, uint64_t matrix) {
+  uint64_t offset = 0, stride = matrix;
+  for (uint32_t d = p.batch_rank; d-- > 0;) {
+    const uint64_t coord = batch % p.batch_shape[d];
+    batch /= p.batch_shape[d];
+    if ((mask & (1u << d)) == 0) {
+      offset += coord * stride;
+      stride *= p.batch_shape[d];
+    }
+  }
+  return offset;
+}
+
+}  // namespace
+
+void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
+  const DeviceCaps& caps = recorder.caps();
+  const phx_plugin_tensor& a = op.inputs[0];
+  const phx_plugin_tensor& b = op.inputs[1];
+  const phx_plugin_tensor* bias = optional_input(op, 2);
+  const phx_plugin_tensor& y = op.outputs[0];
+  const auto& params = *static_cast<const phx_matmul_params*>(op.params);
+  const bool ta = params.transpose_a != 0;
+  const bool tb = params.transpose_b != 0;
+  const uint32_t rank = y.rank;
+
+  Push p = {};
+  p.m = static_cast<uint32_t>(y.shape[rank - 2]);
+  p.n = static_cast<uint32_t>(y.shape[rank - 1]);
+  p.k = static_cast<uint32_t>(ta ? a.shape[a.rank - 2] : a.shape[a.rank - 1]);
+  p.a_rs = ta ? 1 : p.k;
+  p.a_cs = ta ? p.m : 1;
+  p.b_rs = tb ? 1 : p.n;
+  p.b_cs = tb ? p.k : 1;
+  p.batch_rank = rank - 2;
+  uint64_t batches = 1;
+  for (uint32_t d = 0; d < p.batch_rank; ++d) {
+    p.batch_shape[d] = static_cast<uint32_t>(y.shape[d]);
+    batches *= p.batch_shape[d];
+    if (aligned_dim(a, rank, d) == 1) p.batch_mask |= 1u << d;
+    if (aligned_dim(b, rank, d) == 1) p.batch_mask |= 0x100u << d;
+    if (bias && aligned_dim(*bias, rank, d) == 1) p.batch_mask |= 0x10000u << d;
+  }
+  if (bias) {
+    const uint64_t bias_m = aligned_dim(*bias, rank, rank - 2);
+    const uint64_t bias_n = aligned_dim(*bias, rank, rank - 1);
+    p.bias_rs = bias_m == 1 ? 0 : static_cast<uint32_t>(bias_n);
+    p.bias_cs = bias_n == 1 ? 0 : 1;
+    p.bias_matrix = static_cast<uint32_t>(bias_m * bias_n);
+  }
+  p.flags = static_cast<uint32_t>(params.activation) | (bias ? 0x100u : 0u);
+
+  const uint32_t k_block = use_shared_memory(caps) ? shared_k_block(caps) : 0;
+  const std::string kernel = std::string(k_block ? "matmul_shared_" : "matmul_direct_") +
+                             std::string(dtype_name(a.dtype)) + "_" +
+                             std::string(dtype_name(y.dtype));
+  const auto dispatch = [&](std::initializer_list<Binding> bindings, uint32_t batch_count) {
+    if (k_block) {
+      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, k_block}}, (p.n + kTile - 1) / kTile,
+                        (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
+    } else {
+      recorder.dispatch(kernel, bindings, &p, sizeof p, {}, (p.n + kTile - 1) / kTile,
+                        (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
+    }
+  };
+  if ((p.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {
+    fail_unsupported("matmul: N = " + std::to_string(p.n) + " exceeds the device's grid");
+  }
+  const uint64_t max_rows = static_cast<uint64_t>(caps.max_workgroup_count[1]) * kTile;
+  const uint64_t limit = caps.max_binding_bytes;
+  const uint64_t in_bytes = dtype_bytes(a.dtype);
+  const uint64_t out_bytes = dtype_bytes(y.dtype);
+  const Binding bias_binding = bias ? recorder.bind(*bias) : Binding{};
+
+  const bool fits = element_count(a) * in_bytes <= limit && element_count(b) * in_bytes <= limit &&
+                    element_count(y) * out_bytes <= limit;
+  if (fits) {
+    const Binding ab = recorder.bind(a);
+    const Binding bb = recorder.bind(b);
+    const Binding yb = recorder.bind(y);
+    for (uint64_t batch = 0; batch < batches; batch += caps.max_workgroup_count[2]) {
+      for (uint64_t row = 0; row < p.m; row += max_rows) {
+        p.batch_base = static_cast<uint32_t>(batch);
+        p.m_base = static_cast<uint32_t>(row);
+        p.m_end = static_cast<uint32_t>(std::min<uint64_t>(p.m, row + max_rows));
+        dispatch({ab, bb, yb, bias ? bias_binding : yb},
+                 static_cast<uint32_t>(
+                     std::min<uint64_t>(batches - batch, caps.max_workgroup_count[2])));
+      }
+    }
+    return;
+  }
+
+  // Rows per dispatch: as many whole rows of a and of the output as one binding holds,
+  // in whole tiles when there is room for one.
+  const uint64_t a_rows = ta ? max_rows : elements_per_binding(caps, in_bytes) / p.k;
+  const uint64_t y_rows = elements_per_binding(caps, out_bytes) / p.n;
+  uint64_t rows = std::min({a_rows, y_rows, max_rows});
+  if (rows >= kTile) rows -= rows % kTile;
+  const uint64_t a_matrix = static_cast<uint64_t>(p.m) * p.k;
+  const uint64_t b_matrix = static_cast<uint64_t>(p.k) * p.n;
+  if (rows == 0 || b_matrix * in_bytes > limit || (ta && a_matrix * in_bytes > limit)) {
+    fail_unsupported("matmul: a row block or a batch matrix of an operand exceeds one binding (" +
+                     std::to_string(limit) + " bytes)");
+  }
+  for (uint64_t batch = 0; batch < batches; ++batch) {
+    const uint64_t a_first = batch_offset(p, batch, p.batch_mask & 0xFFu, a_matrix);
+    const uint64_t b_first = batch_offset(p, batch, (p.batch_mask >> 8) & 0xFFu, b_matrix);
+    const ElementRange br = bind_elements(recorder, b, b_first, b_matrix);
+    for (uint64_t row = 0; row < p.m; row += rows) {
+      const uint64_t row_end = std::min<uint64_t>(p.m, row + rows);
+      const ElementRange ar =
+          ta ? bind_elements(recorder, a, a_first, a_matrix)
+             : bind_elements(recorder, a, a_first + row * p.k, (row_end - row) * p.k);
+      const ElementRange yr =
+          bind_elements(recorder, y, batch * p.m * p.n + row * p.n, (row_end - row) * p.n);
+      p.a_shift = ar.shift;
+      p.b_shift = br.shift;
+      p.y_shift = yr.shift;
+      p.batch_base = static_cast<uint32_t>(batch);
+      p.m_base = static_cast<uint32_t>(row);
+      p.m_end = static_cast<uint32_t>(row_end);
+      dispatch({ar.binding, br.binding, yr.binding, bias ? bias_binding : yr.binding}, 1);
+    }
+  }
+}
+
+}  // namespace phx::vulkan::ops

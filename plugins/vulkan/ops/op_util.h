@@ -1,0 +1,54 @@
+// Helpers the op implementations share: dtypes, shapes, sub-range bindings of large
+// tensors and 1-D grids that respect the device's workgroup-count limits.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "../op_recorder.h"
+
+namespace phx::vulkan::ops {
+
+// "f32", "f16", "bf16", "i8", "i16", "i32", "u8": the suffix of the modules' names.
+std::string_view dtype_name(phx_dtype dtype);
+uint32_t dtype_bytes(phx_dtype dtype);
+bool is_float(phx_dtype dtype);
+// Whether the device can hold dtype in a storage buffer at all.
+bool device_holds(const DeviceCaps& caps, phx_dtype dtype);
+
+uint64_t element_count(const phx_plugin_tensor& tensor);
+// An optional input that the caller passed (inputs past input_count count as absent).
+const phx_plugin_tensor* optional_input(const phx_plugin_op& op, size_t index);
+
+[[noreturn]] void fail_unsupported(const std::string& message);
+
+// Elements [first, first + count) of tensor bound as one range, and the shift a shader
+// adds to an element index of the whole tensor to index the binding (modulo 2^32).
+struct ElementRange {
+  Binding binding;
+  uint32_t shift = 0;
+};
+ElementRange bind_elements(OpRecorder& recorder, const phx_plugin_tensor& tensor, uint64_t first,
+                           uint64_t count);
+
+// The most elements of element_bytes each that one binding holds from any start.
+uint64_t elements_per_binding(const DeviceCaps& caps, uint32_t element_bytes);
+
+// The most workgroups of a 1-D grid in one dispatch (x times y of the device's limits).
+uint64_t max_grid_groups(const DeviceCaps& caps);
+
+// Dispatches `groups` workgroups as a 1-D grid (shaders/grid.glsl): x first, then y.
+void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
+                   std::initializer_list<Binding> bindings, const void* push, uint32_t push_size,
+                   uint64_t groups,
+                   std::initializer_list<OpRecorder::SpecConstant> spec_constants = {});
+
+// One invocation per element, the same index in x and y (unary ops, cast): push
+// constants {base, count, x_shift, y_shift}, workgroups of 256, tensors of any size split
+// into dispatches over sub-ranges.
+void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
+                            const phx_plugin_tensor& x, const phx_plugin_tensor& y);
+
+}  // namespace phx::vulkan::ops

@@ -1,0 +1,48 @@
+// transpose with any permutation up to rank 8 (shaders/transpose.comp): one module per
+// element size, since values are only moved. Tensors larger than one binding are
+// UNSUPPORTED.
+#include <string>
+
+#include "families.h"
+#include "op_util.h"
+
+namespace phx::vulkan::ops {
+
+void record_transpose(OpRecorder& recorder, const phx_plugin_op& op) {
+  struct Push {
+    uint32_t base, count, rank;
+    uint32_t shape[8];
+    uint32_t stride[8];
+  };
+  constexpr uint64_t kWorkgroup = 256;
+  const phx_plugin_tensor& x = op.inputs[0];
+  const phx_plugin_tensor& y = op.outputs[0];
+  const auto& params = *static_cast<const phx_transpose_params*>(op.params);
+
+  uint64_t x_stride[8] = {};
+  uint64_t stride = 1;
+  for (uint32_t d = x.rank; d-- > 0;) {
+    x_stride[d] = stride;
+    stride *= static_cast<uint64_t>(x.shape[d]);
+  }
+  Push push = {};
+  push.rank = y.rank;
+  for (uint32_t d = 0; d < y.rank; ++d) {
+    push.shape[d] = static_cast<uint32_t>(y.shape[d]);
+    push.stride[d] = static_cast<uint32_t>(x_stride[params.perm[d]]);
+  }
+  const std::string kernel = "transpose_" + std::to_string(dtype_bytes(x.dtype));
+  const Binding xb = recorder.bind(x);
+  const Binding yb = recorder.bind(y);
+  const uint64_t total = element_count(y);
+  const uint64_t chunk = max_grid_groups(recorder.caps()) * kWorkgroup;
+  for (uint64_t first = 0; first < total; first += chunk) {
+    const uint64_t count = std::min(chunk, total - first);
+    push.base = static_cast<uint32_t>(first);
+    push.count = static_cast<uint32_t>(count);
+    dispatch_grid(recorder, kernel, {xb, yb}, &push, sizeof push,
+                  (count + kWorkgroup - 1) / kWorkgroup);
+  }
+}
+
+}  // namespace phx::vulkan::ops

@@ -1,0 +1,81 @@
+// A device's compute pipelines: one per (SPIR-V module, binding count, specialization
+// constants), created on first use and kept; their layouts; and the VkPipelineCache that
+// makes the next process's creations cheap, loaded from and saved to a file
+// (pipeline_cache_file.h). Thread-safe.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "device_stats.h"
+#include "instance.h"
+#include "op_recorder.h"
+#include "pipeline_cache_file.h"
+
+namespace phx::vulkan {
+
+// A recorder binds at most this many buffers per dispatch.
+constexpr uint32_t kMaxBindings = 16;
+
+struct Kernel {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+};
+
+struct PipelinesConfig {
+  VkDevice device = VK_NULL_HANDLE;
+  bool push_descriptor = false;    // set layouts for vkCmdPushDescriptorSetKHR
+  bool creation_feedback = false;  // VK_EXT_pipeline_creation_feedback (or 1.3)
+  uint32_t push_constant_bytes = 128;
+  PipelineCacheIdentity identity;
+  std::string cache_path;  // empty: no cache file
+};
+
+class Pipelines {
+ public:
+  // Loads the cache file; a missing one is silent, a bad one a warning.
+  Pipelines(const PipelinesConfig& config, const Logger& logger, DeviceStats& stats);
+  // Saves the cache file if pipelines were created, then destroys everything.
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  // Throws OpError: INTERNAL for an unknown module or too many bindings,
+  // COMPILATION_ERROR when the driver refuses the pipeline.
+  const Kernel& get(std::string_view module, uint32_t binding_count,
+                    std::span<const OpRecorder::SpecConstant> constants);
+
+  // "loaded N bytes from <path>", "empty (...)", "off (...)": for the properties.
+  const std::string& cache_state() const { return cache_state_; }
+
+ private:
+  struct Layout {
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  };
+  const Layout& layout(uint32_t binding_count);    // under mutex_
+  VkShaderModule shader(std::string_view module);  // under mutex_
+  void save();
+
+  PipelinesConfig config_;
+  const Logger& logger_;
+  DeviceStats& stats_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  bool cache_loaded_ = false;  // the driver got pipelines from the file
+  std::string cache_state_;
+  std::mutex mutex_;
+  std::map<uint32_t, Layout> layouts_;
+  std::unordered_map<std::string, VkShaderModule> shaders_;
+  std::unordered_map<std::string, Kernel> kernels_;
+};
+
+}  // namespace phx::vulkan

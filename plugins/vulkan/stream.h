@@ -1,0 +1,60 @@
+// A Phynexus stream on a Vulkan device. Each op is recorded (ops/*.cpp, through an
+// OpRecorder) into a command buffer of its own, so that an op whose recording fails
+// leaves nothing behind; ops are submitted in batches: at once when the stream has
+// nothing running, else when kBatchOps have gathered, or on wait/completed. Every
+// submission signals the stream's timeline semaphore with its last ticket, so that
+// "ticket t has finished" is "the semaphore has reached t". Calls on one stream are
+// serialized by the host; the device's queue has its own lock.
+#pragma once
+
+#include <phynexus/plugin.h>
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "device.h"
+
+namespace phx::vulkan {
+
+class Stream {
+ public:
+  static constexpr uint32_t kBatchOps = 32;
+
+  explicit Stream(Device& device);  // throws OpError
+  // Waits for what was submitted (the host has waited already), then frees everything.
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Device& device() { return device_; }
+
+  // Records op and returns its ticket. Throws OpError (the recording's or Vulkan's);
+  // then no ticket is issued.
+  uint64_t submit(const phx_plugin_op& op);
+  // Blocks until ticket (clamped to the last one issued) has finished. Throws OpError.
+  void wait(uint64_t ticket);
+  // The highest finished ticket; submits what was recorded, never blocks. Throws OpError.
+  uint64_t completed();
+
+  struct Batch;
+
+ private:
+  Batch& open_batch();
+  void flush();
+  void retire_completed();
+  void recycle(Batch& batch, bool finished);
+
+  Device& device_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  std::unique_ptr<Batch> open_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;
+  std::vector<std::unique_ptr<Batch>> spare_;
+  uint64_t recorded_ = 0;  // the last ticket issued
+  uint64_t flushed_ = 0;   // the last ticket submitted to the queue
+};
+
+}  // namespace phx::vulkan

@@ -1,0 +1,286 @@
+// The Vulkan plugin (docs/vulkan.md): every physical device with a compute queue is a
+// device. This file is the plugin's C ABI: each entry turns the OpErrors (and Vulkan
+// results) of the layers below into a status and a message, marks a device lost for
+// good when Vulkan says so, and fails a stream call when the validation layer has
+// reported something since the last one.
+#include <phynexus/plugin.h>
+
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "instance.h"
+#include "settings.h"
+#include "stream.h"
+#include "transfers.h"
+#include "vk_check.h"
+
+namespace phx::vulkan {
+namespace {
+
+struct Plugin {
+  explicit Plugin(const phx_plugin_host* h)
+      : host(h), logger(h), settings(read_settings()), instance(settings, logger) {
+    const auto& physical = instance.physical_devices();
+    for (uint32_t i = 0; i < physical.size(); ++i) {
+      VkPhysicalDeviceProperties props;
+      vkGetPhysicalDeviceProperties(physical[i], &props);
+      if (!device_selected(settings.devices, i, props.deviceName)) {
+        logger.log(PHX_LOG_INFO, std::string(props.deviceName) + " left out by PHX_VULKAN_DEVICES");
+        continue;
+      }
+      try {
+        devices.push_back(std::make_unique<Device>(instance, physical[i], uint32_t(devices.size()),
+                                                   settings, logger));
+      } catch (const OpError& e) {
+        logger.log(PHX_LOG_WARN, "Vulkan device " + std::to_string(i) + " left out: " + e.message);
+      }
+    }
+  }
+
+  const phx_plugin_host* host;
+  Logger logger;
+  Settings settings;
+  Instance instance;
+  std::vector<std::unique_ptr<Device>> devices;  // destroyed before the instance
+
+  phx_status error(phx_status status, const std::string& message) const {
+    host->set_error(host->host_data, message.c_str());
+    return status;
+  }
+};
+
+Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+Allocation& allocation(void* buffer) { return *static_cast<Allocation*>(buffer); }
+
+// Runs body for device d; a lost device fails fast, and a loss seen now is remembered.
+template <typename Body>
+phx_status guarded(Plugin& p, Device& d, Body&& body) {
+  if (d.lost())
+    return p.error(PHX_STATUS_DEVICE_UNAVAILABLE,
+                   d.name() + " was lost earlier (VK_ERROR_DEVICE_LOST)");
+  try {
+    body();
+    return PHX_STATUS_OK;
+  } catch (const OpError& e) {
+    if (e.status == PHX_STATUS_DEVICE_UNAVAILABLE) d.mark_lost();
+    return p.error(e.status, e.message);
+  } catch (const std::bad_alloc&) {
+    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return p.error(PHX_STATUS_INTERNAL, e.what());
+  }
+}
+
+// What the validation layer reported since the last stream call, as that call's error.
+phx_status validation_status(Plugin& p) {
+  const std::string errors = p.instance.take_validation_errors();
+  if (errors.empty()) return PHX_STATUS_OK;
+  return p.error(PHX_STATUS_INTERNAL, "Vulkan validation: " + errors);
+}
+
+phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
+  try {
+    auto* plugin = new Plugin(host);
+    plugin->logger.log(PHX_LOG_INFO, std::to_string(plugin->devices.size()) + " Vulkan device(s)");
+    *out_plugin = plugin;
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    host->set_error(host->host_data, e.what());
+    return PHX_STATUS_INTERNAL;
+  }
+}
+
+void shutdown(void* plugin) { delete &self(plugin); }
+
+phx_status device_count(void* plugin, uint32_t* out_count) {
+  *out_count = uint32_t(self(plugin).devices.size());
+  return PHX_STATUS_OK;
+}
+
+phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
+  Device& d = *self(plugin).devices[device];
+  const phx_memory_stats stats = d.memory().stats();
+  out->type = PHX_DEVICE_GPU;
+  out->name = d.name().c_str();
+  out->vendor = d.vendor().c_str();
+  out->memory_total_bytes = d.memory().capacity();
+  out->memory_available_bytes = d.memory().capacity() - stats.bytes_in_use;
+  out->compute_units = d.compute_units();
+  out->dtype_mask = d.dtype_mask();
+  out->properties = d.properties().data();
+  out->property_count = d.properties().size();
+  return PHX_STATUS_OK;
+}
+
+phx_status op_supported(void* plugin, uint32_t device, phx_op_id op, phx_dtype dtype,
+                        int* out_supported) {
+  Device& d = *self(plugin).devices[device];
+  try {
+    *out_supported = (d.dtype_mask() & PHX_DTYPE_BIT(dtype)) != 0 &&
+                     phx::vulkan::op_supported(d.caps(), op, dtype);
+    return PHX_STATUS_OK;
+  } catch (...) {
+    return self(plugin).error(PHX_STATUS_INTERNAL, "op_supported threw");
+  }
+}
+
+phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
+  Plugin& p = self(plugin);
+  Device& d = *p.devices[device];
+  return guarded(p, d, [&] { *out_buffer = d.memory().allocate(size, false); });
+}
+
+void buffer_free(void* plugin, void* buffer) {
+  Allocation& a = allocation(buffer);
+  self(plugin).devices[a.device]->memory().free(&a);
+}
+
+phx_status buffer_write(void* plugin, void* buffer, uint64_t offset, const void* src,
+                        uint64_t size) {
+  Plugin& p = self(plugin);
+  Allocation& a = allocation(buffer);
+  Device& d = *p.devices[a.device];
+  return guarded(p, d, [&] { d.transfers().write(a, offset, src, size); });
+}
+
+phx_status buffer_read(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size) {
+  Plugin& p = self(plugin);
+  Allocation& a = allocation(buffer);
+  Device& d = *p.devices[a.device];
+  return guarded(p, d, [&] { d.transfers().read(a, offset, dst, size); });
+}
+
+phx_status buffer_copy(void* plugin, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
+                       uint64_t size) {
+  Plugin& p = self(plugin);
+  Allocation& to = allocation(dst);
+  Allocation& from = allocation(src);
+  Device& d = *p.devices[to.device];
+  if (to.device == from.device)
+    return guarded(p, d, [&] { d.transfers().copy(to, dst_offset, from, src_offset, size); });
+  // Between two devices: through host memory, in bounded pieces.
+  Device& s = *p.devices[from.device];
+  constexpr uint64_t kPiece = 16ull << 20;
+  std::vector<char> bounce;
+  phx_status status = guarded(p, s, [&] { bounce.resize(std::min(size, kPiece)); });
+  for (uint64_t done = 0; status == PHX_STATUS_OK && done < size; done += kPiece) {
+    const uint64_t bytes = std::min(kPiece, size - done);
+    status =
+        guarded(p, s, [&] { s.transfers().read(from, src_offset + done, bounce.data(), bytes); });
+    if (status == PHX_STATUS_OK)
+      status =
+          guarded(p, d, [&] { d.transfers().write(to, dst_offset + done, bounce.data(), bytes); });
+  }
+  return status;
+}
+
+phx_status stream_create(void* plugin, uint32_t device, void** out_stream) {
+  Plugin& p = self(plugin);
+  Device& d = *p.devices[device];
+  return guarded(p, d, [&] { *out_stream = new Stream(d); });
+}
+
+void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
+
+phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
+                         uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  if (const phx_status status = validation_status(p); status != PHX_STATUS_OK) return status;
+  return guarded(p, s.device(), [&] { *out_ticket = s.submit(*op); });
+}
+
+phx_status stream_wait(void* plugin, void* stream, uint64_t ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  const phx_status status = guarded(p, s.device(), [&] { s.wait(ticket); });
+  return status != PHX_STATUS_OK ? status : validation_status(p);
+}
+
+phx_status stream_completed(void* plugin, void* stream, uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  return guarded(p, s.device(), [&] { *out_ticket = s.completed(); });
+}
+
+phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
+  const phx_memory_stats stats = self(plugin).devices[device]->memory().stats();
+  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
+  self(plugin).devices[device]->memory().set_limit(limit_bytes);
+  return PHX_STATUS_OK;
+}
+
+phx_status memory_release_cached(void* plugin, uint32_t device) {
+  self(plugin).devices[device]->memory().release_cached();
+  return PHX_STATUS_OK;
+}
+
+phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
+                        size_t* out_count) {
+  Device& d = *self(plugin).devices[device];
+  const DeviceStats& s = d.stats();
+  const phx_metric metrics[] = {
+      {"ops", double(s.ops)},
+      {"dispatches", double(s.dispatches)},
+      {"submissions", double(s.submissions)},
+      {"bytes_uploaded", double(s.bytes_uploaded)},
+      {"bytes_downloaded", double(s.bytes_downloaded)},
+      {"bytes_copied", double(s.bytes_copied)},
+      {"staged_transfers", double(s.staged_transfers)},
+      {"pipelines_created", double(s.pipelines_created)},
+      {"pipeline_cache_hits", double(s.pipeline_cache_hits)},
+      {"pipeline_cache_misses", double(s.pipeline_cache_misses)},
+      {"pipeline_compile_ns", double(s.pipeline_compile_ns)},
+      {"memory_blocks", double(d.memory().block_count())},
+      {"scratch_bytes", double(d.memory().scratch_bytes())},
+  };
+  const size_t count = sizeof metrics / sizeof metrics[0];
+  for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
+  *out_count = count;
+  return PHX_STATUS_OK;
+}
+
+constexpr phx_plugin_api kApi = {
+    sizeof(phx_plugin_api),
+    PHX_PLUGIN_ABI_MAJOR,
+    PHX_PLUGIN_ABI_MINOR,
+    "vulkan",
+    "0.1.0",
+    initialize,
+    shutdown,
+    device_count,
+    device_info,
+    op_supported,
+    buffer_allocate,
+    buffer_free,
+    buffer_write,
+    buffer_read,
+    stream_create,
+    stream_destroy,
+    stream_submit,
+    stream_wait,
+    stream_completed,
+    memory_stats,
+    memory_set_limit,
+    memory_release_cached,
+    buffer_copy,
+    device_stats,
+};
+
+}  // namespace
+}  // namespace phx::vulkan
+
+extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host*,
+                                                         const phx_plugin_api** out_api) {
+  *out_api = &phx::vulkan::kApi;
+  return PHX_STATUS_OK;
+}

@@ -1,0 +1,64 @@
+# The Vulkan plugin's SPIR-V modules: one phx_vulkan_shader() per (source, variant).
+# Dtypes are generated variants of one source (-D defines, shaders/dtype.glsl); tile
+# sizes are specialization constants chosen at run time. Module names are
+# <op>_<dtype>[_<dtype>], as ops/*.cpp ask for them.
+
+set(PHX_SHADER_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(phx_float_dtypes f32 f16 bf16)
+set(phx_all_dtypes f32 f16 bf16 i8 i16 i32 u8)
+
+foreach(dtype IN LISTS phx_all_dtypes)
+  string(TOUPPER ${dtype} X)
+  foreach(op add sub mul)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp
+                      DEFINES X_${X} OP_${OP})
+  endforeach()
+  foreach(op sum max)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME reduce_${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/reduce.comp
+                      DEFINES X_${X} OP_${OP})
+  endforeach()
+  foreach(to IN LISTS phx_all_dtypes)
+    string(TOUPPER ${to} Y)
+    phx_vulkan_shader(NAME cast_${dtype}_${to} SOURCE ${PHX_SHADER_DIR}/cast.comp
+                      DEFINES X_${X} Y_${Y})
+  endforeach()
+endforeach()
+
+foreach(dtype f32 f16 bf16 i8 i16 i32)
+  string(TOUPPER ${dtype} X)
+  phx_vulkan_shader(NAME relu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_RELU)
+endforeach()
+
+foreach(dtype IN LISTS phx_float_dtypes)
+  string(TOUPPER ${dtype} X)
+  phx_vulkan_shader(NAME div_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp DEFINES X_${X} OP_DIV)
+  phx_vulkan_shader(NAME gelu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_GELU)
+  phx_vulkan_shader(NAME silu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_SILU)
+  phx_vulkan_shader(NAME softmax_${dtype} SOURCE ${PHX_SHADER_DIR}/softmax.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME layer_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME rms_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X} RMS)
+  phx_vulkan_shader(NAME conv2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv2d.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME attention_${dtype} SOURCE ${PHX_SHADER_DIR}/attention.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME rope_${dtype} SOURCE ${PHX_SHADER_DIR}/rope.comp DEFINES X_${X})
+  # matmul: inputs of dtype, output of dtype or f32; direct (CPU devices) or shared.
+  set(outs ${dtype} f32)
+  list(REMOVE_DUPLICATES outs)
+  foreach(out IN LISTS outs)
+    string(TOUPPER ${out} Y)
+    foreach(variant direct shared)
+      phx_vulkan_shader(NAME matmul_${variant}_${dtype}_${out}
+                        SOURCE ${PHX_SHADER_DIR}/matmul_${variant}.comp DEFINES X_${X} Y_${Y})
+    endforeach()
+  endforeach()
+endforeach()
+
+# transpose moves elements of 1, 2 or 4 bytes.
+phx_vulkan_shader(NAME transpose_1 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_U8)
+phx_vulkan_shader(NAME transpose_2 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I16)
+phx_vulkan_shader(NAME transpose_4 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I32)
+
+# The benchmark's own modules (bench/bench_vulkan.cpp runs them with raw Vulkan).
+phx_vulkan_shader(NAME bench_naive_matmul SOURCE ${PHX_SHADER_DIR}/bench_naive_matmul.comp SET bench)
+phx_vulkan_shader(NAME bench_empty SOURCE ${PHX_SHADER_DIR}/empty.comp SET bench)

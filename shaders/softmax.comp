@@ -1,0 +1,41 @@
+// softmax along an axis: a workgroup per line of n elements (stride `inner` apart): the
+// line's max, then the f32 sum of exp(x - max), then the quotients.
+// Defines: X_F32, X_F16 or X_BF16.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define GRID_WORKGROUP 64u
+#include "grid.glsl"
+#include "dtype.glsl"
+#include "reduce_line.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(set = 0, binding = 0) readonly buffer X { X_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { X_T y[]; };
+
+layout(push_constant) uniform Push {
+  uint base;   // the line of workgroup 0
+  uint count;  // lines of this dispatch
+  uint n;
+  uint inner;  // the product of the dimensions after the axis
+} p;
+
+void main() {
+  const uint line = p.base + flat_workgroup();
+  if (flat_workgroup() >= p.count) return;  // uniform across the workgroup
+  const uint first = (line / p.inner) * p.n * p.inner + line % p.inner;
+  float m = uintBitsToFloat(0xFF800000u);
+  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+    const float v = X_LOAD(x[first + i * p.inner]);
+    if (isnan(v) || v > m) m = v;
+  }
+  m = line_max(m);
+  float s = 0.0;
+  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+    s += exp(X_LOAD(x[first + i * p.inner]) - m);
+  }
+  s = line_sum(s);
+  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+    y[first + i * p.inner] = X_STORE(exp(X_LOAD(x[first + i * p.inner]) - m) / s);
+  }
+}
