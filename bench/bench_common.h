@@ -1,6 +1,7 @@
-// What the benchmark programs share: the CPU device reached through the C API, tensors
-// that free themselves, and a reporter that prints as usual and keeps every result for
-// the summary each program prints at the end.
+// What the benchmark programs share: the CPU device reached through the C API (alone, or
+// beside a device of another plugin to compare with it), tensors that free themselves,
+// and reporters that print as usual and keep the results for the summary each program
+// prints at the end.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -77,6 +78,38 @@ inline void close_cpu_device(CpuDevice& cpu) {
   check(phx_context_destroy(cpu.context), "phx_context_destroy");
 }
 
+// One context with a stream on the first device of the cpu plugin and on the first of
+// another plugin (a simulator), to time one against the other in one run.
+struct CpuAndDevice {
+  phx_context context = nullptr;
+  size_t cpu = 0, device = 0;
+  phx_stream cpu_stream = nullptr, device_stream = nullptr;
+};
+
+inline CpuAndDevice open_cpu_and_device(const char* plugin) {
+  CpuAndDevice made;
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  check(phx_context_create(&options, &made.context), "phx_context_create");
+  size_t count = 0;
+  check(phx_device_count(made.context, &count), "phx_device_count");
+  bool found_cpu = false, found_device = false;
+  for (size_t i = 0; i < count; ++i) {
+    phx_device_info info{};  // not PHX_DEVICE_INFO_INIT: see open_cpu_device
+    info.struct_size = sizeof info;
+    check(phx_device_get(made.context, i, &info), "phx_device_get");
+    if (!found_cpu && std::strcmp(info.plugin, "cpu") == 0) made.cpu = i, found_cpu = true;
+    if (!found_device && std::strcmp(info.plugin, plugin) == 0)
+      made.device = i, found_device = true;
+  }
+  if (!found_cpu || !found_device) {
+    std::fprintf(stderr, "bench: needs the cpu and %s plugins (phx-devices --plugins)\n", plugin);
+    std::exit(1);
+  }
+  check(phx_stream_create(made.context, made.cpu, &made.cpu_stream), "phx_stream_create");
+  check(phx_stream_create(made.context, made.device, &made.device_stream), "phx_stream_create");
+  return made;
+}
+
 // A tensor destroyed with its owner.
 class Tensor {
  public:
@@ -139,6 +172,22 @@ class RecordingReporter : public benchmark::ConsoleReporter {
 
  private:
   std::map<std::string, Run> results_;
+};
+
+// Prints like the console reporter and keeps the fastest real time of each benchmark, by
+// function name, for the ratios a program prints at the end.
+class BestTimeReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
+      const std::string name = run.run_name.function_name;
+      const double t = run.GetAdjustedRealTime();
+      if (best.count(name) == 0 || t < best[name]) best[name] = t;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::map<std::string, double> best;
 };
 
 }  // namespace phx_bench

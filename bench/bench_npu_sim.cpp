@@ -11,53 +11,19 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <string>
 #include <vector>
+
+#include "bench_common.h"
 
 namespace {
 
 constexpr int64_t kSize = 1024;
 
-void check(phx_status status, const char* what) {
-  if (status != PHX_STATUS_OK) {
-    std::fprintf(stderr, "bench_npu_sim: %s: %s: %s\n", what, phx_status_name(status),
-                 phx_last_error());
-    std::exit(1);
-  }
-}
+using phx_bench::check;
 
-struct Setup {
-  phx_context context = nullptr;
-  size_t cpu = 0, npu = 0;
-  phx_stream cpu_stream = nullptr, npu_stream = nullptr;
-};
-
-Setup& setup() {
-  static Setup s = [] {
-    Setup made;
-    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-    check(phx_context_create(&options, &made.context), "phx_context_create");
-    size_t count = 0;
-    check(phx_device_count(made.context, &count), "phx_device_count");
-    bool found_cpu = false, found_npu = false;
-    for (size_t i = 0; i < count; ++i) {
-      phx_device_info info = PHX_DEVICE_INFO_INIT;
-      check(phx_device_get(made.context, i, &info), "phx_device_get");
-      if (!found_cpu && std::strcmp(info.plugin, "cpu") == 0) made.cpu = i, found_cpu = true;
-      if (!found_npu && std::strcmp(info.plugin, "npu-sim") == 0) made.npu = i, found_npu = true;
-    }
-    if (!found_cpu || !found_npu) {
-      std::fprintf(stderr,
-                   "bench_npu_sim: needs the cpu and npu-sim plugins (phx-devices --plugins)\n");
-      std::exit(1);
-    }
-    check(phx_stream_create(made.context, made.cpu, &made.cpu_stream), "phx_stream_create");
-    check(phx_stream_create(made.context, made.npu, &made.npu_stream), "phx_stream_create");
-    return made;
-  }();
+// Opened on first use, destroyed at the end of main.
+phx_bench::CpuAndDevice& setup() {
+  static phx_bench::CpuAndDevice s = phx_bench::open_cpu_and_device("npu-sim");
   return s;
 }
 
@@ -98,7 +64,7 @@ double time_op(benchmark::State& state, phx_stream stream, const phx_op_desc& de
 }
 
 void BM_CpuF32(benchmark::State& state) {
-  const Setup& s = setup();
+  const phx_bench::CpuAndDevice& s = setup();
   const size_t n = size_t(kSize * kSize);
   phx_tensor a = tensor(s.cpu, PHX_DTYPE_F32, {kSize, kSize}, pattern<float>(n, 17, 0.125f));
   phx_tensor b = tensor(s.cpu, PHX_DTYPE_F32, {kSize, kSize}, pattern<float>(n, 13, 0.25f));
@@ -111,20 +77,20 @@ void BM_CpuF32(benchmark::State& state) {
 
 // qmatmul i8 x i8 with per-tensor scales; out i32 (raw) or i8 (requantized).
 void run_qmatmul(benchmark::State& state, phx_dtype out_dtype) {
-  const Setup& s = setup();
+  const phx_bench::CpuAndDevice& s = setup();
   const size_t n = size_t(kSize * kSize);
-  phx_tensor a = tensor(s.npu, PHX_DTYPE_I8, {kSize, kSize}, pattern<int8_t>(n, 17, 1));
-  phx_tensor b = tensor(s.npu, PHX_DTYPE_I8, {kSize, kSize}, pattern<int8_t>(n, 13, 1));
-  phx_tensor a_scale = tensor(s.npu, PHX_DTYPE_F32, {1}, std::vector<float>{0.125f});
-  phx_tensor b_scale = tensor(s.npu, PHX_DTYPE_F32, {1}, std::vector<float>{0.25f});
-  phx_tensor y_scale = tensor(s.npu, PHX_DTYPE_F32, {1}, std::vector<float>{8.0f});
-  phx_tensor y_zp = tensor(s.npu, PHX_DTYPE_I32, {1}, std::vector<int32_t>{0});
-  phx_tensor c = tensor(s.npu, out_dtype, {kSize, kSize}, std::vector<int8_t>{});
+  phx_tensor a = tensor(s.device, PHX_DTYPE_I8, {kSize, kSize}, pattern<int8_t>(n, 17, 1));
+  phx_tensor b = tensor(s.device, PHX_DTYPE_I8, {kSize, kSize}, pattern<int8_t>(n, 13, 1));
+  phx_tensor a_scale = tensor(s.device, PHX_DTYPE_F32, {1}, std::vector<float>{0.125f});
+  phx_tensor b_scale = tensor(s.device, PHX_DTYPE_F32, {1}, std::vector<float>{0.25f});
+  phx_tensor y_scale = tensor(s.device, PHX_DTYPE_F32, {1}, std::vector<float>{8.0f});
+  phx_tensor y_zp = tensor(s.device, PHX_DTYPE_I32, {1}, std::vector<int32_t>{0});
+  phx_tensor c = tensor(s.device, out_dtype, {kSize, kSize}, std::vector<int8_t>{});
   const bool requantize = out_dtype != PHX_DTYPE_I32;
   const phx_tensor inputs[9] = {a, b, a_scale, nullptr, b_scale, nullptr, nullptr, y_scale, y_zp};
   const phx_op_desc desc = {
       sizeof(phx_op_desc), PHX_OP_QMATMUL, nullptr, inputs, requantize ? 9u : 5u, &c, 1};
-  const double mean_ns = time_op(state, s.npu_stream, desc);
+  const double mean_ns = time_op(state, s.device_stream, desc);
   if (cpu_mean_ns > 0) state.counters["speedup_vs_cpu_f32"] = cpu_mean_ns / mean_ns;
   for (phx_tensor t : {a, b, a_scale, b_scale, y_scale, y_zp, c}) phx_tensor_destroy(t);
 }
@@ -136,26 +102,11 @@ BENCHMARK(BM_CpuF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NpuSimQmatmulI8ToI32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NpuSimQmatmulI8ToI8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Prints as usual and keeps the fastest real time per benchmark for the ratio.
-class Reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
-      const std::string name = run.run_name.function_name;
-      const double t = run.GetAdjustedRealTime();
-      if (best.count(name) == 0 || t < best[name]) best[name] = t;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> best;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  Reporter reporter;
+  phx_bench::BestTimeReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto& best = reporter.best;
   if (best.count("BM_CpuF32") != 0) {

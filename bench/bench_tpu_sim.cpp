@@ -7,54 +7,20 @@
 #include <phynexus/phynexus.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <string>
 #include <vector>
+
+#include "bench_common.h"
 
 namespace {
 
 constexpr int64_t kSize = 1024;
 
-void check(phx_status status, const char* what) {
-  if (status != PHX_STATUS_OK) {
-    std::fprintf(stderr, "bench_tpu_sim: %s: %s: %s\n", what, phx_status_name(status),
-                 phx_last_error());
-    std::exit(1);
-  }
-}
+using phx_bench::check;
 
-struct Setup {
-  phx_context context = nullptr;
-  size_t cpu = 0, tpu = 0;
-  phx_stream cpu_stream = nullptr, tpu_stream = nullptr;
-};
-
-Setup& setup() {
-  static Setup s = [] {
-    Setup made;
-    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-    check(phx_context_create(&options, &made.context), "phx_context_create");
-    size_t count = 0;
-    check(phx_device_count(made.context, &count), "phx_device_count");
-    bool found_cpu = false, found_tpu = false;
-    for (size_t i = 0; i < count; ++i) {
-      phx_device_info info{};
-      info.struct_size = sizeof info;
-      check(phx_device_get(made.context, i, &info), "phx_device_get");
-      if (!found_cpu && std::strcmp(info.plugin, "cpu") == 0) made.cpu = i, found_cpu = true;
-      if (!found_tpu && std::strcmp(info.plugin, "tpu-sim") == 0) made.tpu = i, found_tpu = true;
-    }
-    if (!found_cpu || !found_tpu) {
-      std::fprintf(stderr,
-                   "bench_tpu_sim: needs the cpu and tpu-sim plugins (phx-devices --plugins)\n");
-      std::exit(1);
-    }
-    check(phx_stream_create(made.context, made.cpu, &made.cpu_stream), "phx_stream_create");
-    check(phx_stream_create(made.context, made.tpu, &made.tpu_stream), "phx_stream_create");
-    return made;
-  }();
+// Opened on first use, destroyed at the end of main.
+phx_bench::CpuAndDevice& setup() {
+  static phx_bench::CpuAndDevice s = phx_bench::open_cpu_and_device("tpu-sim");
   return s;
 }
 
@@ -96,35 +62,20 @@ void BM_CpuF32(benchmark::State& state) {
   run_matmul(state, setup().cpu, setup().cpu_stream, PHX_DTYPE_F32, PHX_DTYPE_F32);
 }
 void BM_TpuSimBf16ToF32(benchmark::State& state) {
-  run_matmul(state, setup().tpu, setup().tpu_stream, PHX_DTYPE_BF16, PHX_DTYPE_F32);
+  run_matmul(state, setup().device, setup().device_stream, PHX_DTYPE_BF16, PHX_DTYPE_F32);
 }
 void BM_TpuSimBf16ToBf16(benchmark::State& state) {
-  run_matmul(state, setup().tpu, setup().tpu_stream, PHX_DTYPE_BF16, PHX_DTYPE_BF16);
+  run_matmul(state, setup().device, setup().device_stream, PHX_DTYPE_BF16, PHX_DTYPE_BF16);
 }
 BENCHMARK(BM_CpuF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TpuSimBf16ToF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TpuSimBf16ToBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Prints as usual and keeps the fastest real time per benchmark for the ratio.
-class Reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.iterations == 0) continue;
-      const std::string name = run.run_name.function_name;
-      const double t = run.GetAdjustedRealTime();
-      if (best.count(name) == 0 || t < best[name]) best[name] = t;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  std::map<std::string, double> best;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  Reporter reporter;
+  phx_bench::BestTimeReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto& best = reporter.best;
   if (best.count("BM_CpuF32") != 0) {

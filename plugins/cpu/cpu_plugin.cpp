@@ -4,28 +4,27 @@
 #include <phynexus/plugin.h>
 
 #include <chrono>
-#include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "cpu_device_info.h"
 #include "cpu_memory_pool.h"
+#include "host_buffers.h"
 #include "phx/kernels/gemm.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
+#include "reporting.h"
+#include "sync_stream.h"
 
 namespace phx::cpu {
 namespace {
+
+using namespace plugin_common;
 
 constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) |
                                 PHX_DTYPE_BIT(PHX_DTYPE_BF16) | PHX_DTYPE_BIT(PHX_DTYPE_I8) |
                                 PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32) |
                                 PHX_DTYPE_BIT(PHX_DTYPE_U8);
-
-struct Stream {
-  uint64_t submitted = 0;
-};
 
 struct Plugin {
   explicit Plugin(const phx_plugin_host* h)
@@ -45,23 +44,17 @@ struct Plugin {
   std::vector<phx_property> properties;
 
   phx_status error(phx_status status, const std::string& message) const {
-    host->set_error(host->host_data, message.c_str());
-    return status;
+    return fail(*host, status, message);
   }
 };
 
 Plugin* self(void* plugin) { return static_cast<Plugin*>(plugin); }
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
-  try {
+  return guarded(*host, [&] {
     *out_plugin = new Plugin(host);
     return PHX_STATUS_OK;
-  } catch (const std::bad_alloc&) {
-    return PHX_STATUS_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
-    host->set_error(host->host_data, e.what());
-    return PHX_STATUS_INTERNAL;
-  }
+  });
 }
 
 void shutdown(void* plugin) { delete self(plugin); }
@@ -101,47 +94,15 @@ phx_status buffer_allocate(void* plugin, uint32_t, uint64_t size, void** out_buf
 
 void buffer_free(void* plugin, void* buffer) { self(plugin)->memory.free(buffer); }
 
-phx_status buffer_write(void*, void* buffer, uint64_t offset, const void* src, uint64_t size) {
-  std::memcpy(static_cast<char*>(buffer) + offset, src, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t size) {
-  std::memcpy(dst, static_cast<const char*>(buffer) + offset, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
-                       uint64_t size) {
-  std::memcpy(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset,
-              size);
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_create(void*, uint32_t, void** out_stream) {
-  *out_stream = new (std::nothrow) Stream;
-  return *out_stream != nullptr ? PHX_STATUS_OK : PHX_STATUS_OUT_OF_MEMORY;
-}
-
-void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
-
-kernels::HostTensor host_view(const phx_plugin_tensor& t) {
-  kernels::HostTensor view;
-  view.data = t.buffer != nullptr ? static_cast<char*>(t.buffer) + t.offset : nullptr;
-  view.dtype = t.dtype;
-  view.rank = t.rank;
-  for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
-  return view;
-}
-
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = *self(plugin);
   kernels::HostTensor inputs[PHX_MAX_OP_INPUTS], outputs[PHX_MAX_OP_OUTPUTS];
   if (op->input_count > PHX_MAX_OP_INPUTS || op->output_count > PHX_MAX_OP_OUTPUTS)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
-  for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view(op->inputs[i]);
-  for (size_t i = 0; i < op->output_count; ++i) outputs[i] = host_view(op->outputs[i]);
+  for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view<buffer_is_data>(op->inputs[i]);
+  for (size_t i = 0; i < op->output_count; ++i)
+    outputs[i] = host_view<buffer_is_data>(op->outputs[i]);
   auto start = std::chrono::steady_clock::now();
   phx_status status = kernels::run_op(op->op, op->params, inputs, op->input_count, outputs,
                                       op->output_count, p.pool);
@@ -153,14 +114,7 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
     op->profile->metrics[op->profile->metric_count++] = {"threads",
                                                          static_cast<double>(p.pool.size())};
   }
-  *out_ticket = ++static_cast<Stream*>(stream)->submitted;
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_wait(void*, void*, uint64_t) { return PHX_STATUS_OK; }
-
-phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
-  *out_ticket = static_cast<Stream*>(stream)->submitted;
+  *out_ticket = next_ticket(stream);
   return PHX_STATUS_OK;
 }
 
@@ -193,17 +147,17 @@ constexpr phx_plugin_api kApi = {
     op_supported,
     buffer_allocate,
     buffer_free,
-    buffer_write,
-    buffer_read,
-    stream_create,
-    stream_destroy,
+    host_buffer_write<buffer_is_data>,
+    host_buffer_read<buffer_is_data>,
+    sync_stream_create,
+    sync_stream_destroy,
     stream_submit,
-    stream_wait,
-    stream_completed,
+    sync_stream_wait,
+    sync_stream_completed,
     memory_stats,
     memory_set_limit,
     memory_release_cached,
-    buffer_copy,
+    host_buffer_copy<buffer_is_data>,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
 };
 

@@ -1,24 +1,13 @@
 #include "config.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "settings.h"
 
 namespace phx::npu_sim {
 namespace {
 
-constexpr uint64_t kMaxBytes = uint64_t{1} << 50;
+using plugin_common::Settings;
 
-bool read_file(const std::string& path, std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  text = contents.str();
-  return !in.bad();
-}
+constexpr uint64_t kMaxBytes = uint64_t{1} << 50;
 
 DeviceFigures figures_of(const Profile& p) {
   DeviceFigures f;
@@ -96,29 +85,8 @@ bool parse_config(const ConfigSources& sources, NpuConfig& out, std::string& err
 }
 
 bool read_config_sources(ConfigSources& out, std::string& error) {
-  ConfigSources src;
-  if (const char* env = std::getenv("PHX_NPU_SIM")) src.env_text = env;
-  std::string path;
-  bool named = false;
-  if (const char* p = std::getenv("PHX_NPU_SIM_CONFIG"); p != nullptr && *p != '\0') {
-    path = p;
-    named = true;
-  } else if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
-    path = std::string(xdg) + "/phynexus/npu-sim.conf";
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    path = std::string(home) + "/.config/phynexus/npu-sim.conf";
-  }
-  // A named file must exist; the default one is optional.
-  if (!path.empty() && (named || std::ifstream(path).good())) {
-    src.file_path = path;
-    if (!read_file(path, src.file_text)) {
-      error = std::string("cannot read the config file") +
-              (named ? " PHX_NPU_SIM_CONFIG names" : "") + ": '" + path + "'";
-      return false;
-    }
-  }
-  out = std::move(src);
-  return true;
+  return plugin_common::read_config_sources({"PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG", "npu-sim.conf"},
+                                            out, error);
 }
 
 }  // namespace phx::npu_sim

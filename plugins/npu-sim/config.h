@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config_sources.h"
 #include "profiles.h"
 
 namespace phx::npu_sim {
@@ -37,11 +38,7 @@ struct NpuConfig {
 };
 
 // The settings as text. The file's entries come first; PHX_NPU_SIM's win over them.
-struct ConfigSources {
-  std::string file_path;  // "" when there is no file
-  std::string file_text;  // "key = value" lines, # comments
-  std::string env_text;   // "key=value,key=value"
-};
+using plugin_common::ConfigSources;
 
 // Builds the configuration from the defaults (one mobile NPU) and sources. On failure
 // returns false with error naming the bad key (or the malformed line and its file).

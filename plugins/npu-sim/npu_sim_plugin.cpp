@@ -6,30 +6,26 @@
 // device statistics.
 #include <phynexus/plugin.h>
 
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "config.h"
-#include "dram_pool.h"
+#include "dram.h"
+#include "host_buffers.h"
 #include "op_cost.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
 #include "quant_error.h"
+#include "reporting.h"
+#include "sync_stream.h"
 
 namespace phx::npu_sim {
 namespace {
 
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return text;
-}
+using namespace plugin_common;
 
 // "8 MiB (8388608 bytes)", "16 GiB (17179869184 bytes)".
 std::string size_text(uint64_t bytes) {
@@ -47,7 +43,7 @@ struct Totals {
 
 struct Device {
   Device(uint32_t index, const NpuConfig& config)
-      : dram(index, config.figures.dram_bytes, config.memory_optimization) {
+      : dram(index, config.figures.dram_bytes, dram_options(config.memory_optimization)) {
     const DeviceFigures& f = config.figures;
     name = std::string("NPU ") + f.profile->name + " (simulated)";
     supported_ops = describe_ops(*f.profile);
@@ -77,14 +73,9 @@ struct Device {
   std::string supported_ops;
   std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
   std::vector<phx_property> properties;
-  DramPool dram;
+  SimulatedMemory dram;
   std::mutex mutex;  // guards totals
   Totals totals;
-};
-
-struct Stream {
-  uint32_t device;
-  uint64_t submitted = 0;
 };
 
 struct Plugin {
@@ -101,8 +92,7 @@ struct Plugin {
   std::vector<std::unique_ptr<Device>> devices;
 
   phx_status error(phx_status status, const std::string& message) const {
-    host->set_error(host->host_data, message.c_str());
-    return status;
+    return fail(*host, status, message);
   }
   void log(phx_log_level level, const std::string& message) const {
     host->log(host->host_data, level, message.c_str());
@@ -110,7 +100,6 @@ struct Plugin {
 };
 
 Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
-DramBlock& block_of(void* buffer) { return *static_cast<DramBlock*>(buffer); }
 
 // Whether the device runs op with a first input of dtype: the profile lists it, the
 // host kernels compute it, and the device has the MAC array its rate needs.
@@ -126,26 +115,19 @@ bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
 }
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
-  try {
+  return guarded(*host, [&] {
     ConfigSources sources;
     NpuConfig config;
     std::string error;
-    if (!read_config_sources(sources, error) || !parse_config(sources, config, error)) {
-      host->set_error(host->host_data, ("configuration: " + error).c_str());
-      return PHX_STATUS_INVALID_ARGUMENT;
-    }
+    if (!read_config_sources(sources, error) || !parse_config(sources, config, error))
+      return fail(*host, PHX_STATUS_INVALID_ARGUMENT, "configuration: " + error);
     auto* plugin = new Plugin(host, config);
     plugin->log(PHX_LOG_INFO,
                 std::to_string(config.devices) + " x " + plugin->devices[0]->name +
                     (sources.file_path.empty() ? "" : ", config " + sources.file_path));
     *out_plugin = plugin;
     return PHX_STATUS_OK;
-  } catch (const std::bad_alloc&) {
-    return PHX_STATUS_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
-    host->set_error(host->host_data, e.what());
-    return PHX_STATUS_INTERNAL;
-  }
+  });
 }
 
 void shutdown(void* plugin) { delete &self(plugin); }
@@ -181,59 +163,19 @@ phx_status op_supported(void* plugin, uint32_t, phx_op_id op, phx_dtype dtype, i
 
 phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
   Plugin& p = self(plugin);
-  try {
+  // Out of host memory when the host refuses what the DRAM model allowed.
+  return guarded(*p.host, [&] {
     std::string error;
-    DramBlock* block = p.devices[device]->dram.allocate(size, error);
+    SimulatedBlock* block = p.devices[device]->dram.allocate(size, error);
     if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
     *out_buffer = block;
     return PHX_STATUS_OK;
-  } catch (const std::bad_alloc&) {  // the host refused what the DRAM model allowed
-    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
-  }
+  });
 }
 
 void buffer_free(void* plugin, void* buffer) {
-  DramBlock& block = block_of(buffer);
+  SimulatedBlock& block = block_of(buffer);
   self(plugin).devices[block.device]->dram.free(&block);
-}
-
-phx_status buffer_write(void*, void* buffer, uint64_t offset, const void* src, uint64_t size) {
-  std::memcpy(static_cast<char*>(block_of(buffer).data) + offset, src, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t size) {
-  std::memcpy(dst, static_cast<const char*>(block_of(buffer).data) + offset, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
-                       uint64_t size) {
-  std::memcpy(static_cast<char*>(block_of(dst).data) + dst_offset,
-              static_cast<const char*>(block_of(src).data) + src_offset, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_create(void*, uint32_t device, void** out_stream) {
-  *out_stream = new (std::nothrow) Stream{device};
-  return *out_stream != nullptr ? PHX_STATUS_OK : PHX_STATUS_OUT_OF_MEMORY;
-}
-
-void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
-
-kernels::HostTensor host_view(const phx_plugin_tensor& t) {
-  kernels::HostTensor view;
-  view.data =
-      t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
-  view.dtype = t.dtype;
-  view.rank = t.rank;
-  for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
-  return view;
-}
-
-void add_metric(phx_plugin_profile& profile, const char* name, double value) {
-  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS)
-    profile.metrics[profile.metric_count++] = {name, value};
 }
 
 // Costs op, adds it to the device's totals and, when profiling, to its record with the
@@ -270,8 +212,7 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op, const kernels::HostT
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = self(plugin);
-  Stream& s = *static_cast<Stream*>(stream);
-  Device& d = *p.devices[s.device];
+  Device& d = *p.devices[stream_of(stream).device];
   if (op->input_count == 0 || op->input_count > PHX_MAX_OP_INPUTS || op->output_count == 0 ||
       op->output_count > PHX_MAX_OP_OUTPUTS)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
@@ -282,10 +223,12 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                                                " NPU does not run " + op_name(op->op) + " on " +
                                                dtype_name(first) + " (it runs: " + d.supported_ops +
                                                ")");
-  try {
+  return guarded(*p.host, [&] {
     kernels::HostTensor in[PHX_MAX_OP_INPUTS], out[PHX_MAX_OP_OUTPUTS];
-    for (size_t i = 0; i < op->input_count; ++i) in[i] = host_view(op->inputs[i]);
-    for (size_t i = 0; i < op->output_count; ++i) out[i] = host_view(op->outputs[i]);
+    for (size_t i = 0; i < op->input_count; ++i)
+      in[i] = host_view<simulated_block_data>(op->inputs[i]);
+    for (size_t i = 0; i < op->output_count; ++i)
+      out[i] = host_view<simulated_block_data>(op->outputs[i]);
     const phx_status status =
         kernels::run_op(op->op, op->params, in, op->input_count, out, op->output_count, p.pool);
     if (status == PHX_STATUS_OUT_OF_MEMORY)
@@ -294,18 +237,9 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
       return p.error(status, std::string("the host kernel of ") + op_name(op->op) + " on " +
                                  dtype_name(first) + " failed");
     account(p, d, *op, in, out);
-  } catch (const std::bad_alloc&) {
-    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
-  }
-  *out_ticket = ++s.submitted;
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_wait(void*, void*, uint64_t) { return PHX_STATUS_OK; }
-
-phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
-  *out_ticket = static_cast<Stream*>(stream)->submitted;
-  return PHX_STATUS_OK;
+    *out_ticket = next_ticket(stream);
+    return PHX_STATUS_OK;
+  });
 }
 
 phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
@@ -332,7 +266,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
     std::lock_guard lock(d.mutex);
     t = d.totals;
   }
-  const DramPool::ReuseStats r = d.dram.reuse_stats();
+  const SimulatedMemory::ReuseStats r = d.dram.reuse_stats();
   const phx_metric metrics[] = {
       {"ops", double(t.ops)},
       {"macs_total", double(t.macs)},
@@ -346,10 +280,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"bytes_reused", double(r.bytes_reused)},
       {"memory_evictions", double(r.evictions)},
   };
-  const size_t count = sizeof metrics / sizeof metrics[0];
-  for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
-  *out_count = count;
-  return PHX_STATUS_OK;
+  return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
 // ABI 1.1: the host asks about, and submits, the quantized ops.
@@ -366,17 +297,17 @@ constexpr phx_plugin_api kApi = {
     op_supported,
     buffer_allocate,
     buffer_free,
-    buffer_write,
-    buffer_read,
-    stream_create,
-    stream_destroy,
+    host_buffer_write<simulated_block_data>,
+    host_buffer_read<simulated_block_data>,
+    sync_stream_create,
+    sync_stream_destroy,
     stream_submit,
-    stream_wait,
-    stream_completed,
+    sync_stream_wait,
+    sync_stream_completed,
     memory_stats,
     memory_set_limit,
     memory_release_cached,
-    buffer_copy,
+    host_buffer_copy<simulated_block_data>,
     device_stats,
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config_sources.h"
 #include "mxu_model.h"
 
 namespace phx::tpu_sim {
@@ -43,11 +44,7 @@ struct SimConfig {
 };
 
 // The settings as text. The file's entries come first; PHX_TPU_SIM's win over them.
-struct ConfigSources {
-  std::string file_path;  // "" when there is no file
-  std::string file_text;  // "key = value" lines, # comments
-  std::string env_text;   // "key=value,key=value"
-};
+using plugin_common::ConfigSources;
 
 // Builds the configuration from the defaults (v5e, 1 chip) and sources. On failure
 // returns false with error naming the bad key (or the malformed line and its file).

@@ -5,38 +5,33 @@
 // record and to the device statistics.
 #include <phynexus/plugin.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "compile_cache.h"
 #include "config.h"
-#include "hbm_pool.h"
+#include "hbm.h"
+#include "host_buffers.h"
 #include "mxu_ops.h"
 #include "op_cost.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
+#include "reporting.h"
+#include "sync_stream.h"
 
 namespace phx::tpu_sim {
 namespace {
+
+using namespace plugin_common;
 
 constexpr uint32_t kDtypeMask =
     PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
 
 // An op whose MXU mapping uses less of the arrays than this is logged at compile time.
 constexpr double kPoorMappingEfficiency = 0.5;
-
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return text;
-}
 
 // The running totals of phx_device_stats.
 struct Totals {
@@ -47,7 +42,7 @@ struct Totals {
 
 struct Device {
   Device(uint32_t index, const SimConfig& config)
-      : hbm(index, config.usable_hbm_bytes()), cache(config.compile_cache_size) {
+      : hbm(index, config.usable_hbm_bytes(), kHbmOptions), cache(config.compile_cache_size) {
     const ChipConfig& chip = config.chip;
     name = "TPU " + chip.generation + " (simulated)";
     const bool bf16 = config.precision == Precision::kBf16;
@@ -73,15 +68,10 @@ struct Device {
   std::string name;
   std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
   std::vector<phx_property> properties;
-  HbmPool hbm;
+  SimulatedMemory hbm;
   std::mutex mutex;  // guards cache and totals
   CompileCache cache;
   Totals totals;
-};
-
-struct Stream {
-  uint32_t device;
-  uint64_t submitted = 0;
 };
 
 struct Plugin {
@@ -96,8 +86,7 @@ struct Plugin {
   std::vector<std::unique_ptr<Device>> devices;
 
   phx_status error(phx_status status, const std::string& message) const {
-    host->set_error(host->host_data, message.c_str());
-    return status;
+    return fail(*host, status, message);
   }
   void log(phx_log_level level, const std::string& message) const {
     host->log(host->host_data, level, message.c_str());
@@ -105,29 +94,21 @@ struct Plugin {
 };
 
 Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
-HbmBlock& block_of(void* buffer) { return *static_cast<HbmBlock*>(buffer); }
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
-  try {
+  return guarded(*host, [&] {
     ConfigSources sources;
     SimConfig config;
     std::string error;
-    if (!read_config_sources(sources, error) || !parse_config(sources, config, error)) {
-      host->set_error(host->host_data, ("configuration: " + error).c_str());
-      return PHX_STATUS_INVALID_ARGUMENT;
-    }
+    if (!read_config_sources(sources, error) || !parse_config(sources, config, error))
+      return fail(*host, PHX_STATUS_INVALID_ARGUMENT, "configuration: " + error);
     auto* plugin = new Plugin(host, config);
     plugin->log(PHX_LOG_INFO,
                 std::to_string(config.chips) + " x " + plugin->devices[0]->name +
                     (sources.file_path.empty() ? "" : ", config " + sources.file_path));
     *out_plugin = plugin;
     return PHX_STATUS_OK;
-  } catch (const std::bad_alloc&) {
-    return PHX_STATUS_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {  // e.g. the system refused the pool's threads
-    host->set_error(host->host_data, e.what());
-    return PHX_STATUS_INTERNAL;
-  }
+  });
 }
 
 void shutdown(void* plugin) { delete &self(plugin); }
@@ -160,54 +141,19 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
 
 phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
   Plugin& p = self(plugin);
-  try {
+  // Out of host memory when the host refuses what the HBM model allowed.
+  return guarded(*p.host, [&] {
     std::string error;
-    HbmBlock* block = p.devices[device]->hbm.allocate(size, error);
+    SimulatedBlock* block = p.devices[device]->hbm.allocate(size, error);
     if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
     *out_buffer = block;
     return PHX_STATUS_OK;
-  } catch (const std::bad_alloc&) {  // the host refused what the HBM model allowed
-    return PHX_STATUS_OUT_OF_MEMORY;
-  }
+  });
 }
 
 void buffer_free(void* plugin, void* buffer) {
-  HbmBlock& block = block_of(buffer);
+  SimulatedBlock& block = block_of(buffer);
   self(plugin).devices[block.device]->hbm.free(&block);
-}
-
-phx_status buffer_write(void*, void* buffer, uint64_t offset, const void* src, uint64_t size) {
-  std::memcpy(static_cast<char*>(block_of(buffer).data) + offset, src, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_read(void*, void* buffer, uint64_t offset, void* dst, uint64_t size) {
-  std::memcpy(dst, static_cast<const char*>(block_of(buffer).data) + offset, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status buffer_copy(void*, void* dst, uint64_t dst_offset, void* src, uint64_t src_offset,
-                       uint64_t size) {
-  std::memcpy(static_cast<char*>(block_of(dst).data) + dst_offset,
-              static_cast<const char*>(block_of(src).data) + src_offset, size);
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_create(void*, uint32_t device, void** out_stream) {
-  *out_stream = new (std::nothrow) Stream{device};
-  return *out_stream != nullptr ? PHX_STATUS_OK : PHX_STATUS_OUT_OF_MEMORY;
-}
-
-void stream_destroy(void*, void* stream) { delete static_cast<Stream*>(stream); }
-
-kernels::HostTensor host_view(const phx_plugin_tensor& t) {
-  kernels::HostTensor view;
-  view.data =
-      t.buffer != nullptr ? static_cast<char*>(block_of(t.buffer).data) + t.offset : nullptr;
-  view.dtype = t.dtype;
-  view.rank = t.rank;
-  for (uint32_t i = 0; i < PHX_MAX_RANK; ++i) view.shape[i] = t.shape[i];
-  return view;
 }
 
 // Every op of the C API has at most three inputs and one output.
@@ -216,8 +162,8 @@ constexpr size_t kMaxInputs = 3;
 // Computes op: matmul and conv2d under the MXU's numerics, the rest as in f32.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
   kernels::HostTensor in[kMaxInputs];
-  for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
-  const kernels::HostTensor out = host_view(op.outputs[0]);
+  for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view<simulated_block_data>(op.inputs[i]);
+  const kernels::HostTensor out = host_view<simulated_block_data>(op.outputs[0]);
   MxuNumerics numerics;
   numerics.round_to_bf16 = p.config.precision == Precision::kBf16;
   numerics.pass_depth = p.config.chip.mxu_size;
@@ -231,11 +177,6 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
     default:
       return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
   }
-}
-
-void add_metric(phx_plugin_profile& profile, const char* name, double value) {
-  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS)
-    profile.metrics[profile.metric_count++] = {name, value};
 }
 
 // Costs op, looks its program up in the compile cache, adds both to the device's totals
@@ -284,29 +225,19 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = self(plugin);
-  Stream& s = *static_cast<Stream*>(stream);
   if (op->input_count > kMaxInputs || op->output_count != 1)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
-  try {
+  return guarded(*p.host, [&] {
     const phx_status status = execute(p, *op);
     if (status == PHX_STATUS_OUT_OF_MEMORY)
       return p.error(status, "out of host memory for the simulation's scratch buffers");
     if (status != PHX_STATUS_OK)
       return p.error(status, "no host kernel for op " + std::to_string(op->op) + " on dtype " +
                                  std::to_string(op->inputs[0].dtype));
-    account(p, *p.devices[s.device], *op);
-  } catch (const std::bad_alloc&) {
-    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
-  }
-  *out_ticket = ++s.submitted;
-  return PHX_STATUS_OK;
-}
-
-phx_status stream_wait(void*, void*, uint64_t) { return PHX_STATUS_OK; }
-
-phx_status stream_completed(void*, void* stream, uint64_t* out_ticket) {
-  *out_ticket = static_cast<Stream*>(stream)->submitted;
-  return PHX_STATUS_OK;
+    account(p, *p.devices[stream_of(stream).device], *op);
+    *out_ticket = next_ticket(stream);
+    return PHX_STATUS_OK;
+  });
 }
 
 phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
@@ -344,12 +275,9 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"compile_cache_misses", double(t.cache_misses)},
       {"compile_cache_evictions", double(t.cache_evictions)},
       {"compile_time_ns_total", t.compile_time_ns},
-      {"memory_evictions", double(d.hbm.evictions())},
+      {"memory_evictions", double(d.hbm.reuse_stats().evictions)},
   };
-  const size_t count = sizeof metrics / sizeof metrics[0];
-  for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
-  *out_count = count;
-  return PHX_STATUS_OK;
+  return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
 constexpr phx_plugin_api kApi = {
@@ -365,17 +293,17 @@ constexpr phx_plugin_api kApi = {
     op_supported,
     buffer_allocate,
     buffer_free,
-    buffer_write,
-    buffer_read,
-    stream_create,
-    stream_destroy,
+    host_buffer_write<simulated_block_data>,
+    host_buffer_read<simulated_block_data>,
+    sync_stream_create,
+    sync_stream_destroy,
     stream_submit,
-    stream_wait,
-    stream_completed,
+    sync_stream_wait,
+    sync_stream_completed,
     memory_stats,
     memory_set_limit,
     memory_release_cached,
-    buffer_copy,
+    host_buffer_copy<simulated_block_data>,
     device_stats,
 };
 

@@ -15,124 +15,22 @@
 #include <string>
 #include <vector>
 
+#include "sim_api_fixture.h"
+
 namespace {
 
 // ---- the context and its npu-sim devices ---------------------------------------------
 
-class Sim {
+class Sim : public phx_test::SimContext {
  public:
   // settings: PHX_NPU_SIM's value; config_file: PHX_NPU_SIM_CONFIG's, or none.
-  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr) {
-    setenv("PHX_NPU_SIM", settings, 1);
-    if (config_file != nullptr)
-      setenv("PHX_NPU_SIM_CONFIG", config_file, 1);
-    else
-      unsetenv("PHX_NPU_SIM_CONFIG");
-    // A developer's own ~/.config/phynexus/npu-sim.conf must not change the tests.
-    setenv("XDG_CONFIG_HOME", "/nonexistent/phx-npu-sim-test", 1);
-    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-    options.log_level = PHX_LOG_OFF;
-    options.flags = flags;
-    EXPECT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
-    size_t count = 0;
-    phx_device_count(context_, &count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_device_info info = PHX_DEVICE_INFO_INIT;
-      phx_device_get(context_, i, &info);
-      if (std::string(info.plugin) == "npu-sim") npus_.push_back(i);
-      if (info.type == PHX_DEVICE_CPU && cpu_ == SIZE_MAX) cpu_ = i;
-    }
-  }
-  ~Sim() { phx_context_destroy(context_); }
-  Sim(const Sim&) = delete;
-  Sim& operator=(const Sim&) = delete;
-
-  phx_context context() const { return context_; }
-  const std::vector<size_t>& npus() const { return npus_; }
-  size_t npu() const { return npus_.at(0); }
-  bool has_cpu() const { return cpu_ != SIZE_MAX; }
-  size_t cpu() const { return cpu_; }
-
-  // The npu-sim plugin's record (state, reason).
-  phx_plugin_info plugin() const {
-    size_t count = 0;
-    phx_plugin_count(context_, &count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
-      phx_plugin_get(context_, i, &info);
-      if (std::string(info.path).find("phx_npu_sim") != std::string::npos) return info;
-    }
-    ADD_FAILURE() << "no npu-sim plugin file found";
-    return PHX_PLUGIN_INFO_INIT;
-  }
-
-  std::map<std::string, double> stats(size_t device) const {
-    size_t count = 0;
-    phx_device_stats(context_, device, nullptr, 0, &count);
-    std::vector<phx_metric> metrics(count);
-    phx_device_stats(context_, device, metrics.data(), count, &count);
-    std::map<std::string, double> named;
-    for (const phx_metric& m : metrics) named[m.name] = m.value;
-    return named;
-  }
-
-  phx_memory_stats memory(size_t device) const {
-    phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
-    EXPECT_EQ(phx_memory_stats_get(context_, device, &stats), PHX_STATUS_OK);
-    return stats;
-  }
-
-  bool supports(size_t device, phx_op_id op, phx_dtype dtype) const {
-    int yes = -1;
-    EXPECT_EQ(phx_device_supports(context_, device, op, dtype, &yes), PHX_STATUS_OK);
-    return yes == 1;
-  }
-
- private:
-  phx_context context_ = nullptr;
-  std::vector<size_t> npus_;
-  size_t cpu_ = SIZE_MAX;
+  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
+      : SimContext({"npu-sim", "phx_npu_sim", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG"}, settings, flags,
+                   config_file) {}
 };
 
-std::string property(phx_context ctx, size_t device, const std::string& key) {
-  phx_device_info info = PHX_DEVICE_INFO_INIT;
-  phx_device_get(ctx, device, &info);
-  for (size_t i = 0; i < info.property_count; ++i)
-    if (key == info.properties[i].key) return info.properties[i].value;
-  return "";
-}
-
-// A tensor that destroys itself.
-class Tensor {
- public:
-  Tensor(phx_context ctx, size_t device, phx_dtype dtype, std::vector<int64_t> shape)
-      : shape_(std::move(shape)) {
-    status_ = phx_tensor_create(ctx, device, dtype, shape_.size(), shape_.data(), &t_);
-  }
-  ~Tensor() {
-    if (t_ != nullptr) phx_tensor_destroy(t_);
-  }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-  phx_status status() const { return status_; }
-  phx_tensor get() const { return t_; }
-  template <class T>
-  void upload(const std::vector<T>& v) {
-    ASSERT_EQ(phx_tensor_upload(t_, 0, v.data(), v.size() * sizeof(T)), PHX_STATUS_OK)
-        << phx_last_error();
-  }
-  template <class T>
-  std::vector<T> download(size_t count) const {
-    std::vector<T> v(count);
-    EXPECT_EQ(phx_tensor_download(t_, 0, v.data(), count * sizeof(T)), PHX_STATUS_OK);
-    return v;
-  }
-
- private:
-  std::vector<int64_t> shape_;
-  phx_tensor t_ = nullptr;
-  phx_status status_ = PHX_STATUS_OK;
-};
+using phx_test::property;
+using phx_test::Tensor;
 
 phx_status run(phx_stream stream, phx_op_id op, const void* params, std::vector<phx_tensor> inputs,
                std::vector<phx_tensor> outputs) {
@@ -162,8 +60,8 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
 
 TEST(NpuSim, ListsEveryDeviceWithItsProfile) {
   Sim sim("profile=edge,devices=2");
-  ASSERT_EQ(sim.npus().size(), 2u);
-  for (size_t d : sim.npus()) {
+  ASSERT_EQ(sim.devices().size(), 2u);
+  for (size_t d : sim.devices()) {
     phx_device_info info = PHX_DEVICE_INFO_INIT;
     ASSERT_EQ(phx_device_get(sim.context(), d, &info), PHX_STATUS_OK);
     EXPECT_EQ(info.type, PHX_DEVICE_NPU);
@@ -190,7 +88,7 @@ TEST(NpuSim, ListsEveryDeviceWithItsProfile) {
 TEST(NpuSim, EachProfileAnswersForItsOpSet) {
   {
     Sim sim("profile=mobile");
-    const size_t d = sim.npu();
+    const size_t d = sim.device();
     EXPECT_TRUE(sim.supports(d, PHX_OP_QMATMUL, PHX_DTYPE_I8));
     EXPECT_TRUE(sim.supports(d, PHX_OP_QMATMUL, PHX_DTYPE_U8));
     EXPECT_FALSE(sim.supports(d, PHX_OP_QMATMUL, PHX_DTYPE_I16));  // no 16x8
@@ -210,7 +108,7 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
   }
   {
     Sim sim("profile=edge");
-    const size_t d = sim.npu();
+    const size_t d = sim.device();
     EXPECT_TRUE(sim.supports(d, PHX_OP_QMATMUL, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_QCONV2D, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_DYNAMIC_QUANTIZE, PHX_DTYPE_F32));
@@ -220,12 +118,12 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
   {
     // Without an int16 MAC array there is no 16x8.
     Sim sim("profile=edge,int16_macs_per_cycle=0");
-    EXPECT_FALSE(sim.supports(sim.npu(), PHX_OP_QMATMUL, PHX_DTYPE_I16));
-    EXPECT_TRUE(sim.supports(sim.npu(), PHX_OP_QMATMUL, PHX_DTYPE_I8));
+    EXPECT_FALSE(sim.supports(sim.device(), PHX_OP_QMATMUL, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(sim.device(), PHX_OP_QMATMUL, PHX_DTYPE_I8));
   }
   {
     Sim sim("profile=datacenter");
-    const size_t d = sim.npu();
+    const size_t d = sim.device();
     EXPECT_TRUE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_SOFTMAX, PHX_DTYPE_F16));
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F32));
@@ -236,9 +134,9 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
 TEST(NpuSim, UnsupportedOpIsRefusedWithoutFallback) {
   Sim sim("profile=mobile");
   phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.npu(), &stream), PHX_STATUS_OK);
-  Tensor x(sim.context(), sim.npu(), PHX_DTYPE_F32, {2, 8});
-  Tensor y(sim.context(), sim.npu(), PHX_DTYPE_F32, {2, 8});
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+  Tensor x(sim.context(), sim.device(), PHX_DTYPE_F32, {2, 8});
+  Tensor y(sim.context(), sim.device(), PHX_DTYPE_F32, {2, 8});
   x.upload(std::vector<float>(16, 1.0f));
   EXPECT_EQ(run(stream, PHX_OP_SOFTMAX, nullptr, {x.get()}, {y.get()}), PHX_STATUS_UNSUPPORTED);
   phx_stream_destroy(stream);
@@ -248,7 +146,7 @@ TEST(NpuSim, UnsupportedOpIsRefusedWithoutFallback) {
 
 TEST(NpuSim, DramCapacityAndLimitAreEnforced) {
   Sim sim("dram_bytes=1048576");
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   {
     Tensor fits(sim.context(), d, PHX_DTYPE_I8, {524288});
     ASSERT_EQ(fits.status(), PHX_STATUS_OK);
@@ -280,8 +178,8 @@ TEST(NpuSim, DramCapacityAndLimitAreEnforced) {
 
 TEST(NpuSim, MemoryLimitKeySetsTheInitialLimit) {
   Sim sim("profile=edge,memory_limit=65536");
-  EXPECT_EQ(sim.memory(sim.npu()).limit_bytes, 65536u);
-  Tensor t(sim.context(), sim.npu(), PHX_DTYPE_I8, {65537});
+  EXPECT_EQ(sim.memory(sim.device()).limit_bytes, 65536u);
+  Tensor t(sim.context(), sim.device(), PHX_DTYPE_I8, {65537});
   EXPECT_EQ(t.status(), PHX_STATUS_OUT_OF_MEMORY);
 }
 
@@ -290,7 +188,7 @@ TEST(NpuSim, MemoryLimitKeySetsTheInitialLimit) {
 // its memory statistics before the cache is released.
 std::map<std::string, double> run_steps(const char* settings, phx_memory_stats& after) {
   Sim sim(settings);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   for (int step = 0; step < 10; ++step) {
     Tensor a(sim.context(), d, PHX_DTYPE_I8, {1000});
     Tensor b(sim.context(), d, PHX_DTYPE_F32, {10000});
@@ -327,7 +225,7 @@ void expect_rejected(const Sim& sim, const std::string& named) {
   const phx_plugin_info info = sim.plugin();
   EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
   EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
-  EXPECT_TRUE(sim.npus().empty());
+  EXPECT_TRUE(sim.devices().empty());
   ASSERT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
   // And it computes.
   phx_stream stream = nullptr;
@@ -357,12 +255,12 @@ TEST(NpuSim, BadConfigFileRejectsThePlugin) {
   std::ofstream(path) << "profile = edge   # a comment\ndevices = 2\n";  // now well-formed
   {
     Sim sim("", 0, path.c_str());
-    ASSERT_EQ(sim.npus().size(), 2u);
-    EXPECT_EQ(property(sim.context(), sim.npu(), "profile"), "edge");
+    ASSERT_EQ(sim.devices().size(), 2u);
+    EXPECT_EQ(property(sim.context(), sim.device(), "profile"), "edge");
   }
   {
     Sim sim("devices=1", 0, path.c_str());  // the environment wins over the file
-    EXPECT_EQ(sim.npus().size(), 1u);
+    EXPECT_EQ(sim.devices().size(), 1u);
   }
   unsetenv("PHX_NPU_SIM_CONFIG");
   std::remove(path.c_str());
@@ -372,7 +270,7 @@ TEST(NpuSim, BadConfigFileRejectsThePlugin) {
 
 TEST(NpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
   Sim sim("profile=mobile", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   // relu i8 on 2^20 elements: ceil(2^20 / 64 lanes) = 16384 cycles at 1 GHz; DRAM 2 MiB
@@ -415,7 +313,7 @@ TEST(NpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
 
 TEST(NpuSim, DatacenterF16MatmulRunsAtTheF16Rate) {
   Sim sim("profile=datacenter", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   Tensor a(sim.context(), d, PHX_DTYPE_F16, {64, 128}),
@@ -457,7 +355,7 @@ std::vector<int8_t> quantize_i8(const std::vector<float>& v, float scale) {
 // out (a min-max output scale) and with the raw i32 accumulators.
 TEST(NpuSim, QmatmulReportsItsErrorAgainstF32) {
   Sim sim("profile=mobile", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   const int64_t m = 64, k = 256, n = 96;
@@ -533,7 +431,7 @@ TEST(NpuSim, QmatmulReportsItsErrorAgainstF32) {
 
 TEST(NpuSim, Qconv2dReportsItsErrorAgainstF32) {
   Sim sim("profile=edge", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   // NCHW x [1, 16, 10, 10] in int16 (16x8), weight [8, 16, 3, 3] per output channel,
@@ -591,7 +489,7 @@ TEST(NpuSim, Qconv2dReportsItsErrorAgainstF32) {
 
 TEST(NpuSim, QuantizeAndDynamicQuantizeReportTheirRoundingError) {
   Sim sim("profile=edge", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   const auto xf = gaussian(4096, 5);
@@ -625,7 +523,7 @@ TEST(NpuSim, QuantizeAndDynamicQuantizeReportTheirRoundingError) {
 
 TEST(NpuSim, UnsupportedOpRunsOnTheCpuWithFallback) {
   Sim sim("profile=mobile", PHX_CONTEXT_FALLBACK_CPU);
-  const size_t d = sim.npu();
+  const size_t d = sim.device();
   ASSERT_FALSE(sim.supports(d, PHX_OP_SOFTMAX, PHX_DTYPE_F32));
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);

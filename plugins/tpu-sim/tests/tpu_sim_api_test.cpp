@@ -13,110 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "sim_api_fixture.h"
+
 namespace {
 
 // ---- the context and its tpu-sim devices ---------------------------------------------
 
-class Sim {
+class Sim : public phx_test::SimContext {
  public:
   // settings: PHX_TPU_SIM's value; config_file: PHX_TPU_SIM_CONFIG's, or none.
-  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr) {
-    setenv("PHX_TPU_SIM", settings, 1);
-    if (config_file != nullptr)
-      setenv("PHX_TPU_SIM_CONFIG", config_file, 1);
-    else
-      unsetenv("PHX_TPU_SIM_CONFIG");
-    // A developer's own ~/.config/phynexus/tpu-sim.conf must not change the tests.
-    setenv("XDG_CONFIG_HOME", "/nonexistent/phx-tpu-sim-test", 1);
-    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-    options.log_level = PHX_LOG_OFF;
-    options.flags = flags;
-    EXPECT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
-    size_t count = 0;
-    phx_device_count(context_, &count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_device_info info = PHX_DEVICE_INFO_INIT;
-      phx_device_get(context_, i, &info);
-      if (std::string(info.plugin) == "tpu-sim") tpu_devices_.push_back(i);
-      if (info.type == PHX_DEVICE_CPU) has_cpu_ = true;
-    }
-  }
-  ~Sim() { phx_context_destroy(context_); }
-  Sim(const Sim&) = delete;
-  Sim& operator=(const Sim&) = delete;
-
-  phx_context context() const { return context_; }
-  const std::vector<size_t>& tpus() const { return tpu_devices_; }
-  size_t tpu() const { return tpu_devices_.at(0); }
-  bool has_cpu() const { return has_cpu_; }
-
-  // The tpu-sim plugin's record (state, reason).
-  phx_plugin_info plugin() const {
-    size_t count = 0;
-    phx_plugin_count(context_, &count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
-      phx_plugin_get(context_, i, &info);
-      if (std::string(info.path).find("phx_tpu_sim") != std::string::npos) return info;
-    }
-    ADD_FAILURE() << "no tpu-sim plugin file found";
-    return PHX_PLUGIN_INFO_INIT;
-  }
-
-  std::map<std::string, double> stats(size_t device) const {
-    size_t count = 0;
-    phx_device_stats(context_, device, nullptr, 0, &count);
-    std::vector<phx_metric> metrics(count);
-    phx_device_stats(context_, device, metrics.data(), count, &count);
-    std::map<std::string, double> named;
-    for (const phx_metric& m : metrics) named[m.name] = m.value;
-    return named;
-  }
-
- private:
-  phx_context context_ = nullptr;
-  std::vector<size_t> tpu_devices_;
-  bool has_cpu_ = false;
+  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
+      : SimContext({"tpu-sim", "phx_tpu_sim", "PHX_TPU_SIM", "PHX_TPU_SIM_CONFIG"}, settings, flags,
+                   config_file) {}
 };
 
-std::string property(phx_context ctx, size_t device, const std::string& key) {
-  phx_device_info info = PHX_DEVICE_INFO_INIT;
-  phx_device_get(ctx, device, &info);
-  for (size_t i = 0; i < info.property_count; ++i)
-    if (key == info.properties[i].key) return info.properties[i].value;
-  return "";
-}
-
-// A tensor that destroys itself.
-class Tensor {
- public:
-  Tensor(phx_context ctx, size_t device, phx_dtype dtype, std::vector<int64_t> shape)
-      : shape_(std::move(shape)) {
-    status_ = phx_tensor_create(ctx, device, dtype, shape_.size(), shape_.data(), &t_);
-  }
-  ~Tensor() {
-    if (t_ != nullptr) phx_tensor_destroy(t_);
-  }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-  phx_status status() const { return status_; }
-  phx_tensor get() const { return t_; }
-  template <class T>
-  void upload(const std::vector<T>& v) {
-    ASSERT_EQ(phx_tensor_upload(t_, 0, v.data(), v.size() * sizeof(T)), PHX_STATUS_OK);
-  }
-  template <class T>
-  std::vector<T> download(size_t count) const {
-    std::vector<T> v(count);
-    EXPECT_EQ(phx_tensor_download(t_, 0, v.data(), count * sizeof(T)), PHX_STATUS_OK);
-    return v;
-  }
-
- private:
-  std::vector<int64_t> shape_;
-  phx_tensor t_ = nullptr;
-  phx_status status_ = PHX_STATUS_OK;
-};
+using phx_test::property;
+using phx_test::Tensor;
 
 phx_status run(phx_stream stream, phx_op_id op, const void* params, std::vector<phx_tensor> inputs,
                phx_tensor output) {
@@ -182,8 +94,8 @@ void expect_bit_identical(const std::vector<float>& got, const std::vector<float
 
 TEST(TpuSim, ListsEveryChipWithItsFigures) {
   Sim sim("generation=v6e,chips=3,memory_fraction=0.5");
-  ASSERT_EQ(sim.tpus().size(), 3u);
-  for (size_t d : sim.tpus()) {
+  ASSERT_EQ(sim.devices().size(), 3u);
+  for (size_t d : sim.devices()) {
     phx_device_info info = PHX_DEVICE_INFO_INIT;
     ASSERT_EQ(phx_device_get(sim.context(), d, &info), PHX_STATUS_OK);
     EXPECT_EQ(info.type, PHX_DEVICE_TPU);
@@ -202,7 +114,7 @@ TEST(TpuSim, ListsEveryChipWithItsFigures) {
 TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
   Sim sim("generation=v5e");
   phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
   struct Case {
     int64_t m, k, n;
     bool trans_b;
@@ -214,11 +126,11 @@ TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
     const auto a = random_values(size_t(c.m * c.k), 1);
     const auto b = random_values(size_t(c.k * c.n), 2);
     const auto bias = random_values(size_t(c.n), 3);
-    Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.m, c.k});
-    Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {c.m, c.k});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32,
               c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n});
-    Tensor tbias(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.n});
-    Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.m, c.n});
+    Tensor tbias(sim.context(), sim.device(), PHX_DTYPE_F32, {c.n});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {c.m, c.n});
     ta.upload(a);
     tb.upload(b);
     tbias.upload(bias);
@@ -248,15 +160,15 @@ TEST(TpuSim, Bf16MatmulIsBitIdenticalToTheRule) {
 TEST(TpuSim, Bf16TensorsBatchedOn256DeepArrays) {
   Sim sim("generation=v6e");
   phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
   const int64_t batch = 3, m = 17, k = 600, n = 40;
   std::vector<uint16_t> a(size_t(batch * m * k)), b(size_t(k * n));
   const auto ra = random_values(a.size(), 4), rb = random_values(b.size(), 5);
   for (size_t i = 0; i < a.size(); ++i) a[i] = to_bf16(ra[i]);
   for (size_t i = 0; i < b.size(); ++i) b[i] = to_bf16(rb[i]);
-  Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {batch, m, k});
-  Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {k, n});
-  Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_BF16, {batch, m, n});
+  Tensor ta(sim.context(), sim.device(), PHX_DTYPE_BF16, {batch, m, k});
+  Tensor tb(sim.context(), sim.device(), PHX_DTYPE_BF16, {k, n});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_BF16, {batch, m, n});
   ta.upload(a);
   tb.upload(b);
   ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK)
@@ -280,7 +192,7 @@ TEST(TpuSim, Bf16TensorsBatchedOn256DeepArrays) {
 TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
   Sim sim("generation=v5e");
   phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
   struct Case {
     phx_layout layout;
     int64_t n, c_in, h, w, c_out, kh, kw, groups, stride, pad, dil;
@@ -295,14 +207,14 @@ TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
     const auto x = random_values(size_t(c.n * c.c_in * c.h * c.w), 6);
     const auto w = random_values(size_t(c.c_out * cig * c.kh * c.kw), 7);
     const auto bias = random_values(size_t(c.c_out), 8);
-    Tensor tx(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+    Tensor tx(sim.context(), sim.device(), PHX_DTYPE_F32,
               nhwc ? std::vector<int64_t>{c.n, c.h, c.w, c.c_in}
                    : std::vector<int64_t>{c.n, c.c_in, c.h, c.w});
-    Tensor tw(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+    Tensor tw(sim.context(), sim.device(), PHX_DTYPE_F32,
               nhwc ? std::vector<int64_t>{c.c_out, c.kh, c.kw, cig}
                    : std::vector<int64_t>{c.c_out, cig, c.kh, c.kw});
-    Tensor tbias(sim.context(), sim.tpu(), PHX_DTYPE_F32, {c.c_out});
-    Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32,
+    Tensor tbias(sim.context(), sim.device(), PHX_DTYPE_F32, {c.c_out});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32,
                nhwc ? std::vector<int64_t>{c.n, ho, wo, c.c_out}
                     : std::vector<int64_t>{c.n, c.c_out, ho, wo});
     tx.upload(x);
@@ -354,14 +266,14 @@ TEST(TpuSim, Bf16Conv2dIsBitIdenticalToTheRule) {
 // (within 2 K u sum |a b|, u = 2^-24) and differs from the bf16 rule's.
 TEST(TpuSim, HighestPrecisionKeepsF32Inputs) {
   Sim sim("precision=highest");
-  EXPECT_EQ(property(sim.context(), sim.tpu(), "matmul_precision"), "f32");
+  EXPECT_EQ(property(sim.context(), sim.device(), "matmul_precision"), "f32");
   phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.tpu(), &stream), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
   const int64_t m = 8, k = 200, n = 8;
   const auto a = random_values(size_t(m * k), 9), b = random_values(size_t(k * n), 10);
-  Tensor ta(sim.context(), sim.tpu(), PHX_DTYPE_F32, {m, k});
-  Tensor tb(sim.context(), sim.tpu(), PHX_DTYPE_F32, {k, n});
-  Tensor out(sim.context(), sim.tpu(), PHX_DTYPE_F32, {m, n});
+  Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {m, k});
+  Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {k, n});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
   ta.upload(a);
   tb.upload(b);
   ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
@@ -388,7 +300,7 @@ TEST(TpuSim, HighestPrecisionKeepsF32Inputs) {
 
 TEST(TpuSim, HbmCapacityIsEnforced) {
   Sim sim("hbm_bytes=1048576");
-  const size_t d = sim.tpu();
+  const size_t d = sim.device();
   {
     Tensor fits(sim.context(), d, PHX_DTYPE_F32, {131072});  // 512 KiB
     ASSERT_EQ(fits.status(), PHX_STATUS_OK);
@@ -442,11 +354,11 @@ TEST(TpuSim, AHugeChipReservesNoHostMemory) {
   Sim loaded("generation=v5p,chips=4");
   const uint64_t before = resident_bytes();
   Sim sim("generation=v5p,chips=4,hbm_bytes=1125899906842624");  // 4 chips of 2^50 bytes
-  ASSERT_EQ(sim.tpus().size(), 4u);
+  ASSERT_EQ(sim.devices().size(), 4u);
   phx_device_info info = PHX_DEVICE_INFO_INIT;
-  phx_device_get(sim.context(), sim.tpu(), &info);
+  phx_device_get(sim.context(), sim.device(), &info);
   EXPECT_EQ(info.memory_total_bytes, uint64_t{1} << 50);
-  Tensor t(sim.context(), sim.tpu(), PHX_DTYPE_F32, {1024});
+  Tensor t(sim.context(), sim.device(), PHX_DTYPE_F32, {1024});
   EXPECT_EQ(t.status(), PHX_STATUS_OK);
   // Another context's thread pools cost a few MiB; 4 PiB would not fit.
   EXPECT_LT(resident_bytes() - before, uint64_t{64} << 20);
@@ -456,7 +368,7 @@ void expect_rejected(const Sim& sim, const std::string& named) {
   const phx_plugin_info info = sim.plugin();
   EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
   EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
-  EXPECT_TRUE(sim.tpus().empty());
+  EXPECT_TRUE(sim.devices().empty());
   EXPECT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
 }
 
@@ -476,12 +388,12 @@ TEST(TpuSim, BadConfigFileRejectsThePlugin) {
   std::ofstream(path) << "generation = v4   # a comment\nchips = 2\n";  // now well-formed
   {
     Sim sim("", 0, path.c_str());
-    ASSERT_EQ(sim.tpus().size(), 2u);
-    EXPECT_EQ(property(sim.context(), sim.tpu(), "generation"), "v4");
+    ASSERT_EQ(sim.devices().size(), 2u);
+    EXPECT_EQ(property(sim.context(), sim.device(), "generation"), "v4");
   }
   {
     Sim sim("chips=1", 0, path.c_str());  // the environment wins over the file
-    EXPECT_EQ(sim.tpus().size(), 1u);
+    EXPECT_EQ(sim.devices().size(), 1u);
   }
   unsetenv("PHX_TPU_SIM_CONFIG");
   std::remove(path.c_str());
@@ -498,7 +410,7 @@ double metric(phx_stream stream, size_t index, const char* name) {
 
 TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {
   Sim sim("compile_cache_size=1", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.tpu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   Tensor a(sim.context(), d, PHX_DTYPE_F32, {4, 4}), b(sim.context(), d, PHX_DTYPE_F32, {4, 4});
@@ -533,7 +445,7 @@ TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {
 
 TEST(TpuSim, ProfileRecordsAndStatisticsCarryTheModel) {
   Sim sim("generation=v5e,timing=scalesim", PHX_CONTEXT_PROFILE);
-  const size_t d = sim.tpu();
+  const size_t d = sim.device();
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
   // matmul bf16 [200 x 300] . [300 x 100] -> f32 on 4 x 128x128: folds = 3 * 1 = 3,

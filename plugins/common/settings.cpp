@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-namespace phx::npu_sim {
+namespace phx::plugin_common {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -88,13 +88,19 @@ std::string Settings::bad_value(const Entry& entry, const std::string& expected)
 
 bool Settings::read_integer(std::string_view key, uint64_t lo, uint64_t hi, uint64_t& target,
                             std::string& error) const {
+  return read_integer(key, lo, hi, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                      target, error);
+}
+
+bool Settings::read_integer(std::string_view key, uint64_t lo, uint64_t hi,
+                            const std::string& range, uint64_t& target, std::string& error) const {
   const Entry* e = find(key);
   if (e == nullptr) return true;
   uint64_t parsed = 0;
   const char* end = e->value.data() + e->value.size();
   const auto [stop, ec] = std::from_chars(e->value.data(), end, parsed);
   if (ec != std::errc{} || stop != end || parsed < lo || parsed > hi) {
-    error = bad_value(*e, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    error = bad_value(*e, "an integer " + range);
     return false;
   }
   target = parsed;
@@ -103,6 +109,13 @@ bool Settings::read_integer(std::string_view key, uint64_t lo, uint64_t hi, uint
 
 bool Settings::read_number(std::string_view key, double lo, double hi, bool lo_inclusive,
                            double& target, std::string& error) const {
+  std::ostringstream range;
+  range << "in " << (lo_inclusive ? "[" : "(") << lo << ", " << hi << "]";
+  return read_number(key, lo, hi, lo_inclusive, range.str(), target, error);
+}
+
+bool Settings::read_number(std::string_view key, double lo, double hi, bool lo_inclusive,
+                           const std::string& range, double& target, std::string& error) const {
   const Entry* e = find(key);
   if (e == nullptr) return true;
   char* stop = nullptr;
@@ -110,9 +123,7 @@ bool Settings::read_number(std::string_view key, double lo, double hi, bool lo_i
   const bool above_lo = lo_inclusive ? parsed >= lo : parsed > lo;
   if (e->value.empty() || stop != e->value.c_str() + e->value.size() || !std::isfinite(parsed) ||
       !above_lo || parsed > hi) {
-    std::ostringstream range;
-    range << "a number in " << (lo_inclusive ? "[" : "(") << lo << ", " << hi << "]";
-    error = bad_value(*e, range.str());
+    error = bad_value(*e, "a number " + range);
     return false;
   }
   target = parsed;
@@ -133,4 +144,4 @@ bool Settings::read_flag(std::string_view key, bool& target, std::string& error)
   return true;
 }
 
-}  // namespace phx::npu_sim
+}  // namespace phx::plugin_common

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace phx::npu_sim {
+namespace phx::plugin_common {
 
 class Settings {
  public:
@@ -34,11 +34,17 @@ class Settings {
   const Entry* find(std::string_view key) const;
 
   // The typed readers leave target alone when the key is absent; on a bad value they
-  // return false with error naming the key, its origin, the value and what was expected.
+  // return false with error naming the key, its origin, the value and what was expected:
+  // "an integer " or "a number " followed by range, by default "in [lo, hi]" (a caller
+  // passes its own to name the unit or write a bound readably: "of bytes in [1, 2^50]").
   bool read_integer(std::string_view key, uint64_t lo, uint64_t hi, uint64_t& target,
                     std::string& error) const;
+  bool read_integer(std::string_view key, uint64_t lo, uint64_t hi, const std::string& range,
+                    uint64_t& target, std::string& error) const;
   bool read_number(std::string_view key, double lo, double hi, bool lo_inclusive, double& target,
                    std::string& error) const;
+  bool read_number(std::string_view key, double lo, double hi, bool lo_inclusive,
+                   const std::string& range, double& target, std::string& error) const;
   // "0", "1", "off", "on", "false", "true".
   bool read_flag(std::string_view key, bool& target, std::string& error) const;
 
@@ -52,4 +58,4 @@ class Settings {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
-}  // namespace phx::npu_sim
+}  // namespace phx::plugin_common

@@ -1,0 +1,57 @@
+// How an entry reports to the host: a failure as its status plus a message through
+// set_error, an op's figures in its profile record, a device's figures through
+// device_stats. No C++ exception may cross the plugin ABI: guarded() turns the ones an
+// entry can meet into a status and a message.
+#pragma once
+
+#include <phynexus/plugin.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace phx::plugin_common {
+
+// Describes the failure to the host; returns status, for `return fail(...)`.
+inline phx_status fail(const phx_plugin_host& host, phx_status status, const std::string& message) {
+  host.set_error(host.host_data, message.c_str());
+  return status;
+}
+
+// Runs body (returning a phx_status): out of host memory is OUT_OF_MEMORY, any other
+// exception (e.g. the system refusing a thread pool's threads) INTERNAL.
+template <class Body>
+phx_status guarded(const phx_plugin_host& host, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(host, PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(host, PHX_STATUS_INTERNAL, e.what());
+  }
+}
+
+// Appends a metric to an op's profile record while it has room; name must be a literal.
+inline void add_metric(phx_plugin_profile& profile, const char* name, double value) {
+  if (profile.metric_count < PHX_PLUGIN_MAX_METRICS)
+    profile.metrics[profile.metric_count++] = {name, value};
+}
+
+// device_stats' contract: copies what fits of metrics[0, N) and counts them all.
+template <size_t N>
+phx_status write_device_stats(const phx_metric (&metrics)[N], phx_metric* out_metrics,
+                              size_t capacity, size_t* out_count) {
+  for (size_t i = 0; i < N && i < capacity; ++i) out_metrics[i] = metrics[i];
+  *out_count = N;
+  return PHX_STATUS_OK;
+}
+
+// A figure for a device property: four significant digits ("1.6e+04", "0.5").
+inline std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+}  // namespace phx::plugin_common

@@ -1,0 +1,84 @@
+// A simulated device's memory (a TPU's HBM, an NPU's DRAM): its capacity, or a lower
+// limit, enforced; usage and peak counted; host memory backs only the blocks that exist,
+// never the capacity.
+//
+// Each allocation is counted at a rounded size: its aligned size, or with size classes
+// its class size, so that a freed block can serve any later request of its class. Freed
+// blocks may be kept for reuse (a model's tensors come back in the same sizes every
+// step). Kept blocks still occupy the device's memory, as in a device's caching
+// allocator (bytes_cached): when an allocation needs their room they are evicted,
+// largest first. Thread-safe.
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace phx::plugin_common {
+
+// A buffer the plugin hands out: host memory standing for device memory.
+struct SimulatedBlock {
+  void* data;
+  uint64_t counted_bytes;  // what the block counts against the device's memory
+  uint32_t device;
+};
+
+class SimulatedMemory {
+ public:
+  struct Options {
+    const char* memory_name;   // "HBM", "DRAM": what messages call the memory
+    const char* counted_name;  // "aligned", "counted": what they call the counted size
+    uint64_t alignment;        // of every block (at least the plugin ABI's 64 bytes)
+    bool size_classes;         // count at size_class() rather than the aligned size
+    bool keep_freed;           // keep freed blocks for reuse, else free them at once
+  };
+
+  // What reuse saved: host allocations made, and allocations served from kept blocks.
+  struct ReuseStats {
+    uint64_t host_allocations = 0;
+    uint64_t buffers_reused = 0;
+    uint64_t bytes_reused = 0;
+    uint64_t evictions = 0;
+  };
+
+  SimulatedMemory(uint32_t device, uint64_t capacity, const Options& options);
+  ~SimulatedMemory();
+  SimulatedMemory(const SimulatedMemory&) = delete;
+  SimulatedMemory& operator=(const SimulatedMemory&) = delete;
+
+  // The size class of size bytes: at least 256, rounded up to a quarter of its power of
+  // two (1000 -> 1024, 5000 -> 5120), so that a class wastes under 25%.
+  static uint64_t size_class(uint64_t size);
+
+  // A block of at least size bytes, or null with error giving the bytes requested, in
+  // use and the capacity (and the limit when one is set) when the memory or the host
+  // refuses.
+  SimulatedBlock* allocate(uint64_t size, std::string& error);
+  void free(SimulatedBlock* block);
+
+  phx_memory_stats stats() const;
+  ReuseStats reuse_stats() const;
+  uint64_t in_use() const;
+  uint64_t capacity() const { return capacity_; }
+  void set_limit(uint64_t limit);  // 0: back to the capacity; never above it
+  void release_cached();
+
+ private:
+  using Cache = std::multimap<uint64_t, SimulatedBlock*>;
+  void evict_locked(uint64_t needed);
+  void drop_locked(Cache::iterator it);
+
+  mutable std::mutex mutex_;
+  const uint32_t device_;
+  const uint64_t capacity_;
+  const Options options_;
+  uint64_t limit_;
+  uint64_t in_use_ = 0, peak_ = 0, cached_bytes_ = 0, live_count_ = 0;
+  ReuseStats reuse_stats_;
+  Cache cached_;  // counted size -> free block
+};
+
+}  // namespace phx::plugin_common
