@@ -60,14 +60,17 @@ uint b_batch_offset(uint batch) {
   return batch_offset(batch, (p.batch_mask >> 8) & 0xFFu, p.k * p.n);
 }
 
+// The first element of batch `batch`'s output matrix and of its bias matrix, computed once
+// per invocation: the epilogue stores many elements.
+uint y_batch_offset(uint batch) { return p.y_shift + batch * p.m * p.n; }
+uint bias_batch_offset(uint batch) {
+  return p.bias_shift + batch_offset(batch, (p.batch_mask >> 16) & 0xFFu, p.bias_matrix);
+}
+
 // Bias, activation and the one rounding to the output dtype.
-void store_output(uint batch, uint row, uint col, float sum) {
-  if ((p.flags & 0x100u) != 0u) {
-    const uint i = p.bias_shift + batch_offset(batch, (p.batch_mask >> 16) & 0xFFu, p.bias_matrix) +
-                   row * p.bias_rs + col * p.bias_cs;
-    sum += Y_LOAD(bias[i]);
-  }
-  y[p.y_shift + batch * p.m * p.n + row * p.n + col] = Y_STORE(activate(p.flags & 0xFFu, sum));
+void store_output(uint y_base, uint bias_base, uint row, uint col, float sum) {
+  if ((p.flags & 0x100u) != 0u) sum += Y_LOAD(bias[bias_base + row * p.bias_rs + col * p.bias_cs]);
+  y[y_base + row * p.n + col] = Y_STORE(activate(p.flags & 0xFFu, sum));
 }
 
 #endif  // MATMUL_GLSL

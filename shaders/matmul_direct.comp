@@ -1,60 +1,98 @@
-// matmul for CPU devices (lavapipe): a 128 x 128 output tile per workgroup of 8 x 8
-// invocations, each holding a 16 x 16 block of f32 accumulators in registers and loading
-// its a and b values straight from the buffers. On lavapipe this beats staging through
-// shared memory (docs/vulkan.md, "Kernels"): the CPU's caches do the staging, and
-// barriers cost a thread switch.
+// matmul for CPU devices (lavapipe): a 128 x 128 output tile per workgroup of 64
+// invocations in subgroups of 8, loading a and b straight from the buffers (the CPU's
+// caches do the staging; barriers would cost a thread switch).
 //
-// Invocation (tx, ty) owns rows ty + 8 i and columns tx + 8 j (i, j < 16) of the tile:
-// neighbouring invocations, which a CPU runs as the lanes of one SIMD vector, read
-// neighbouring columns of b.
+// lavapipe runs a subgroup as the 8 lanes of one SIMD vector, and a buffer load whose
+// address differs per lane as 8 scalar loads, each with a bounds check: loads, not
+// multiply-adds, are the cost. So each invocation holds a ROWS x COLS block of f32
+// accumulators, and a, whose values all lanes of a subgroup share, is loaded once per
+// LANES steps of k: lane l loads a(row, k + l), and subgroupBroadcast hands each lane the
+// value of step kk (a register permute). Only b is loaded at every step, one useful value
+// per lane. Per LANES steps of k a subgroup does ROWS + LANES * COLS loads for
+// LANES * ROWS * COLS multiply-adds.
+//
+// Subgroup s owns rows 16 s + i and columns lane + 8 j (i, j < 16) of the tile:
+// neighbouring lanes read neighbouring columns of b. (16 x 16 measured faster than
+// 32 x 8 and 64 x 4 blocks on lavapipe: the broadcasts cost too.) The kernel needs
+// 8-wide subgroups (ops/matmul.cpp chooses it only then). Every loop over a block is
+// unrolled with constant bounds, so the accumulators stay SSA values (an array indexed
+// at run time would live in memory, every access a gather). Rows and columns past the
+// edge load the last valid one (no branch in the K loop); their results are not stored.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_ballot : require
 #include "matmul.glsl"
 
 layout(local_size_x = 64) in;
 
-#define BLOCK 16u
+#define LANES 8u
+#define ROWS 16u
+#define COLS 16u
 
 void main() {
-  const uint tx = gl_LocalInvocationID.x % 8u;
-  const uint ty = gl_LocalInvocationID.x / 8u;
+  const uint lane = gl_SubgroupInvocationID;
+  const uint sg = gl_SubgroupID;
   const uint batch = p.batch_base + gl_WorkGroupID.z;
-  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + ty;
-  const uint col0 = gl_WorkGroupID.x * TILE + tx;
+  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + sg * ROWS;
+  const uint col0 = gl_WorkGroupID.x * TILE + lane;
 
-  // Rows and columns past the edge load the last valid one (no branch in the K loop);
-  // their results are not stored.
-  uint a_at[BLOCK];
-  uint b_at[BLOCK];
+  uint a_at[ROWS];  // a(row i, k = 0)
+  uint b_at[COLS];  // b(k = 0, column j)
   const uint a_base = p.a_shift + a_batch_offset(batch);
   const uint b_base = p.b_shift + b_batch_offset(batch);
-  for (uint i = 0u; i < BLOCK; ++i) {
-    a_at[i] = a_base + min(row0 + 8u * i, p.m_end - 1u) * p.a_rs;
-    b_at[i] = b_base + min(col0 + 8u * i, p.n - 1u) * p.b_cs;
+  [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
+    a_at[i] = a_base + min(row0 + i, p.m_end - 1u) * p.a_rs;
+  }
+  [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+    b_at[j] = b_base + min(col0 + LANES * j, p.n - 1u) * p.b_cs;
   }
 
-  float acc[BLOCK][BLOCK];
-  for (uint i = 0u; i < BLOCK; ++i) {
-    for (uint j = 0u; j < BLOCK; ++j) acc[i][j] = 0.0;
+  float acc[ROWS][COLS];
+  [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = 0.0;
   }
-  for (uint kk = 0u; kk < p.k; ++kk) {
-    float av[BLOCK];
-    float bv[BLOCK];
-    for (uint i = 0u; i < BLOCK; ++i) {
-      av[i] = X_LOAD(a[a_at[i] + kk * p.a_cs]);
-      bv[i] = X_LOAD(b[b_at[i] + kk * p.b_rs]);
+
+  // Whole groups of LANES steps of k, then the rest one step at a time.
+  const uint k_main = p.k - p.k % LANES;
+  uint k = 0u;
+  for (; k < k_main; k += LANES) {
+    float av[ROWS];
+    const uint a_k = (k + lane) * p.a_cs;
+    [[unroll]] for (uint i = 0u; i < ROWS; ++i) av[i] = X_LOAD(a[a_at[i] + a_k]);
+    [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
+      float bv[COLS];
+      const uint b_k = (k + kk) * p.b_rs;
+      [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + b_k]);
+      [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
+        const float ai = subgroupBroadcast(av[i], kk);
+        [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
+      }
     }
-    for (uint i = 0u; i < BLOCK; ++i) {
-      for (uint j = 0u; j < BLOCK; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  }
+  for (; k < p.k; ++k) {
+    float bv[COLS];
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + k * p.b_rs]);
+    [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
+      const float ai = X_LOAD(a[a_at[i] + k * p.a_cs]);
+      [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
     }
   }
 
-  for (uint i = 0u; i < BLOCK; ++i) {
-    const uint row = row0 + 8u * i;
-    if (row >= p.m_end) break;
-    for (uint j = 0u; j < BLOCK; ++j) {
-      const uint col = col0 + 8u * j;
-      if (col < p.n) store_output(batch, row, col, acc[i][j]);
+  // Row by row, in a loop that is not unrolled (the epilogue, unrolled 256 times, would
+  // multiply the compile time); the row is picked out of acc with selects, so that every
+  // index into acc stays a constant.
+  const uint y_base = y_batch_offset(batch);
+  const uint bias_base = bias_batch_offset(batch);
+  const uint rows = min(ROWS, p.m_end - min(row0, p.m_end));
+  for (uint r = 0u; r < rows; ++r) {
+    float v[COLS] = acc[0];
+    [[unroll]] for (uint i = 1u; i < ROWS; ++i) {
+      [[unroll]] for (uint j = 0u; j < COLS; ++j) v[j] = r == i ? acc[i][j] : v[j];
+    }
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+      const uint col = col0 + LANES * j;
+      if (col < p.n) store_output(y_base, bias_base, row0 + r, col, v[j]);
     }
   }
 }

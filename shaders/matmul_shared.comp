@@ -63,12 +63,14 @@ void main() {
     barrier();
   }
 
+  const uint y_base = y_batch_offset(batch);
+  const uint bias_base = bias_batch_offset(batch);
   for (uint i = 0u; i < BLOCK; ++i) {
     const uint row = tile_row + ty + 16u * i;
     if (row >= p.m_end) break;
     for (uint j = 0u; j < BLOCK; ++j) {
       const uint col = tile_col + tx + 16u * j;
-      if (col < p.n) store_output(batch, row, col, acc[i][j]);
+      if (col < p.n) store_output(y_base, bias_base, row, col, acc[i][j]);
     }
   }
 }

@@ -437,21 +437,63 @@ Device::~Device() {
 void Device::submit(const VkSubmitInfo& info, VkFence fence) {
   std::lock_guard lock(queue_mutex_);
   check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
+  const VkTimelineSemaphoreSubmitInfo* values = nullptr;
+  for (auto* s = static_cast<const VkBaseInStructure*>(info.pNext); s != nullptr; s = s->pNext) {
+    if (s->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO)
+      values = reinterpret_cast<const VkTimelineSemaphoreSubmitInfo*>(s);
+  }
+  if (values == nullptr) return;
+  for (uint32_t i = 0; i < info.signalSemaphoreCount && i < values->signalSemaphoreValueCount;
+       ++i) {
+    const uint64_t value = values->pSignalSemaphoreValues[i];
+    Timeline& timeline = timelines_[info.pSignalSemaphores[i]];
+    // A value that does not grow is a new semaphore's that got a destroyed one's handle.
+    if (value <= timeline.reached ||
+        (!timeline.signals.empty() && value <= timeline.signals.back())) {
+      timeline = Timeline{};
+    }
+    timeline.signals.push_back(value);
+  }
+}
+
+void Device::reached(VkSemaphore semaphore, uint64_t value) {
+  std::lock_guard lock(queue_mutex_);
+  const auto it = timelines_.find(semaphore);
+  if (it == timelines_.end()) return;
+  Timeline& timeline = it->second;
+  timeline.reached = std::max(timeline.reached, value);
+  while (!timeline.signals.empty() && timeline.signals.front() <= timeline.reached)
+    timeline.signals.pop_front();
+  // Nothing pending: a later wait is for a value reached already (or never signalled).
+  if (timeline.signals.empty()) timelines_.erase(it);
 }
 
 bool Device::wait_semaphore(VkSemaphore semaphore, uint64_t value, uint64_t timeout_ns) {
+  {
+    std::lock_guard lock(queue_mutex_);
+    const auto it = timelines_.find(semaphore);
+    if (it != timelines_.end()) {
+      const Timeline& timeline = it->second;
+      if (value <= timeline.reached) return true;
+      const auto signal = std::lower_bound(timeline.signals.begin(), timeline.signals.end(), value);
+      if (signal != timeline.signals.end()) value = *signal;
+    }
+  }
   auto info = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   info.semaphoreCount = 1;
   info.pSemaphores = &semaphore;
   info.pValues = &value;
   const VkResult result = wait_semaphores_(device_, &info, timeout_ns);
   check(result, "vkWaitSemaphores");
-  return result == VK_SUCCESS;
+  if (result != VK_SUCCESS) return false;
+  reached(semaphore, value);
+  return true;
 }
 
 uint64_t Device::semaphore_value(VkSemaphore semaphore) {
   uint64_t value = 0;
   check(get_semaphore_value_(device_, semaphore, &value), "vkGetSemaphoreCounterValue");
+  reached(semaphore, value);
   return value;
 }
 

@@ -8,9 +8,11 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,10 +59,16 @@ class Device {
   DeviceStats& stats() { return stats_; }
   const Logger& logger() const { return logger_; }
 
-  // vkQueueSubmit, serialized (the queue is externally synchronized). Throws OpError.
+  // vkQueueSubmit, serialized (the queue is externally synchronized); notes the timeline
+  // values it signals (VkTimelineSemaphoreSubmitInfo). Throws OpError.
   void submit(const VkSubmitInfo& info, VkFence fence);
-  // vkWaitSemaphores on one timeline value; false on timeout. Throws OpError.
+  // vkWaitSemaphores until a timeline semaphore reaches value; false on timeout. The wait
+  // is for the first value at or above it that a submission signals: the same moment, as
+  // timelines only grow, but a value some submission names. (The validation layer of
+  // Vulkan SDK 1.3.239, Debian 12's, never sees a wait for a value in between two signals
+  // complete: it reports UNASSIGNED-VkSemaphore-state-timeout.) Throws OpError.
   bool wait_semaphore(VkSemaphore semaphore, uint64_t value, uint64_t timeout_ns);
+  // vkGetSemaphoreCounterValue: never blocks. Throws OpError.
   uint64_t semaphore_value(VkSemaphore semaphore);
   PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set() const { return push_descriptor_set_; }
 
@@ -71,6 +79,8 @@ class Device {
   void choose_memory(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props,
                      uint64_t max_allocation, const Settings& settings);
   void add(const std::string& key, const std::string& value);
+  // Notes that semaphore has reached a value: drops the signals up to it.
+  void reached(VkSemaphore semaphore, uint64_t value);
 
   uint32_t index_;
   const Logger& logger_;
@@ -85,6 +95,14 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   std::mutex queue_mutex_;
+  // Per timeline semaphore with submitted signals not yet seen reached: the highest value
+  // a wait or query has seen, and the signalled values above it, ascending. Guarded by
+  // queue_mutex_.
+  struct Timeline {
+    uint64_t reached = 0;
+    std::deque<uint64_t> signals;
+  };
+  std::unordered_map<VkSemaphore, Timeline> timelines_;
   bool push_descriptor_ = false;
   bool direct_io_ = false;
   uint32_t timestamp_bits_ = 0;

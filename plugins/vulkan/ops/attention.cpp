@@ -1,7 +1,8 @@
 // attention, flash style (shaders/attention.comp): a workgroup per (batch, head, block of
-// 64 queries). The head dimensions are specialization constants, so each (D, Dv) gets a
-// pipeline whose per-query arrays have exactly their size. Tensors larger than one
-// binding are UNSUPPORTED.
+// 64 queries), keys and values staged in shared memory in blocks of KEY_BLOCK. The head
+// dimensions are specialization constants, so each (D, Dv) gets a pipeline whose
+// per-query arrays have exactly their size. Tensors larger than one binding are
+// UNSUPPORTED.
 #include <cmath>
 #include <string>
 
@@ -15,6 +16,24 @@ namespace {
 // floats each is the most the shader is built for.
 constexpr int64_t kMaxHeadDim = 256;
 constexpr uint32_t kQueryBlock = 64;
+
+// Queries per invocation: on a CPU device each value staged in shared memory is read by
+// every lane in turn, so an invocation that holds 4 queries in registers reads it once for
+// 4 of them; a GPU broadcasts the read and wants more invocations instead.
+uint32_t rows_per_invocation(const DeviceCaps& caps) { return caps.cpu_device ? 2 : 1; }
+
+// The largest key block of 16, 8 or 4 whose staged keys and values (f32, each row padded
+// to a multiple of 4) and scores (one per query of the block) fit the device's shared
+// memory; 0 if none does. Larger blocks only grow the shader: the per-block overhead (two
+// barriers and a rescale) is already small.
+uint32_t key_block(const DeviceCaps& caps, int64_t d, int64_t dv) {
+  const uint64_t key_bytes =
+      static_cast<uint64_t>((d + 3) / 4 + (dv + 3) / 4) * 16 + 4 * kQueryBlock;
+  for (uint32_t keys = 16; keys >= 4; keys /= 2) {
+    if (keys * key_bytes <= caps.max_shared_memory_bytes) return keys;
+  }
+  return 0;
+}
 }  // namespace
 
 void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
@@ -34,6 +53,13 @@ void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
                      " are not supported on Vulkan (D " + std::to_string(d) + ", Dv " +
                      std::to_string(dv) + ")");
   }
+  const DeviceCaps& caps = recorder.caps();
+  const uint32_t keys = key_block(caps, d, dv);
+  if (keys == 0) {
+    fail_unsupported("attention: a block of 4 keys and values of D " + std::to_string(d) + ", Dv " +
+                     std::to_string(dv) + " exceeds the device's " +
+                     std::to_string(caps.max_shared_memory_bytes) + " bytes of shared memory");
+  }
   const Push push = {static_cast<uint32_t>(q.shape[1]),
                      static_cast<uint32_t>(k.shape[1]),
                      static_cast<uint32_t>(q.shape[2]),
@@ -43,7 +69,6 @@ void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
                          : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
                      static_cast<uint32_t>(params.mask),
                      params.window};
-  const DeviceCaps& caps = recorder.caps();
   const uint64_t query_blocks = (push.sq + kQueryBlock - 1) / kQueryBlock;
   if (query_blocks > caps.max_workgroup_count[0] || push.heads > caps.max_workgroup_count[1] ||
       static_cast<uint64_t>(q.shape[0]) > caps.max_workgroup_count[2]) {
@@ -52,7 +77,11 @@ void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
   recorder.dispatch(
       "attention_" + std::string(dtype_name(q.dtype)),
       {recorder.bind(q), recorder.bind(k), recorder.bind(v), recorder.bind(op.outputs[0])}, &push,
-      sizeof push, {{0, static_cast<uint32_t>(d)}, {1, static_cast<uint32_t>(dv)}},
+      sizeof push,
+      {{0, static_cast<uint32_t>(d)},
+       {1, static_cast<uint32_t>(dv)},
+       {2, keys},
+       {3, kQueryBlock / rows_per_invocation(caps)}},
       static_cast<uint32_t>(query_blocks), push.heads, static_cast<uint32_t>(q.shape[0]));
 }
 

@@ -2,9 +2,10 @@
 // broadcastable to the output and a fused activation (shaders/matmul_*.comp).
 //
 // Two variants of the 128 x 128 output tile per workgroup: "direct" loads a and b
-// straight from the buffers into 16 x 16 register blocks (the faster one on CPU devices
-// such as lavapipe), "shared" stages K blocks in shared memory (GPUs). The environment
-// variable PHX_VULKAN_MATMUL=direct|shared forces one.
+// straight from the buffers into 32 x 8 register blocks, sharing a's values across
+// 8-lane subgroups (the faster one on CPU devices such as lavapipe), "shared" stages K
+// blocks in shared memory (GPUs). The environment variable PHX_VULKAN_MATMUL=direct|shared
+// forces one (direct only where subgroups are 8 wide).
 //
 // Large tensors: when an operand does not fit one binding, the work is split per batch
 // and per block of output rows, each dispatch binding the sub-ranges it reads: rows of a
@@ -38,7 +39,11 @@ uint64_t aligned_dim(const phx_plugin_tensor& t, uint32_t rank, uint32_t d) {
   return i < 0 ? 1 : static_cast<uint64_t>(t.shape[i]);
 }
 
+// The direct kernel shares a's values across a subgroup of exactly 8 lanes
+// (shaders/matmul_direct.comp): on a device with other subgroups it cannot run, forced or
+// not.
 bool use_shared_memory(const DeviceCaps& caps) {
+  if (caps.subgroup_size != 8) return true;
   const char* forced = std::getenv("PHX_VULKAN_MATMUL");
   if (forced && std::string(forced) == "shared") return true;
   if (forced && std::string(forced) == "direct") return false;
