@@ -27,8 +27,12 @@ namespace {
 
 using namespace plugin_common;
 
-constexpr uint32_t kDtypeMask =
-    PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+// HBM holds quantized tensors too (the MXUs of v5e and later multiply int8), so that a
+// program's int8 weights can live on the chip; the quantized ops themselves are not
+// simulated yet and reach the CPU through the fallback.
+constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_I32) | PHX_DTYPE_BIT(PHX_DTYPE_I8) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
 
 // An op whose MXU mapping uses less of the arrays than this is logged at compile time.
 constexpr double kPoorMappingEfficiency = 0.5;
@@ -135,7 +139,9 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 }
 
 phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
-  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && kernels::op_supported(op, dtype);
+  // The ops of API 0.1: attention and the quantized ops of 0.2 have no timing model here.
+  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && op <= PHX_OP_CONV2D &&
+                   kernels::op_supported(op, dtype);
   return PHX_STATUS_OK;
 }
 
@@ -283,7 +289,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 constexpr phx_plugin_api kApi = {
     sizeof(phx_plugin_api),
     PHX_PLUGIN_ABI_MAJOR,
-    0,  // ABI 1.0: the ops of 1.1 (attention, the quantized ops) are not simulated yet
+    PHX_PLUGIN_ABI_MINOR,
     "tpu-sim",
     "0.1.0",
     initialize,
