@@ -73,8 +73,8 @@ static int tensor(phx_context context, size_t device, int64_t heads, const float
              phx_tensor_create(context, device, PHX_DTYPE_F32, 4, shape, out_tensor)))
     return 1;
   return data != NULL &&
-         failed("phx_tensor_upload", phx_tensor_upload(*out_tensor, 0, data,
-                                                       (size_t)(heads * S * D) * sizeof(float)));
+         failed("phx_tensor_upload",
+                phx_tensor_upload(*out_tensor, 0, data, (size_t)(heads * S * D) * sizeof(float)));
 }
 
 /* Runs attention on device; *out_worst receives the largest error / tolerance. */
@@ -130,6 +130,5 @@ int main(void) {
     ++verified;
   }
   printf("attention %s on %d devices\n", wrong ? "FAILED" : "verified", verified);
-  return failed("phx_context_destroy", phx_context_destroy(context)) || wrong != 0 ||
-         verified == 0;
+  return failed("phx_context_destroy", phx_context_destroy(context)) || wrong != 0 || verified == 0;
 }

@@ -81,8 +81,8 @@ static int calibrate(phx_context context, const float* values, int64_t rows, int
   if (failed("phx_calibrator_create", phx_calibrator_create(context, &options, &calibrator)) ||
       tensor(context, 0, PHX_DTYPE_F32, rows, cols, values, &sample) ||
       failed("phx_calibrator_observe", phx_calibrator_observe(calibrator, sample)) ||
-      failed("phx_calibrator_compute", phx_calibrator_compute(calibrator, scales, zero_points,
-                                                              (size_t)cols, &count)))
+      failed("phx_calibrator_compute",
+             phx_calibrator_compute(calibrator, scales, zero_points, (size_t)cols, &count)))
     return 1;
   phx_tensor_destroy(sample);
   phx_calibrator_destroy(calibrator);
@@ -156,8 +156,8 @@ int main(void) {
   for (size_t d = 0; d < devices; ++d) {
     phx_device_info info = PHX_DEVICE_INFO_INIT;
     if (failed("phx_device_get", phx_device_get(context, d, &info))) return 1;
-    const uint32_t needs = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_I8) |
-                           PHX_DTYPE_BIT(PHX_DTYPE_I32);
+    const uint32_t needs =
+        PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
     if ((info.dtype_mask & needs) != needs) {
       printf("device %zu (%s): cannot hold int8 tensors: skipped\n", d, info.name);
       continue;

@@ -17,10 +17,10 @@ struct TestEnvironment {
     // add_test) and needs a variable below says so.
     const char* keep = getenv("PHX_TEST_KEEP_ENVIRONMENT");
     if (keep != nullptr && keep[0] == '1') return;
-    for (const char* name : {"PHX_PLUGIN_PATH", "PHX_ADD_PLUGIN_PATH", "PHX_LOG_LEVEL",
-                             "PHX_NUM_THREADS", "PHX_PROFILE", "PHX_FALLBACK", "PHX_NPU_SIM",
-                             "PHX_NPU_SIM_CONFIG", "PHX_TPU_SIM", "PHX_TPU_SIM_CONFIG",
-                             "PHX_VULKAN_DEVICES"})
+    for (const char* name :
+         {"PHX_PLUGIN_PATH", "PHX_ADD_PLUGIN_PATH", "PHX_LOG_LEVEL", "PHX_NUM_THREADS",
+          "PHX_PROFILE", "PHX_FALLBACK", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG", "PHX_TPU_SIM",
+          "PHX_TPU_SIM_CONFIG", "PHX_VULKAN_DEVICES"})
       unsetenv(name);
     setenv("PHX_VULKAN_VALIDATION", "1", 0);
   }

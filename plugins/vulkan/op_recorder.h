@@ -22,12 +22,12 @@ struct DeviceCaps {
   VkPhysicalDeviceType device_type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   bool cpu_device = false;  // lavapipe and other software rasterizers
   uint32_t vendor_id = 0;
-  uint32_t max_shared_memory_bytes = 0;   // maxComputeSharedMemorySize
+  uint32_t max_shared_memory_bytes = 0;    // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 0;  // maxComputeWorkGroupInvocations
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};
   uint32_t subgroup_size = 0;
-  uint64_t max_binding_bytes = 0;       // maxStorageBufferRange
+  uint64_t max_binding_bytes = 0;         // maxStorageBufferRange
   uint64_t binding_offset_alignment = 0;  // minStorageBufferOffsetAlignment
   uint32_t max_push_constant_bytes = 0;
   bool shader_float16 = false;       // arithmetic in f16
@@ -60,8 +60,8 @@ class OpRecorder {
   // bytes of the tensor from byte_offset (relative to the tensor's first element). The
   // binding starts at the aligned offset at or below it; the returned *skip_bytes is
   // the bytes from the binding's start to byte_offset, for the shader to skip.
-  virtual Binding bind_range(const phx_plugin_tensor& tensor, uint64_t byte_offset,
-                             uint64_t bytes, uint64_t* skip_bytes) = 0;
+  virtual Binding bind_range(const phx_plugin_tensor& tensor, uint64_t byte_offset, uint64_t bytes,
+                             uint64_t* skip_bytes) = 0;
 
   // Device-local scratch memory alive until the op has finished running.
   virtual Binding scratch(uint64_t bytes) = 0;

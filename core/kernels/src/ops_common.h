@@ -49,9 +49,8 @@ void run_rope(const phx_rope_params& params, const HostTensor& x, const HostTens
 // Quantize and dequantize: in = {x or q, scale, zero_point (data null when absent)}.
 void run_quantize(const phx_quantize_params& params, const HostTensor& x, const HostTensor& scale,
                   const HostTensor& zero_point, const HostTensor& out, ThreadPool& pool);
-void run_dequantize(const phx_quantize_params& params, const HostTensor& q,
-                    const HostTensor& scale, const HostTensor& zero_point, const HostTensor& out,
-                    ThreadPool& pool);
+void run_dequantize(const phx_quantize_params& params, const HostTensor& q, const HostTensor& scale,
+                    const HostTensor& zero_point, const HostTensor& out, ThreadPool& pool);
 // outputs = {y, scale, zero_point}.
 void run_dynamic_quantize(const HostTensor& x, const HostTensor* outputs, ThreadPool& pool);
 // in: the 9 inputs of qmatmul / qconv2d in the header's order, absent ones with data null.

@@ -131,8 +131,8 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
                         input_or_absent(in, in_count, 2), out, pool);
       break;
     case PHX_OP_DEQUANTIZE:
-      ops::run_dequantize(params_or(params, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT), x,
-                          in[1], input_or_absent(in, in_count, 2), out, pool);
+      ops::run_dequantize(params_or(params, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT), x, in[1],
+                          input_or_absent(in, in_count, 2), out, pool);
       break;
     case PHX_OP_DYNAMIC_QUANTIZE:
       ops::run_dynamic_quantize(x, outputs, pool);
