@@ -3,8 +3,10 @@
 # plus the build. Each benchmark runs 3 times and the summaries use the median, which
 # keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
 # each program, then its summary: for bench_gemm the ratio of the CPU plugin to OpenBLAS
-# per N, for bench_dispatch the cost of one op, for bench_tpu_sim the simulator's cost
-# against the CPU plugin.
+# per N, for bench_dispatch the cost of one op, for bench_tpu_sim and bench_npu_sim the
+# simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
+# against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
+# and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores).
 #   PHX_BENCH_THREADS=N      threads for the CPU plugin and OpenBLAS alike (default: all)
 #   PHX_BENCH_MIN_TIME=S     seconds each repetition runs at least (default 0.5)
 #   PHX_BENCH_REPETITIONS=R  repetitions per benchmark (default 3)
@@ -13,8 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmake --preset default >/dev/null
-cmake --build --preset default -j"$(nproc)" --target bench_gemm bench_dispatch bench_tpu_sim \
-  phx_plugin_cpu phx_plugin_tpu_sim
+targets=(bench_gemm bench_dispatch bench_tpu_sim bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim
+         phx_plugin_npu_sim)
+# bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
+have_vulkan=$(cmake --build --preset default --target help | grep -c '^bench_vulkan:' || true)
+[ "$have_vulkan" -gt 0 ] && targets+=(bench_vulkan phx_plugin_vulkan)
+cmake --build --preset default -j"$(nproc)" --target "${targets[@]}"
 
 # Profiling and logging would be measured too; the thread count is the benchmarks' own.
 unset PHX_PROFILE PHX_LOG_LEVEL PHX_NUM_THREADS PHX_PLUGIN_PATH PHX_ADD_PLUGIN_PATH
@@ -27,3 +33,9 @@ echo
 build/bin/bench_dispatch "${options[@]}" "$@"
 echo
 build/bin/bench_tpu_sim "${options[@]}" "$@"
+echo
+build/bin/bench_npu_sim "${options[@]}" "$@"
+if [ "$have_vulkan" -gt 0 ]; then
+  echo
+  build/bin/bench_vulkan "${options[@]}" "$@"
+fi
