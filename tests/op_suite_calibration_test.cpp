@@ -204,12 +204,17 @@ class Accuracy : public Calibration {
       }
   }
 
-  // Quantizes x (per tensor, calibrated by `activations`) and w (i8 symmetric per output
-  // channel, min-max), runs qmatmul with an f32 output, returns the relative Frobenius error.
-  double error(const phx_calibration_options& activations) {
+  // Quantizes x (per tensor, calibrated by `activations` on `samples`, by default x itself)
+  // and w (i8 symmetric per output channel, min-max), runs qmatmul with an f32 output,
+  // returns the relative Frobenius error.
+  double error(const phx_calibration_options& activations,
+               const std::vector<std::pair<Shape, std::vector<float>>>& samples = {}) {
     std::vector<float> xs, ws;
     std::vector<int32_t> xz, wz;
-    calibrate(activations, {{{kM, kK}, x_}}, &xs, &xz);
+    if (samples.empty())
+      calibrate(activations, {{{kM, kK}, x_}}, &xs, &xz);
+    else
+      calibrate(activations, samples, &xs, &xz);
     calibrate(options(PHX_CALIBRATION_MINMAX, PHX_DTYPE_I8, 1, 1), {{{kK, kN}, w_}}, &ws, &wz);
     const Tensor x = tensor(PHX_DTYPE_F32, {kM, kK}, x_.data());
     const Tensor w = tensor(PHX_DTYPE_F32, {kK, kN}, w_.data());
@@ -284,6 +289,35 @@ TEST_F(Accuracy, OutlierFeatures) {
   report("w8a16_outliers_minmax", int16);
   EXPECT_LT(clipped, minmax);
   EXPECT_GE(minmax, 1.5 * int16);
+}
+
+// Outlier channels that spike: in the calibration batches, a few input features take 50x
+// to 100x their usual size on one row each, the rare values that min-max calibration
+// stretches its range for; the batch the layer then runs has none (each batch is like
+// this one's chance of containing a spike: small). Percentile calibration ignores them
+// and keeps its 255 steps for the values that come; min-max spends them on the spikes.
+TEST_F(Accuracy, OutlierChannelsThatSpikeInTheCalibrationBatches) {
+  make_data(0);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::pair<Shape, std::vector<float>>> batches;
+  for (int b = 0; b < 8; ++b) {
+    std::vector<float> batch(size_t(kM * kK));
+    for (auto& v : batch) v = normal(rng);
+    for (int o = 0; o < 6; ++o) {
+      const int64_t row = (b * 37 + o * 11) % kM, feature = (o * 131 + 7) % kK;
+      batch[size_t(row * kK + feature)] = (o % 2 ? -1.0f : 1.0f) * (50.0f + 10.0f * float(o));
+    }
+    batches.push_back({{kM, kK}, std::move(batch)});
+  }
+  const double minmax = error(options(PHX_CALIBRATION_MINMAX, PHX_DTYPE_I8, 0), batches);
+  phx_calibration_options percentile = options(PHX_CALIBRATION_PERCENTILE, PHX_DTYPE_I8, 0);
+  percentile.percentile = 99.99;
+  const double clipped = error(percentile, batches);
+  report("w8a8_spiking_channels_minmax", minmax);
+  report("w8a8_spiking_channels_percentile_99.99", clipped);
+  EXPECT_LT(clipped, 0.02);
+  EXPECT_GE(minmax, 1.5 * clipped);
 }
 
 }  // namespace
