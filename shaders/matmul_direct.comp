@@ -11,8 +11,11 @@
 // per lane. Per LANES steps of k a subgroup does ROWS + LANES * COLS loads for
 // LANES * ROWS * COLS multiply-adds.
 //
-// Subgroup s owns rows 16 s + i and columns lane + 8 j (i, j < 16) of the tile:
-// neighbouring lanes read neighbouring columns of b. (16 x 16 measured faster than
+// Subgroup s owns rows 16 s + i (i < 16) of the tile and lane l the columns
+// 4 l + 32 g + c (g, c < 4): with B_VEC4 (f32 b, rows contiguous and 16-byte aligned) a
+// lane's 4 adjacent columns are one 16-byte load instead of 4 scalar ones (measured
+// 1.2-1.8x faster at N = 1024 and 2048; a barrier per 256 steps of k for cache reuse was
+// slower, and 8 x 16 or 16 x 8 blocks over 128 invocations were not faster). (16 x 16 measured faster than
 // 32 x 8 and 64 x 4 blocks on lavapipe: the broadcasts cost too.) The kernel needs
 // 8-wide subgroups (ops/matmul.cpp chooses it only then). Every loop over a block is
 // unrolled with constant bounds, so the accumulators stay SSA values (an array indexed
@@ -24,28 +27,52 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "matmul.glsl"
 
-layout(local_size_x = 64) in;
-
-#define LANES 8u
+#ifndef ROWS
 #define ROWS 16u
 #define COLS 16u
+#endif
+layout(local_size_x = 8 * (128 / ROWS) * (128 / (8 * COLS))) in;
+
+// 1: b is f32, not transposed, n and the first element of b a multiple of 4
+// (ops/matmul.cpp): a lane's 4 adjacent columns are one 16-byte load.
+layout(constant_id = 0) const uint B_VEC4 = 0u;
+#if defined(X_F32)
+layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
+#endif
+
+#define LANES 8u
+#ifndef ROWS
+#define ROWS 16u
+#define COLS 16u
+#endif
+#define COL_SPAN (LANES * COLS)
+#define BANDS (TILE / ROWS)
+#define GROUPS (COLS / 4u)
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   const uint batch = p.batch_base + gl_WorkGroupID.z;
-  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + sg * ROWS;
-  const uint col0 = gl_WorkGroupID.x * TILE + lane;
+  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + (sg % BANDS) * ROWS;
+  // Lane l owns columns 4 l + 32 g + c (g < GROUPS, c < 4) of the tile.
+  const uint col0 = gl_WorkGroupID.x * TILE + (sg / BANDS) * COL_SPAN + 4u * lane;
 
   uint a_at[ROWS];  // a(row i, k = 0)
-  uint b_at[COLS];  // b(k = 0, column j)
   const uint a_base = p.a_shift + a_batch_offset(batch);
   const uint b_base = p.b_shift + b_batch_offset(batch);
   [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
     a_at[i] = a_base + min(row0 + i, p.m_end - 1u) * p.a_rs;
   }
-  [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-    b_at[j] = b_base + min(col0 + LANES * j, p.n - 1u) * p.b_cs;
+  uint b_at[COLS];  // b(k = 0, column j); with B_VEC4, b_at[4 g] / 4 is the group's vec4
+  [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
+    const uint cg = col0 + 4u * LANES * g;
+    if (B_VEC4 != 0u) {
+      b_at[4u * g] = b_base + min(cg, p.n - 4u);
+    } else {
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        b_at[4u * g + c] = b_base + min(cg + c, p.n - 1u) * p.b_cs;
+      }
+    }
   }
 
   float acc[ROWS][COLS];
@@ -63,7 +90,20 @@ void main() {
     [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
       float bv[COLS];
       const uint b_k = (k + kk) * p.b_rs;
-      [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + b_k]);
+#if defined(X_F32)
+      if (B_VEC4 != 0u) {
+        [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
+          const vec4 v = b4[(b_at[4u * g] + b_k) >> 2];
+          bv[4u * g] = v.x;
+          bv[4u * g + 1u] = v.y;
+          bv[4u * g + 2u] = v.z;
+          bv[4u * g + 3u] = v.w;
+        }
+      } else
+#endif
+      {
+        [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + b_k]);
+      }
       [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
         const float ai = subgroupBroadcast(av[i], kk);
         [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
@@ -72,7 +112,12 @@ void main() {
   }
   for (; k < p.k; ++k) {
     float bv[COLS];
-    [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + k * p.b_rs]);
+    [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const uint col = min(col0 + 4u * LANES * g + c, p.n - 1u);
+        bv[4u * g + c] = X_LOAD(b[b_base + col * p.b_cs + k * p.b_rs]);
+      }
+    }
     [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
       const float ai = X_LOAD(a[a_at[i] + k * p.a_cs]);
       [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
@@ -91,7 +136,7 @@ void main() {
       [[unroll]] for (uint j = 0u; j < COLS; ++j) v[j] = r == i ? acc[i][j] : v[j];
     }
     [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-      const uint col = col0 + LANES * j;
+      const uint col = col0 + 4u * LANES * (j / 4u) + j % 4u;
       if (col < p.n) store_output(y_base, bias_base, row0 + r, col, v[j]);
     }
   }

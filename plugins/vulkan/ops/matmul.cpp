@@ -2,10 +2,10 @@
 // broadcastable to the output and a fused activation (shaders/matmul_*.comp).
 //
 // Two variants of the 128 x 128 output tile per workgroup: "direct" loads a and b
-// straight from the buffers into 32 x 8 register blocks, sharing a's values across
-// 8-lane subgroups (the faster one on CPU devices such as lavapipe), "shared" stages K
-// blocks in shared memory (GPUs). The environment variable PHX_VULKAN_MATMUL=direct|shared
-// forces one (direct only where subgroups are 8 wide).
+// straight from the buffers into 16 x 16 register blocks (b as vec4s where aligned), sharing a's
+// values across 8-lane subgroups (the faster one on CPU devices such as lavapipe), "shared" stages
+// K blocks in shared memory (GPUs). The environment variable PHX_VULKAN_MATMUL=direct|shared forces
+// one (direct only where subgroups are 8 wide).
 //
 // Large tensors: when an operand does not fit one binding, the work is split per batch
 // and per block of output rows, each dispatch binding the sub-ranges it reads: rows of a
@@ -122,7 +122,11 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, k_block}}, (p.n + kTile - 1) / kTile,
                         (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
     } else {
-      recorder.dispatch(kernel, bindings, &p, sizeof p, {}, (p.n + kTile - 1) / kTile,
+      // b as vec4s (shaders/matmul_direct.comp): f32, rows of b contiguous and 16-byte
+      // aligned in every batch matrix.
+      const uint32_t b_vec4 =
+          a.dtype == PHX_DTYPE_F32 && !tb && p.n % 4 == 0 && p.b_shift % 4 == 0 ? 1 : 0;
+      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, b_vec4}}, (p.n + kTile - 1) / kTile,
                         (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
     }
   };
