@@ -39,6 +39,7 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <ostream>
 #include <random>

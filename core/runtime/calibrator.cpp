@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "abi_structs.h"
 #include "errors.h"
 
 namespace phx {
@@ -74,14 +75,14 @@ double Calibrator::Histogram::quantile(double below, double target) const {
 // ---- Calibrator ------------------------------------------------------------------------
 
 Calibrator::Calibrator(const phx_calibration_options& options) : options_(options) {
-  const int method = static_cast<int>(options.method);
+  // Read as ints: a caller's out-of-range value is no valid enum to load (UBSan says so).
+  const int method = enum_value(options.method);
   if (method < PHX_CALIBRATION_MINMAX || method > PHX_CALIBRATION_MOVING_AVERAGE)
     fail(PHX_STATUS_INVALID_ARGUMENT,
          "method: unknown calibration method " + std::to_string(method));
-  if (options.dtype != PHX_DTYPE_I8 && options.dtype != PHX_DTYPE_U8 &&
-      options.dtype != PHX_DTYPE_I16)
-    fail(PHX_STATUS_INVALID_ARGUMENT,
-         "dtype: must be i8, u8 or i16, got " + std::to_string(static_cast<int>(options.dtype)));
+  const int dtype = enum_value(options.dtype);
+  if (dtype != PHX_DTYPE_I8 && dtype != PHX_DTYPE_U8 && dtype != PHX_DTYPE_I16)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "dtype: must be i8, u8 or i16, got " + std::to_string(dtype));
   if (!(options.percentile > 0.0 && options.percentile <= 100.0))
     fail(PHX_STATUS_INVALID_ARGUMENT,
          "percentile: must be in (0, 100], got " + std::to_string(options.percentile));
