@@ -480,6 +480,7 @@ void print_ratios(const phx_bench::RecordingReporter& reporter) {
     const std::string arg = "/" + std::to_string(n);
     const double tiled = gflops("matmul_vulkan_f32" + arg);
     const double blas = gflops("matmul_openblas_f32" + arg);
+    if (!(tiled > 0 && blas > 0)) continue;  // filtered out of this run
     std::printf(
         "  N %5lld: vulkan f32 %7.2f, bf16 %7.2f, cpu f32 %7.2f, openblas %7.2f GFLOP/s;"
         " vulkan/openblas %.3f",
