@@ -426,6 +426,19 @@ TEST_F(Loader, AcceptsANewerMinorWithALongerTable) {
   EXPECT_EQ(devices[0].plugin, "testnewer");
 }
 
+TEST_F(Loader, AsksAnAbi10PluginOnlyAboutTheOpsOf10) {
+  // The plugin fails op_supported for any op past conv2d, which would reject it.
+  Context ctx({case_dir("abi_1_0")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::optional<PluginRecord> old = ctx.plugin_at(case_file("abi_1_0", "abi_1_0"));
+  ASSERT_TRUE(old.has_value()) << ctx.describe();
+  EXPECT_EQ(old->state, PHX_PLUGIN_LOADED) << *old;
+  EXPECT_EQ(old->abi_minor, 0u);
+  std::vector<DeviceRecord> devices = ctx.devices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].plugin, "testold");
+}
+
 TEST_F(Loader, TreatsOptionalEntriesPastStructSizeAsAbsent) {
   Context ctx({case_dir("short_optional"), case_dir("good")});
   ASSERT_TRUE(ctx.ok()) << ctx.error();

@@ -125,6 +125,10 @@ phx_status op_supported(void* plugin, uint32_t device, phx_op_id op, phx_dtype d
                         int* out_supported) {
   (void)plugin;
   (void)device;
+#if defined(PHX_TEST_FAULT_ABI_1_0)
+  // A plugin of ABI 1.0 has never heard of the ops of 1.1: being asked is a host bug.
+  if (op > PHX_OP_CONV2D) return PHX_STATUS_INTERNAL;
+#endif
   *out_supported = op == PHX_OP_ADD && dtype == PHX_DTYPE_F32;
   return PHX_STATUS_OK;
 }
@@ -273,7 +277,11 @@ constexpr phx_plugin_api make_api() {
   phx_plugin_api api{};
   api.struct_size = sizeof(phx_plugin_api);
   api.abi_major = PHX_PLUGIN_ABI_MAJOR;
+#if defined(PHX_TEST_FAULT_ABI_1_0)
+  api.abi_minor = 0;
+#else
   api.abi_minor = PHX_PLUGIN_ABI_MINOR;
+#endif
   api.name = PHX_TEST_PLUGIN_NAME;
   api.version = PHX_TEST_PLUGIN_VERSION;
   api.initialize = initialize;
