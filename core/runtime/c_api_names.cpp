@@ -1,5 +1,6 @@
-// The C API's version and the names of its enums.
+// The C API's version, the names of its enums, and dtype sizes (one table with the plugin SDK).
 #include <phynexus/phynexus.h>
+#include <phynexus/plugin.h>
 
 #include "abi_structs.h"
 
@@ -34,20 +35,11 @@ PHX_API const char* phx_status_name(phx_status status) {
 }
 
 PHX_API size_t phx_dtype_size(phx_dtype dtype) {
-  switch (enum_value(dtype)) {
-    case PHX_DTYPE_F32:
-    case PHX_DTYPE_I32:
-      return 4;
-    case PHX_DTYPE_F16:
-    case PHX_DTYPE_BF16:
-    case PHX_DTYPE_I16:
-      return 2;
-    case PHX_DTYPE_I8:
-    case PHX_DTYPE_U8:
-      return 1;
-    default:
-      return 0;
-  }
+  // Read as an int: a caller's value may be no valid phx_dtype at all.
+  const int value = enum_value(dtype);
+  return value > PHX_DTYPE_INVALID && value < PHX_DTYPE_COUNT
+             ? phx_plugin_dtype_size(static_cast<phx_dtype>(value))
+             : 0;
 }
 
 PHX_API const char* phx_dtype_name(phx_dtype dtype) {

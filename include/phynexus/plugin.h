@@ -97,6 +97,35 @@ static inline void phx_plugin_write_struct(void* out, const void* value, size_t 
   memcpy(out, &filled, sizeof filled);
 }
 
+/* ---- Sizes ------------------------------------------------------------------------------
+ * What phx_dtype_size and an element count give a consumer, for plugins, which link
+ * nothing of libphynexus. Since ABI 1.1. */
+
+/* Bytes per element of dtype; 0 for a value that is no dtype. Thread-safe. */
+static inline size_t phx_plugin_dtype_size(phx_dtype dtype) {
+  switch ((int)dtype) {
+    case PHX_DTYPE_F32:
+    case PHX_DTYPE_I32:
+      return 4;
+    case PHX_DTYPE_F16:
+    case PHX_DTYPE_BF16:
+    case PHX_DTYPE_I16:
+      return 2;
+    case PHX_DTYPE_I8:
+    case PHX_DTYPE_U8:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* The product of the first rank entries of shape (1 for rank 0). Thread-safe. */
+static inline uint64_t phx_plugin_element_count(uint32_t rank, const int64_t* shape) {
+  uint64_t count = 1;
+  for (uint32_t i = 0; i < rank; ++i) count *= (uint64_t)shape[i];
+  return count;
+}
+
 /* ---- Devices -------------------------------------------------------------------------- */
 
 typedef struct phx_plugin_device_info {

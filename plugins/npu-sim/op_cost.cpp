@@ -5,28 +5,10 @@
 namespace phx::npu_sim {
 namespace {
 
-uint64_t elements(const phx_plugin_tensor& t) {
-  uint64_t n = 1;
-  for (uint32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.shape[d]);
-  return n;
-}
-
-uint64_t dtype_bytes(phx_dtype d) {
-  switch (d) {
-    case PHX_DTYPE_F32:
-    case PHX_DTYPE_I32:
-      return 4;
-    case PHX_DTYPE_F16:
-    case PHX_DTYPE_BF16:
-    case PHX_DTYPE_I16:
-      return 2;
-    default:
-      return 1;
-  }
-}
+uint64_t elements(const phx_plugin_tensor& t) { return phx_plugin_element_count(t.rank, t.shape); }
 
 uint64_t bytes(const phx_plugin_tensor& t) {
-  return t.buffer == nullptr ? 0 : elements(t) * dtype_bytes(t.dtype);  // absent: 0
+  return t.buffer == nullptr ? 0 : elements(t) * phx_plugin_dtype_size(t.dtype);  // absent: 0
 }
 
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }

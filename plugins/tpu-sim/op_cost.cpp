@@ -10,18 +10,11 @@ namespace {
 // one elementary operation on 1024 elements per cycle.
 constexpr uint64_t kVectorLanes = 8 * 128;
 
-uint64_t elements(const phx_plugin_tensor& t) {
-  uint64_t n = 1;
-  for (uint32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.shape[d]);
-  return n;
-}
+uint64_t elements(const phx_plugin_tensor& t) { return phx_plugin_element_count(t.rank, t.shape); }
 
 uint64_t bytes(const phx_plugin_tensor& t) {
   if (t.buffer == nullptr) return 0;  // an absent optional input
-  const uint64_t size = t.dtype == PHX_DTYPE_F32 || t.dtype == PHX_DTYPE_I32 ? 4
-                        : t.dtype == PHX_DTYPE_I8 || t.dtype == PHX_DTYPE_U8 ? 1
-                                                                             : 2;
-  return elements(t) * size;
+  return elements(t) * phx_plugin_dtype_size(t.dtype);
 }
 
 // Elementary vector operations per element, first order: one for arithmetic, compares

@@ -26,24 +26,8 @@ struct Stream::Batch {
 
 namespace {
 
-uint64_t dtype_bytes(phx_dtype dtype) {
-  switch (dtype) {
-    case PHX_DTYPE_F32:
-    case PHX_DTYPE_I32:
-      return 4;
-    case PHX_DTYPE_F16:
-    case PHX_DTYPE_BF16:
-    case PHX_DTYPE_I16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 uint64_t tensor_bytes(const phx_plugin_tensor& t) {
-  uint64_t elements = 1;
-  for (uint32_t i = 0; i < t.rank; ++i) elements *= uint64_t(t.shape[i]);
-  return elements * dtype_bytes(t.dtype);
+  return phx_plugin_element_count(t.rank, t.shape) * phx_plugin_dtype_size(t.dtype);
 }
 
 void add_metric(phx_plugin_profile& profile, const char* name, double value) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <phynexus/phynexus.h>
+#include <phynexus/plugin.h>
 
 #include <algorithm>
 #include <bit>
@@ -66,22 +67,7 @@ inline bool is_float(phx_dtype d) {
 inline bool is_signed_int(phx_dtype d) {
   return d == PHX_DTYPE_I8 || d == PHX_DTYPE_I16 || d == PHX_DTYPE_I32;
 }
-inline size_t dtype_bytes(phx_dtype d) {
-  switch (d) {
-    case PHX_DTYPE_F32:
-    case PHX_DTYPE_I32:
-      return 4;
-    case PHX_DTYPE_F16:
-    case PHX_DTYPE_BF16:
-    case PHX_DTYPE_I16:
-      return 2;
-    case PHX_DTYPE_I8:
-    case PHX_DTYPE_U8:
-      return 1;
-    default:
-      return 0;
-  }
-}
+inline size_t dtype_bytes(phx_dtype d) { return phx_plugin_dtype_size(d); }
 
 // Calls f(dtype_tag{}) with the C++ type of an integer dtype; false for other dtypes.
 template <class F>

@@ -2,11 +2,10 @@
 // (gemm_s8_with_isa), bit-exact against an int64 reference of the documented rule: every
 // A dtype, zero points per tensor and per column, bias, each output stage with and
 // without relu, transposed B, a transposed (column-strided) C, shapes that are no
-// multiple of any tile, and the int32 wrap-around. Plus a timing printout of the int8
-// GEMM against the f32 GEMM at N = 1024 (QuantGemmTiming).
+// multiple of any tile, and the int32 wrap-around. Its speed is measured by
+// bench/bench_npu_sim.cpp, not here.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "phx/kernels/gemm.h"
 #include "phx/kernels/gemm_s8.h"
 
 namespace phx::kernels {
@@ -254,59 +252,6 @@ TEST(QuantGemm, Int32WrapAroundIsTheSameOnEveryPath) {
   std::fill(f.b.begin(), f.b.end(), int8_t{127});
   std::fill(f.acc.begin(), f.acc.end(), int64_t{40000} * 255 * 127);
   for (const char* isa : gemm_s8_supported_isas()) f.check(isa, PHX_DTYPE_I32, false);
-}
-
-// Not a pass/fail test: GOPS of the int8 GEMM (VNNI here) and GFLOP/s of the f32 GEMM on
-// 1024^3, each the best of 5 runs, printed and recorded.
-TEST(QuantGemmTiming, Int8AgainstF32AtN1024) {
-  const int64_t n = 1024;
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<int> v(-128, 127);
-  std::vector<int8_t> a(size_t(n * n)), b(size_t(n * n));
-  for (auto& x : a) x = static_cast<int8_t>(v(rng));
-  for (auto& x : b) x = static_cast<int8_t>(v(rng));
-  std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(size_t(n * n));
-  std::vector<int8_t> c8(size_t(n * n));
-  std::vector<double> mult(size_t(n), 1e-4);
-  ThreadPool threads;  // one per hardware thread, as the CPU plugin's
-  auto best_of = [](auto&& fn) {
-    double best = 1e30;
-    for (int r = 0; r < 5; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      fn();
-      best = std::min(best,
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-  };
-  GemmS8Args g;
-  g.m = g.n = g.k = n;
-  g.a_dtype = PHX_DTYPE_I8;
-  g.a = a.data();
-  g.lda = n;
-  g.b = b.data();
-  g.ldb = n;
-  g.out_dtype = PHX_DTYPE_I8;
-  g.c = c8.data();
-  g.ldc_row = n;
-  g.multiplier = mult.data();
-  const double t8 = best_of([&] { gemm_s8(g, threads); });
-  GemmArgs f;
-  f.m = f.n = f.k = n;
-  f.a = af.data();
-  f.lda = n;
-  f.b = bf.data();
-  f.ldb = n;
-  f.c = cf.data();
-  f.ldc = n;
-  const double t32 = best_of([&] { gemm(f, threads); });
-  const double ops = 2.0 * double(n) * double(n) * double(n);
-  std::printf(
-      "N=1024 on %u threads: int8 gemm_s8 (%s, i8 requantized) %.1f GOPS, f32 gemm (%s) %.1f "
-      "GFLOP/s, ratio %.2fx\n",
-      threads.size(), gemm_s8_isa(), ops / t8 * 1e-9, gemm_isa(), ops / t32 * 1e-9, t32 / t8);
-  RecordProperty("int8_gops", std::to_string(ops / t8 * 1e-9));
-  RecordProperty("f32_gflops", std::to_string(ops / t32 * 1e-9));
 }
 
 }  // namespace

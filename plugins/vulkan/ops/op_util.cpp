@@ -26,17 +26,7 @@ std::string_view dtype_name(phx_dtype dtype) {
 }
 
 uint32_t dtype_bytes(phx_dtype dtype) {
-  switch (dtype) {
-    case PHX_DTYPE_F16:
-    case PHX_DTYPE_BF16:
-    case PHX_DTYPE_I16:
-      return 2;
-    case PHX_DTYPE_I8:
-    case PHX_DTYPE_U8:
-      return 1;
-    default:
-      return 4;
-  }
+  return static_cast<uint32_t>(phx_plugin_dtype_size(dtype));
 }
 
 bool is_float(phx_dtype dtype) {
@@ -61,9 +51,7 @@ bool device_holds(const DeviceCaps& caps, phx_dtype dtype) {
 }
 
 uint64_t element_count(const phx_plugin_tensor& tensor) {
-  uint64_t count = 1;
-  for (uint32_t d = 0; d < tensor.rank; ++d) count *= static_cast<uint64_t>(tensor.shape[d]);
-  return count;
+  return phx_plugin_element_count(tensor.rank, tensor.shape);
 }
 
 const phx_plugin_tensor* optional_input(const phx_plugin_op& op, size_t index) {
