@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything Phynexus needs to build, test and benchmark on Debian 12, from the
+# Installs everything Phynexus needs to build, test, fuzz and benchmark on Debian 12, from the
 # compiler up, with apt-get only. Idempotent: installs nothing and prints nothing when all
 # packages are present. Uses sudo when not run as root.
 set -euo pipefail
@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+  clang libclang-rt-dev llvm abigail-tools
 )
 
 missing=()
