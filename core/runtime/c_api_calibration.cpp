@@ -1,6 +1,7 @@
 // The C API of calibrators: handles around the calibration math (calibrator.h).
 #include <phynexus/phynexus.h>
 
+#include <mutex>
 #include <vector>
 
 #include "abi_structs.h"
@@ -43,6 +44,7 @@ PHX_API phx_status phx_calibrator_observe(phx_calibrator handle, phx_tensor tens
     std::vector<float> values(static_cast<size_t>(tensor.element_count));
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
+    std::lock_guard lock(tensor.host_read_mutex);
     plugin.call("buffer_read", [&] {
       return plugin.api().buffer_read(plugin.instance(), tensor.buffer, 0, values.data(),
                                       tensor.byte_size);

@@ -35,11 +35,7 @@ PHX_API phx_status phx_context_create(const phx_context_options* options,
 }
 
 PHX_API phx_status phx_context_destroy(phx_context handle) {
-  return guard(__func__, [&] {
-    Context& context = lookup(handle);
-    context_table().remove(context.handle);
-    delete &context;
-  });
+  return guard(__func__, [&] { destroy_context(lookup(handle)); });
 }
 
 PHX_API phx_status phx_plugin_count(phx_context handle, size_t* out_count) {

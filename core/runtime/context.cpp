@@ -3,7 +3,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <mutex>
 
 #include "abi_structs.h"
 #include "calibrator_object.h"
@@ -31,10 +35,35 @@ CalibratorTable& calibrator_table() {
 }
 
 namespace {
+
+// The contexts retained by the C API calls running on this thread, innermost call last
+// (CallScope). A call retains each context once, and one call names at most an op's
+// stream and tensors, so a fixed array is enough.
+struct ThreadRetains {
+  std::array<Context*, 1 + PHX_MAX_OP_INPUTS + PHX_MAX_OP_OUTPUTS> contexts{};
+  size_t count = 0;
+  Context** begin() { return contexts.data(); }
+  Context** end() { return contexts.data() + count; }
+};
+thread_local ThreadRetains thread_retains;
+
+// Where destroy_context sleeps until the calls it waits for are released. Process-wide
+// rather than in the context: the last release must wake the destroyer without
+// touching the context, which may be freed as soon as its count drops.
+std::mutex destruction_mutex;
+std::condition_variable call_released;
+
+Context& owning_context(Context& context) { return context; }
+Context& owning_context(const Tensor& tensor) { return *tensor.context; }
+Context& owning_context(const Stream& stream) { return *stream.context; }
+Context& owning_context(const CalibratorObject& calibrator) { return *calibrator.context; }
+
 template <typename Table, typename Handle>
 auto& find_or_fail(Table& table, Handle handle, const char* what) {
   if (handle == nullptr) fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
-  auto* object = table.find(reinterpret_cast<uintptr_t>(handle));
+  // Under the table's lock the object, hence its context, cannot be freed.
+  auto* object = table.find(reinterpret_cast<uintptr_t>(handle),
+                            [](auto& found) { owning_context(found).retain_for_call(); });
   if (object == nullptr)
     fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is not a live handle (destroyed?)");
   return *object;
@@ -53,6 +82,54 @@ CalibratorObject& lookup(phx_calibrator handle) {
   return find_or_fail(calibrator_table(), handle, "calibrator");
 }
 
+CallScope::CallScope() noexcept : outer_retains_(thread_retains.count) {}
+
+CallScope::~CallScope() {
+  ThreadRetains& retains = thread_retains;
+  while (retains.count > outer_retains_) retains.contexts[--retains.count]->release_call();
+}
+
+void Context::retain_for_call() {
+  ThreadRetains& retains = thread_retains;
+  // Already counted: the call that got in before destruction began runs to its end.
+  if (std::find(retains.begin(), retains.end(), this) != retains.end()) return;
+  if (retains.count == retains.contexts.size())
+    fail(PHX_STATUS_INTERNAL, "one call looked up more contexts than any function names");
+  if ((call_state_.fetch_add(1) & kDestroying) != 0) {
+    release_call();
+    fail(PHX_STATUS_INVALID_ARGUMENT, "the context is being destroyed");
+  }
+  retains.contexts[retains.count++] = this;
+}
+
+void Context::release_call() noexcept {
+  if ((call_state_.fetch_sub(1) & kDestroying) == 0) return;
+  // Taking the mutex orders this release before the destroyer's next look at the count
+  // or its going to sleep, so the notification cannot be lost.
+  { std::lock_guard lock(destruction_mutex); }
+  call_released.notify_all();
+}
+
+void destroy_context(Context& context) {
+  if ((context.call_state_.fetch_or(Context::kDestroying) & Context::kDestroying) != 0)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "the context is being destroyed by another call");
+  context_table().remove(context.handle);
+  ThreadRetains& retains = thread_retains;
+  Context** own = std::find(retains.begin(), retains.end(), &context);
+  const uint32_t own_retains = own != retains.end() ? 1 : 0;
+  {
+    std::unique_lock lock(destruction_mutex);
+    call_released.wait(
+        lock, [&] { return (context.call_state_.load() & ~Context::kDestroying) == own_retains; });
+  }
+  // The calling call's retain ends with the context rather than when the call returns.
+  if (own != retains.end()) {
+    std::copy(own + 1, retains.end(), own);
+    --retains.count;
+  }
+  delete &context;
+}
+
 phx_plugin_tensor Tensor::plugin_view() const {
   phx_plugin_tensor view{};
   view.struct_size = sizeof view;
@@ -65,7 +142,16 @@ phx_plugin_tensor Tensor::plugin_view() const {
 
 void Device::wait_for_streams() {
   std::lock_guard lock(streams_mutex);
-  for (Stream* stream : streams) stream->wait(UINT64_MAX);
+  // Every stream, even after one failed: the caller frees or overwrites what they use.
+  std::exception_ptr first_error;
+  for (Stream* stream : streams) {
+    try {
+      stream->wait(UINT64_MAX);
+    } catch (...) {
+      if (first_error == nullptr) first_error = std::current_exception();
+    }
+  }
+  if (first_error != nullptr) std::rethrow_exception(first_error);
 }
 
 Context::Context(const phx_context_options& options) {
@@ -224,7 +310,13 @@ void Context::destroy_tensor(Tensor& tensor) {
     tensors_.erase(&tensor);
   }
   auto& plugin = *tensor.device->plugin;
-  tensor.device->wait_for_streams();
+  // The handle is gone: the tensor must be freed now whatever the wait says. A failed
+  // wait (an op's error, a lost device) has still ended the streams' work on it.
+  try {
+    tensor.device->wait_for_streams();
+  } catch (const Error& e) {
+    logger->warn("tensor freed after a failed wait: {}", e.what());
+  }
   plugin.call_void("buffer_free",
                    [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
   delete &tensor;

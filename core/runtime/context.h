@@ -57,6 +57,10 @@ struct Tensor {
   uint64_t element_count = 0;
   uint64_t byte_size = 0;
   void* buffer = nullptr;
+  // The plugin ABI promises buffer_read for distinct buffers only, while the C API lets
+  // ops on several streams read one tensor at once: reads the host makes of a tensor on
+  // its own (the CPU fallback's copies, calibration) take this lock.
+  mutable std::mutex host_read_mutex;
 
   phx_plugin_tensor plugin_view() const;
 };
@@ -106,6 +110,15 @@ class Context {
 
   Device& device(size_t index);  // NOT_FOUND past the end
 
+  // Counts the calling thread's running C API call as a user of the context until the
+  // call returns (CallScope in errors.h), once however many of its handles the call
+  // looks up; destroy_context waits for every such call. INVALID_ARGUMENT once
+  // destruction has begun. The caller guarantees the context is alive meanwhile: it
+  // holds the lock of a handle table that still lists the context or one of its objects.
+  void retain_for_call();
+  // Ends one retain_for_call. The context may be freed the moment it returns.
+  void release_call() noexcept;
+
   Tensor& create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape);
   void destroy_tensor(Tensor& tensor);
   Stream& create_stream(Device& device);
@@ -113,6 +126,13 @@ class Context {
 
  private:
   void add_devices(Plugin& plugin);
+
+  friend void destroy_context(Context& context);
+  // The calls that retained the context (the low bits) and, in the top bit, whether its
+  // destruction has begun: one word, so that a release learns whether to wake the
+  // destroyer in the same operation after which it may no longer touch the context.
+  static constexpr uint32_t kDestroying = UINT32_C(1) << 31;
+  std::atomic<uint32_t> call_state_{0};
 
   std::mutex objects_mutex_;
   std::unordered_set<Tensor*> tensors_;
@@ -128,8 +148,15 @@ class Context {
   std::unordered_set<CalibratorObject*> calibrators_;
 };
 
+// phx_context_destroy: turns away the calls that begin from now on, waits for those
+// that retained the context (the calling one's own retain aside), then frees the
+// context with every object in it. INVALID_ARGUMENT when another thread has begun
+// destroying it. The caller has retained the context (looked its handle up).
+void destroy_context(Context& context);
+
 // The process-wide handle tables, and lookups that throw INVALID_ARGUMENT for a null,
-// stale or made-up handle.
+// stale or made-up handle, or for an object whose context is being destroyed. Each
+// lookup retains the object's context for the running C API call (retain_for_call).
 using ContextTable = HandleTable<Context, 0xc1>;
 using TensorTable = HandleTable<Tensor, 0xc2>;
 using StreamTable = HandleTable<Stream, 0xc3>;

@@ -33,10 +33,25 @@ inline void require(bool condition, const char* message) {
 // Sets the calling thread's last error message (see phx_last_error).
 void set_last_error(std::string message);
 
+// The contexts that one C API call's handle lookups retained (see lookup() in
+// context.h), released when the call returns: phx_context_destroy waits for every
+// retained call before it frees anything. Calls may nest; each releases its own.
+class CallScope {
+ public:
+  CallScope() noexcept;
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  size_t outer_retains_;  // the thread's retains from the calls around this one
+};
+
 // Runs body, the whole of one C API function named function. An exception becomes
 // its status and "function: message" as the last error; nothing escapes.
 template <typename Body>
 phx_status guard(const char* function, Body&& body) noexcept {
+  const CallScope scope;
   try {
     body();
     return PHX_STATUS_OK;

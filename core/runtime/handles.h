@@ -32,13 +32,19 @@ class HandleTable {
     return encode(index, slots_[index].generation);
   }
 
-  // The live object of handle, or null for a stale or unknown handle.
-  Object* find(uintptr_t handle) const {
+  // The live object of handle, or null for a stale or unknown handle. on_found is
+  // called with the object while the table's lock is held: remove waits for it, so the
+  // object cannot be freed before on_found has, for instance, retained its owner.
+  // on_found may throw; the exception propagates.
+  template <typename OnFound>
+  Object* find(uintptr_t handle, OnFound&& on_found) const {
     uint32_t index, generation;
     if (!decode(handle, index, generation)) return nullptr;
     std::shared_lock lock(mutex_);
     if (index >= slots_.size() || slots_[index].generation != generation) return nullptr;
-    return slots_[index].object;
+    Object* object = slots_[index].object;
+    on_found(*object);
+    return object;
   }
 
   // Forgets handle; later lookups of it fail. Returns the object, or null if stale.

@@ -1,6 +1,7 @@
 #include "transfer.h"
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 namespace phx {
@@ -12,9 +13,12 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
   auto& to = *dst.device->plugin;
   for (uint64_t offset = 0; offset < src.byte_size; offset += kChunk) {
     uint64_t size = std::min(kChunk, src.byte_size - offset);
-    from.call("buffer_read", [&] {
-      return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
-    });
+    {
+      std::lock_guard lock(src.host_read_mutex);
+      from.call("buffer_read", [&] {
+        return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
+      });
+    }
     to.call("buffer_write", [&] {
       return to.api().buffer_write(to.instance(), dst.buffer, offset, staging.data(), size);
     });

@@ -13,14 +13,24 @@
  *   sizeof(the struct) as it was compiled (the PHX_*_INIT macros do this). A library
  *   that knows a larger struct reads and writes only the first struct_size bytes, so
  *   a program built against an older header keeps working with a newer library.
- * - Handles (phx_context, phx_tensor, phx_stream) are opaque. A destroyed handle, or a
- *   handle from another context, is detected and answered with
+ * - Handles (phx_context, phx_tensor, phx_stream, phx_calibrator) are opaque. A
+ *   destroyed handle, or a handle from another context, is detected and answered with
  *   PHX_STATUS_INVALID_ARGUMENT; it never crashes.
  * - Strings returned by the library are UTF-8, NUL-terminated and owned by the
  *   object named in the function's comment.
  * - Thread safety is stated per function. "Thread-safe" means any threads may call it
  *   at once; "externally synchronized: X" means calls that name the same X must not
- *   overlap.
+ *   overlap (the program orders them: one thread per X, or a lock).
+ * - A tensor's contents are memory: while a call or an op writes them, no other call or
+ *   op may read or write them; ops on any streams may read one tensor at once. An op
+ *   uses its tensors from its submission until it has finished; phx_tensor_upload,
+ *   _download, _copy and phx_calibrator_observe first wait for the work already queued
+ *   on the tensors' devices, so they come after every op submitted before them.
+ * - Destroying a tensor, stream or calibrator while another call uses it, or names it,
+ *   is a race the program must prevent (they are externally synchronized). Destroying
+ *   a context is not: other threads may go on using it and its objects meanwhile, and
+ *   each such call either completes as if it ran before the destruction or returns
+ *   INVALID_ARGUMENT (see phx_context_destroy).
  *
  * The API follows semantic versioning: PHX_API_VERSION_MAJOR changes only with an
  * incompatible change; a new minor only appends (functions, enum values, struct
@@ -169,12 +179,17 @@ typedef struct phx_context_options {
  * non-zero count), OUT_OF_MEMORY. Thread-safe. */
 PHX_API phx_status phx_context_create(const phx_context_options* options, phx_context* out_context);
 
-/* Destroys the context, and with it every tensor and stream still alive in it: work
- * queued on its streams is waited for first. The plugins are shut down and unloaded.
- * Handles of the context are invalid afterwards (detected, never a crash).
- * Returns INVALID_ARGUMENT for a null, destroyed or foreign handle.
- * Externally synchronized: no other call may use this context or its objects while it
- * is being destroyed. */
+/* Destroys the context, and with it every tensor, stream and calibrator still alive in
+ * it: work queued on its streams is waited for first. The plugins are shut down and
+ * unloaded. Handles of the context and its objects are invalid afterwards (detected,
+ * never a crash), and so are the strings it owned (phx_plugin_get, phx_device_get).
+ * Thread-safe, even while other threads use the context or its objects. A call that
+ * had reached one of its handles before the destruction began runs to its end and this
+ * function waits for it (one blocked in phx_stream_wait included: its work is waited
+ * for anyway); a call that reaches one after returns INVALID_ARGUMENT and does nothing.
+ * Objects such a finishing call created are destroyed with the context.
+ * Returns INVALID_ARGUMENT for a null, destroyed or foreign handle, and to every call
+ * but one when several threads destroy the same context at once. */
 PHX_API phx_status phx_context_destroy(phx_context context);
 
 /* ---- Plugins ------------------------------------------------------------------------ */
@@ -287,7 +302,7 @@ PHX_API phx_status phx_tensor_create(phx_context context, size_t device, phx_dty
                                      size_t rank, const int64_t* shape, phx_tensor* out_tensor);
 
 /* Waits for queued work that uses the tensor, then frees it. Returns INVALID_ARGUMENT.
- * Externally synchronized: tensor (no other call may use it at the same time). */
+ * Externally synchronized: tensor (no other call may name it at the same time). */
 PHX_API phx_status phx_tensor_destroy(phx_tensor tensor);
 
 typedef struct phx_tensor_desc {
@@ -310,20 +325,21 @@ PHX_API phx_status phx_tensor_describe(phx_tensor tensor, phx_tensor_desc* out_d
  * waits for the work already queued on the device's streams, and returns when the
  * data is in the tensor (src may be reused at once).
  * Returns INVALID_ARGUMENT (null src with size > 0, offset + size past the tensor,
- * overflow). Thread-safe for distinct tensors. */
+ * overflow). Thread-safe, but transfers (upload, download, copy) that name the same
+ * tensor must not overlap; the rule on tensor contents applies. */
 PHX_API phx_status phx_tensor_upload(phx_tensor tensor, size_t offset, const void* src,
                                      size_t size);
 
 /* Copies size bytes of the tensor from byte offset into host memory dst. Blocking: waits
  * for the work already queued on the device's streams. Same errors as upload.
- * Thread-safe for distinct tensors. */
+ * Thread-safe, but transfers that name the same tensor must not overlap. */
 PHX_API phx_status phx_tensor_download(phx_tensor tensor, size_t offset, void* dst, size_t size);
 
 /* Copies src into dst, which may be on any two devices of the same context; they
  * must have the same dtype and byte size (shapes may differ). Goes through host memory
  * when the plugins offer nothing better. Blocking.
  * Returns INVALID_ARGUMENT (mismatch, stale or foreign handle, dst == src),
- * OUT_OF_MEMORY. Thread-safe for distinct destination tensors. */
+ * OUT_OF_MEMORY. Thread-safe, but transfers that name dst or src must not overlap. */
 PHX_API phx_status phx_tensor_copy(phx_tensor dst, phx_tensor src);
 
 /* ---- Streams ------------------------------------------------------------------------ */
@@ -332,12 +348,14 @@ typedef struct phx_stream_s* phx_stream;
 
 /* Creates an in-order queue of work on device. Ops run in the order they were
  * submitted; each submission gets a ticket, increasing from 1, that can be waited on.
+ * A stream is used by one thread at a time; threads that work at once each use their
+ * own streams, any number of them on one device.
  * The caller owns *out_stream and destroys it with phx_stream_destroy.
  * Returns INVALID_ARGUMENT, NOT_FOUND, DEVICE_UNAVAILABLE, OUT_OF_MEMORY. Thread-safe. */
 PHX_API phx_status phx_stream_create(phx_context context, size_t device, phx_stream* out_stream);
 
 /* Waits for the stream's work, then destroys it. Returns INVALID_ARGUMENT.
- * Externally synchronized: stream. */
+ * Externally synchronized: stream (no other call may name it at the same time). */
 PHX_API phx_status phx_stream_destroy(phx_stream stream);
 
 /* Blocks until every op submitted to the stream has finished. Returns the first error
@@ -550,7 +568,9 @@ typedef struct phx_op_desc {
  * finished. Inputs are read and outputs written in stream order.
  * Returns INVALID_ARGUMENT (with the rule broken, e.g. "matmul: K mismatch: a is 3x4,
  * b is 5x2"), UNSUPPORTED (the device does not implement the op for these dtypes),
- * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream. */
+ * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream;
+ * the tensors follow the rule on tensor contents (several streams may read one input
+ * at once). */
 PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc, uint64_t* out_ticket);
 
 /* Sets *out_supported to 1 if device implements op with inputs of dtype (its first
@@ -680,7 +700,7 @@ PHX_API phx_status phx_calibrator_create(phx_context context,
                                          phx_calibrator* out_calibrator);
 
 /* Destroys the calibrator. Returns INVALID_ARGUMENT.
- * Externally synchronized: calibrator. */
+ * Externally synchronized: calibrator (no other call may name it at the same time). */
 PHX_API phx_status phx_calibrator_destroy(phx_calibrator calibrator);
 
 /* Adds the values of tensor (f32, on any device of the calibrator's context) to what
@@ -688,7 +708,8 @@ PHX_API phx_status phx_calibrator_destroy(phx_calibrator calibrator);
  * Non-finite values are ignored. With a channel axis, every tensor must have the same
  * size along it. Returns INVALID_ARGUMENT (not f32, a foreign tensor, a channel axis
  * past its rank or of another size than before), OUT_OF_MEMORY.
- * Externally synchronized: calibrator. */
+ * Externally synchronized: calibrator; the tensor is read as by phx_tensor_download
+ * (transfers that name it must not overlap). */
 PHX_API phx_status phx_calibrator_observe(phx_calibrator calibrator, phx_tensor tensor);
 
 /* The quantization parameters for what was observed: one scale and zero point per
