@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "file_safety.h"
 #include "search_path.h"
 
 namespace phx {
@@ -85,8 +86,15 @@ void PluginLoader::load(Plugin& plugin, const std::vector<std::unique_ptr<Plugin
 }
 
 void PluginLoader::open(Plugin& plugin) {
+  // Checked before dlopen, which runs the library's constructors: once mapped, a
+  // library planted by another user has already run its code in this process.
+  FileSafety safety = check_plugin_file(plugin.path);
+  if (!safety.problem.empty()) {
+    plugin.logger_->warn("loader: refusing {}: {}", plugin.path, safety.problem);
+    throw Rejection{"refused: " + safety.problem};
+  }
   dlerror();
-  plugin.library_ = dlopen(plugin.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  plugin.library_ = dlopen(safety.resolved.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (plugin.library_ == nullptr) {
     const char* why = dlerror();
     throw Rejection{std::string("cannot open: ") + (why ? why : "dlopen failed")};

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +20,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -632,6 +636,207 @@ TEST_F(Loader, TheCurrentDirectoryIsNeverSearched) {
   EXPECT_TRUE(without_default.empty());
   EXPECT_TRUE(with_default.empty());
   for (const PluginRecord& r : with_default) ADD_FAILURE() << "unexpected " << r;
+}
+
+// ---- Files writable by others ----------------------------------------------------------
+
+// A copy of the good plugin, alone in a folder of its own under the trace folder, with
+// the modes a test then loosens.
+class LoaderFileModes : public Loader {
+ protected:
+  void SetUp() override {
+    Loader::SetUp();
+    folder_ = trace_dir_ + "/plugins";
+    plugin_ = folder_ + "/phx_test_good.so";
+    ASSERT_TRUE(fs::create_directory(folder_));
+    fs::copy_file(case_file("good", "good"), plugin_);
+    ASSERT_EQ(chmod(folder_.c_str(), 0755), 0);
+    ASSERT_EQ(chmod(plugin_.c_str(), 0755), 0);
+  }
+
+  // Loads folder and expects the copy refused before dlopen, with a reason that names
+  // what and its mode.
+  void expect_refused(const std::string& folder, const std::vector<std::string>& mentions) {
+    Context ctx({folder});
+    ASSERT_TRUE(ctx.ok()) << ctx.error();
+    std::vector<PluginRecord> plugins = ctx.plugins();
+    ASSERT_EQ(plugins.size(), 1u) << ctx.describe();
+    EXPECT_EQ(plugins[0].state, PHX_PLUGIN_REJECTED) << plugins[0];
+    EXPECT_EQ(plugins[0].stage, PHX_PLUGIN_STAGE_FOUND) << plugins[0];
+    for (const std::string& mention : mentions)
+      EXPECT_TRUE(contains(plugins[0].reason, mention))
+          << "no '" << mention << "' in " << plugins[0];
+    EXPECT_TRUE(ctx.devices().empty()) << ctx.describe();
+    // Never mapped, so its constructors never ran.
+    EXPECT_EQ(dlopen(plugins[0].path.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);
+    EXPECT_EQ(calls("good", "entry"), 0);
+  }
+
+  std::string folder_, plugin_;
+};
+
+TEST_F(LoaderFileModes, APluginOnlyItsOwnerCanWriteLoads) {
+  Context ctx({folder_});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::optional<PluginRecord> copy = ctx.plugin_at(plugin_);
+  ASSERT_TRUE(copy.has_value()) << ctx.describe();
+  EXPECT_EQ(copy->state, PHX_PLUGIN_LOADED) << *copy;
+  EXPECT_EQ(ctx.devices().size(), 1u) << ctx.describe();
+}
+
+TEST_F(LoaderFileModes, AWorldWritableFileIsRefused) {
+  ASSERT_EQ(chmod(plugin_.c_str(), 0757), 0);
+  expect_refused(folder_, {"file " + plugin_, "writable by others", "mode 0757"});
+}
+
+TEST_F(LoaderFileModes, ARefusalIsLoggedAsAWarning) {
+  ASSERT_EQ(chmod(plugin_.c_str(), 0757), 0);
+  std::vector<std::pair<phx_log_level, std::string>> messages;
+  const char* paths[] = {folder_.c_str()};
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.plugin_paths = paths;
+  options.plugin_path_count = 1;
+  options.use_default_search_path = 0;
+  options.log_callback = [](void* user_data, phx_log_level level, const char* message) {
+    static_cast<decltype(messages)*>(user_data)->emplace_back(level, message);
+  };
+  options.log_user_data = &messages;
+  phx_context context = nullptr;
+  ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+  bool warned = false;
+  for (const auto& [level, message] : messages)
+    warned = warned || (level == PHX_LOG_WARN && contains(message, "refusing " + plugin_) &&
+                        contains(message, "mode 0757"));
+  EXPECT_TRUE(warned) << messages.size() << " messages, none a warning about " << plugin_;
+}
+
+TEST_F(LoaderFileModes, AGroupWritableFileIsRefused) {
+  ASSERT_EQ(chmod(plugin_.c_str(), 0775), 0);
+  expect_refused(folder_, {"file " + plugin_, "writable by its group", "mode 0775"});
+}
+
+TEST_F(LoaderFileModes, AFileInAWorldWritableFolderIsRefused) {
+  ASSERT_EQ(chmod(folder_.c_str(), 0757), 0);
+  expect_refused(folder_, {"folder " + folder_ + " ", "writable by others", "mode 0757"});
+}
+
+// The sticky bit stops others from replacing the file but not from adding one beside it,
+// which the next search would load.
+TEST_F(LoaderFileModes, AStickyWorldWritableFolderIsRefusedToo) {
+  ASSERT_EQ(chmod(folder_.c_str(), 01777), 0);
+  expect_refused(folder_, {"folder " + folder_ + " ", "mode 1777"});
+}
+
+TEST_F(LoaderFileModes, AFileNamedExplicitlyIsCheckedToo) {
+  ASSERT_EQ(chmod(plugin_.c_str(), 0757), 0);
+  expect_refused(plugin_, {"file " + plugin_, "mode 0757"});
+}
+
+// A link is judged by the file it leads to, which dlopen maps, and that file's folder;
+// the link's own mode (always 0777) does not matter.
+TEST_F(LoaderFileModes, ALinkIsJudgedByItsTarget) {
+  const std::string links = trace_dir_ + "/links";
+  ASSERT_TRUE(fs::create_directory(links));
+  ASSERT_EQ(chmod(links.c_str(), 0755), 0);
+  fs::create_symlink(plugin_, links + "/phx_link.so");
+  ASSERT_EQ(chmod(folder_.c_str(), 0777), 0);
+  expect_refused(links, {"folder " + folder_ + " ", "mode 0777"});
+  ASSERT_EQ(chmod(folder_.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(plugin_.c_str(), 0777), 0);
+  expect_refused(links, {"file " + plugin_, "mode 0777"});
+  ASSERT_EQ(chmod(plugin_.c_str(), 0755), 0);
+  Context ctx({links});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  ASSERT_EQ(ctx.plugins().size(), 1u) << ctx.describe();
+  EXPECT_EQ(ctx.plugins()[0].state, PHX_PLUGIN_LOADED) << ctx.describe();
+}
+
+// ---- Set-user-ID programs ----------------------------------------------------------------
+
+// Runs command through the shell; its output and exit status.
+std::pair<std::string, int> run(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {"popen failed", -1};
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  return {output, pclose(pipe)};
+}
+
+// Why nobody (uid 65534) cannot reach path: a folder on the way that others may not
+// search; empty if none.
+std::string unreachable_by_nobody(const fs::path& path) {
+  for (fs::path p = path; p != p.parent_path(); p = p.parent_path()) {
+    struct stat info {};
+    if (stat(p.c_str(), &info) != 0 || (info.st_mode & S_IXOTH) == 0)
+      return p.string() + " is not searchable by others";
+  }
+  return {};
+}
+
+// Set-uid and set-gid programs must not take plugin folders from the environment of the
+// user who runs them (secure_getenv). The real thing: a root-owned set-uid copy of a probe
+// program, run as nobody with PHX_PLUGIN_PATH naming a folder with the good plugin, must
+// not load it; the same probe without the set-uid bit, run the same way, does.
+TEST_F(Loader, SetUidProgramsIgnorePhxPluginPath) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to make a set-uid-root copy of the probe";
+  const char* setpriv = "/usr/bin/setpriv";
+  if (access(setpriv, X_OK) != 0) GTEST_SKIP() << setpriv << " is missing (util-linux)";
+  const fs::path probe = PHX_TEST_SETUID_PROBE;
+  // glibc ignores $ORIGIN in a set-uid program: the probe must name libphynexus's folder.
+  auto [dynamic, readelf_status] = run("readelf -d '" + probe.string() + "'");
+  if (readelf_status != 0) GTEST_SKIP() << "readelf failed: " << dynamic;
+  if (!contains(dynamic, "PATH)") || contains(dynamic, "$ORIGIN"))
+    GTEST_SKIP() << "the probe finds libphynexus by no absolute run path:\n" << dynamic;
+  // Beside the probe, in the build tree: /tmp is often mounted nosuid.
+  std::string work = (probe.parent_path() / "phx_setuid.XXXXXX").string();
+  ASSERT_NE(mkdtemp(work.data()), nullptr);
+  struct Cleanup {
+    std::string folder;
+    ~Cleanup() { fs::remove_all(folder); }
+  } cleanup{work};
+  ASSERT_EQ(chmod(work.c_str(), 0755), 0);
+  struct statvfs filesystem {};
+  ASSERT_EQ(statvfs(work.c_str(), &filesystem), 0);
+  if ((filesystem.f_flag & ST_NOSUID) != 0) GTEST_SKIP() << work << " is on a nosuid filesystem";
+  for (const fs::path& needed : {fs::path(work), fs::path(PHX_TEST_DEFAULT_PLUGIN_DIR)}) {
+    std::string why = unreachable_by_nobody(needed);
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+
+  const std::string plugins = work + "/plugins";
+  ASSERT_TRUE(fs::create_directory(plugins));
+  fs::copy_file(case_file("good", "good"), plugins + "/phx_test_good.so");
+  const std::string plain = work + "/probe", set_uid = work + "/probe_setuid";
+  fs::copy_file(probe, plain);
+  fs::copy_file(probe, set_uid);
+  ASSERT_EQ(chown(set_uid.c_str(), 0, 0), 0);
+  for (const std::string& path : {plugins, plugins + "/phx_test_good.so", plain})
+    ASSERT_EQ(chmod(path.c_str(), 0755), 0) << path;
+  ASSERT_EQ(chmod(set_uid.c_str(), 04755), 0);
+
+  // A clean environment but for the plugin path; a set-uid process cannot be traced, so
+  // LeakSanitizer, in the asan build, could not run in it.
+  auto as_nobody = [&](const std::string& program) {
+    return run("env -i PATH=/usr/bin:/bin PHX_PLUGIN_PATH='" + plugins +
+               "' ASAN_OPTIONS=detect_leaks=0 " + setpriv +
+               " --reuid=65534 --regid=65534 --clear-groups '" + program + "'");
+  };
+  const std::string loaded_line = "plugin loaded " + plugins + "/phx_test_good.so\n";
+
+  auto [plain_output, plain_status] = as_nobody(plain);
+  ASSERT_EQ(plain_status, 0) << plain_output;
+  EXPECT_TRUE(contains(plain_output, "ruid 65534 euid 65534 secure 0")) << plain_output;
+  EXPECT_TRUE(contains(plain_output, loaded_line)) << plain_output;
+
+  auto [setuid_output, setuid_status] = as_nobody(set_uid);
+  ASSERT_EQ(setuid_status, 0) << setuid_output;
+  EXPECT_TRUE(contains(setuid_output, "ruid 65534 euid 0 secure 1")) << setuid_output;
+  EXPECT_FALSE(contains(setuid_output, plugins)) << setuid_output;
+  // It did search: the default folder, which no environment can take away.
+  EXPECT_TRUE(contains(setuid_output, "plugin loaded " PHX_TEST_DEFAULT_PLUGIN_DIR "/"))
+      << setuid_output;
 }
 
 // ---- Lifetime -------------------------------------------------------------------------

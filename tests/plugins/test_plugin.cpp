@@ -11,12 +11,14 @@
 //
 // Built against include/phynexus/plugin.h only, as an out-of-tree plugin would be.
 #include <phynexus/plugin.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #ifndef PHX_TEST_CASE
 #error "PHX_TEST_CASE must name the build (see tests/plugins/CMakeLists.txt)"
@@ -47,6 +49,9 @@ struct Plugin {
   uint64_t peak_bytes_in_use;
   uint64_t allocation_count;
   uint64_t limit_bytes;
+  // DEVICE_LOST: the file whose removal makes the device disappear, and whether it has.
+  std::string device_file;
+  bool lost;
 };
 
 struct Buffer {
@@ -65,6 +70,27 @@ phx_status fail(Plugin* plugin, phx_status status, const char* message) {
   return status;
 }
 
+#if defined(PHX_TEST_FAULT_DEVICE_LOST)
+// A device that disappears, as a GPU that falls off the bus or an unplugged accelerator:
+// it works while the file named by PHX_TEST_DEVICE_FILE (read at initialize) exists.
+// Once the file is gone the device is lost for good, even if the file comes back: every
+// entry that needs the device (allocation, transfers, new streams, submit, wait, query)
+// fails with DEVICE_UNAVAILABLE, while freeing buffers and destroying streams still
+// work, so that the host can clean up.
+phx_status device_present(Plugin* p) {
+  if (!p->lost && !p->device_file.empty() && access(p->device_file.c_str(), F_OK) != 0) {
+    p->lost = true;
+    p->host->log(p->host->host_data, PHX_LOG_WARN, "the device disappeared");
+  }
+  if (!p->lost) return PHX_STATUS_OK;
+  const std::string message =
+      "test plugin: the device is lost (" + p->device_file + " was removed)";
+  return fail(p, PHX_STATUS_DEVICE_UNAVAILABLE, message.c_str());
+}
+#else
+phx_status device_present(Plugin*) { return PHX_STATUS_OK; }
+#endif
+
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   trace("initialize");
 #if defined(PHX_TEST_FAULT_INIT_FAILS)
@@ -76,8 +102,11 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   (void)out_plugin;
   throw std::runtime_error("simulated exception in initialize");
 #else
-  Plugin* plugin = new (std::nothrow) Plugin{host, 0, 0, 0, 0};
+  Plugin* plugin = new (std::nothrow) Plugin{host, 0, 0, 0, 0, {}, false};
   if (plugin == nullptr) return PHX_STATUS_OUT_OF_MEMORY;
+#if defined(PHX_TEST_FAULT_DEVICE_LOST)
+  if (const char* file = std::getenv("PHX_TEST_DEVICE_FILE")) plugin->device_file = file;
+#endif
   *out_plugin = plugin;
   return PHX_STATUS_OK;
 #endif
@@ -136,6 +165,7 @@ phx_status op_supported(void* plugin, uint32_t device, phx_op_id op, phx_dtype d
 phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
   (void)device;
   Plugin* p = static_cast<Plugin*>(plugin);
+  if (phx_status status = device_present(p); status != PHX_STATUS_OK) return status;
   uint64_t limit = p->limit_bytes != 0 ? p->limit_bytes : kDeviceMemory;
   if (size > limit || p->bytes_in_use > limit - size) {
     return fail(p, PHX_STATUS_OUT_OF_MEMORY, "test plugin: past the device's memory");
@@ -167,19 +197,23 @@ void buffer_free(void* plugin, void* buffer) {
 
 phx_status buffer_write(void* plugin, void* buffer, uint64_t offset, const void* src,
                         uint64_t size) {
-  (void)plugin;
+  if (phx_status status = device_present(static_cast<Plugin*>(plugin)); status != PHX_STATUS_OK)
+    return status;
   std::memcpy(static_cast<Buffer*>(buffer)->data + offset, src, size);
   return PHX_STATUS_OK;
 }
 
 phx_status buffer_read(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size) {
-  (void)plugin;
+  if (phx_status status = device_present(static_cast<Plugin*>(plugin)); status != PHX_STATUS_OK)
+    return status;
   std::memcpy(dst, static_cast<Buffer*>(buffer)->data + offset, size);
   return PHX_STATUS_OK;
 }
 
 phx_status stream_create(void* plugin, uint32_t device, void** out_stream) {
   (void)device;
+  if (phx_status status = device_present(static_cast<Plugin*>(plugin)); status != PHX_STATUS_OK)
+    return status;
   Stream* stream = new (std::nothrow) Stream{0};
   if (stream == nullptr) {
     return fail(static_cast<Plugin*>(plugin), PHX_STATUS_OUT_OF_MEMORY, "test plugin: no memory");
@@ -219,6 +253,7 @@ uint64_t broadcast_index(const phx_plugin_tensor& in, const phx_plugin_tensor& o
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin* p = static_cast<Plugin*>(plugin);
+  if (phx_status status = device_present(p); status != PHX_STATUS_OK) return status;
   if (op->op != PHX_OP_ADD || op->input_count != 2 || op->output_count != 1 ||
       op->inputs[0].dtype != PHX_DTYPE_F32 || op->inputs[1].dtype != PHX_DTYPE_F32 ||
       op->outputs[0].dtype != PHX_DTYPE_F32) {
@@ -238,14 +273,14 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
 }
 
 phx_status stream_wait(void* plugin, void* stream, uint64_t ticket) {
-  (void)plugin;
   (void)stream;
   (void)ticket;
-  return PHX_STATUS_OK;
+  return device_present(static_cast<Plugin*>(plugin));
 }
 
 phx_status stream_completed(void* plugin, void* stream, uint64_t* out_ticket) {
-  (void)plugin;
+  if (phx_status status = device_present(static_cast<Plugin*>(plugin)); status != PHX_STATUS_OK)
+    return status;
   *out_ticket = static_cast<Stream*>(stream)->last_ticket;
   return PHX_STATUS_OK;
 }

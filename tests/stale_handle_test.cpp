@@ -1,0 +1,388 @@
+// Every public function that takes a handle, given a bad one in each handle parameter: a
+// destroyed handle, one of another kind (a tensor passed as a stream), a made-up value,
+// null, and, where another argument fixes the context, a live handle of another context.
+// Each must answer INVALID_ARGUMENT with a message naming the function, never crash, and
+// leave every live object working.
+//
+// The table lists every such function of phynexus.h; HeaderFunctionsAreAllInTheTable reads
+// the header and fails for a function that takes a handle and is not listed, so a new one
+// cannot go untested.
+#include <gtest/gtest.h>
+#include <phynexus/phynexus.h>
+
+#include <cctype>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum class Kind { kContext, kTensor, kStream, kCalibrator };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kContext:
+      return "phx_context";
+    case Kind::kTensor:
+      return "phx_tensor";
+    case Kind::kStream:
+      return "phx_stream";
+    case Kind::kCalibrator:
+      return "phx_calibrator";
+  }
+  return "?";
+}
+
+template <class Handle>
+uintptr_t raw(Handle handle) {
+  return reinterpret_cast<uintptr_t>(handle);
+}
+template <class Handle>
+Handle as(uintptr_t value) {
+  return reinterpret_cast<Handle>(value);
+}
+
+// The objects a call needs besides the handle under test: a context with the CPU plugin,
+// two tensors, a stream and a calibrator in it.
+struct World {
+  phx_context context = nullptr;
+  phx_tensor tensor = nullptr, other_tensor = nullptr, output = nullptr;
+  phx_stream stream = nullptr;
+  phx_calibrator calibrator = nullptr;
+
+  void create() {
+    const char* paths[] = {PHX_TEST_DEFAULT_PLUGIN_DIR "/phx_cpu.so"};
+    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+    options.plugin_paths = paths;
+    options.plugin_path_count = 1;
+    options.use_default_search_path = 0;
+    options.num_threads = 1;
+    ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
+    const int64_t shape[1] = {4};
+    const float values[4] = {1, 2, 3, 4};
+    for (phx_tensor* t : {&tensor, &other_tensor, &output}) {
+      ASSERT_EQ(phx_tensor_create(context, 0, PHX_DTYPE_F32, 1, shape, t), PHX_STATUS_OK)
+          << phx_last_error();
+      ASSERT_EQ(phx_tensor_upload(*t, 0, values, sizeof values), PHX_STATUS_OK);
+    }
+    ASSERT_EQ(phx_stream_create(context, 0, &stream), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_calibrator_create(context, nullptr, &calibrator), PHX_STATUS_OK);
+  }
+
+  // Everything still works: an add gives the right sums, the calibrator computes.
+  void expect_working() const {
+    const phx_tensor inputs[2] = {tensor, other_tensor};
+    const phx_op_desc desc = {sizeof desc, PHX_OP_ADD, nullptr, inputs, 2, &output, 1};
+    ASSERT_EQ(phx_op_run(stream, &desc, nullptr), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK) << phx_last_error();
+    float sums[4] = {};
+    ASSERT_EQ(phx_tensor_download(output, 0, sums, sizeof sums), PHX_STATUS_OK);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(sums[i], 2.0f * (i + 1));
+    ASSERT_EQ(phx_calibrator_observe(calibrator, tensor), PHX_STATUS_OK) << phx_last_error();
+    size_t count = 0;
+    EXPECT_EQ(phx_calibrator_compute(calibrator, nullptr, nullptr, 0, &count), PHX_STATUS_OK);
+    EXPECT_EQ(count, 1u);
+  }
+
+  uintptr_t live(Kind kind) const {
+    switch (kind) {
+      case Kind::kContext:
+        return raw(context);
+      case Kind::kTensor:
+        return raw(tensor);
+      case Kind::kStream:
+        return raw(stream);
+      case Kind::kCalibrator:
+        return raw(calibrator);
+    }
+    return 0;
+  }
+};
+
+// One handle parameter of one function: the call with value in that parameter and
+// valid arguments elsewhere. foreign: a live handle of another context is wrong there,
+// because another argument fixes the context.
+struct Row {
+  const char* function;
+  Kind kind;
+  bool foreign;
+  std::function<phx_status(const World&, uintptr_t)> call;
+};
+
+phx_status add(const World& w, phx_stream stream, phx_tensor a, phx_tensor out) {
+  const phx_tensor inputs[2] = {a, w.other_tensor};
+  const phx_op_desc desc = {sizeof desc, PHX_OP_ADD, nullptr, inputs, 2, &out, 1};
+  uint64_t ticket = 0;
+  return phx_op_run(stream, &desc, &ticket);
+}
+
+const std::vector<Row>& rows() {
+  using W = const World&;
+  using K = Kind;
+  static const std::vector<Row> table = {
+      {"phx_context_destroy", K::kContext, false,
+       [](W, uintptr_t h) { return phx_context_destroy(as<phx_context>(h)); }},
+      {"phx_plugin_count", K::kContext, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_plugin_count(as<phx_context>(h), &count);
+       }},
+      {"phx_plugin_get", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
+         return phx_plugin_get(as<phx_context>(h), 0, &info);
+       }},
+      {"phx_device_count", K::kContext, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_device_count(as<phx_context>(h), &count);
+       }},
+      {"phx_device_get", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_device_info info = PHX_DEVICE_INFO_INIT;
+         return phx_device_get(as<phx_context>(h), 0, &info);
+       }},
+      {"phx_tensor_create", K::kContext, false,
+       [](W, uintptr_t h) {
+         const int64_t shape[1] = {4};
+         phx_tensor t = nullptr;
+         return phx_tensor_create(as<phx_context>(h), 0, PHX_DTYPE_F32, 1, shape, &t);
+       }},
+      {"phx_tensor_destroy", K::kTensor, false,
+       [](W, uintptr_t h) { return phx_tensor_destroy(as<phx_tensor>(h)); }},
+      {"phx_tensor_describe", K::kTensor, false,
+       [](W, uintptr_t h) {
+         phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+         return phx_tensor_describe(as<phx_tensor>(h), &desc);
+       }},
+      {"phx_tensor_upload", K::kTensor, false,
+       [](W, uintptr_t h) {
+         const float data[4] = {};
+         return phx_tensor_upload(as<phx_tensor>(h), 0, data, sizeof data);
+       }},
+      {"phx_tensor_download", K::kTensor, false,
+       [](W, uintptr_t h) {
+         float data[4] = {};
+         return phx_tensor_download(as<phx_tensor>(h), 0, data, sizeof data);
+       }},
+      {"phx_tensor_copy", K::kTensor, true,
+       [](W w, uintptr_t h) { return phx_tensor_copy(as<phx_tensor>(h), w.tensor); }},
+      {"phx_tensor_copy", K::kTensor, true,
+       [](W w, uintptr_t h) { return phx_tensor_copy(w.other_tensor, as<phx_tensor>(h)); }},
+      {"phx_stream_create", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_stream s = nullptr;
+         return phx_stream_create(as<phx_context>(h), 0, &s);
+       }},
+      {"phx_stream_destroy", K::kStream, false,
+       [](W, uintptr_t h) { return phx_stream_destroy(as<phx_stream>(h)); }},
+      {"phx_stream_synchronize", K::kStream, false,
+       [](W, uintptr_t h) { return phx_stream_synchronize(as<phx_stream>(h)); }},
+      {"phx_stream_wait", K::kStream, false,
+       [](W, uintptr_t h) { return phx_stream_wait(as<phx_stream>(h), 1); }},
+      {"phx_stream_query", K::kStream, false,
+       [](W, uintptr_t h) {
+         int done = 0;
+         return phx_stream_query(as<phx_stream>(h), 1, &done);
+       }},
+      {"phx_op_run", K::kStream, false,
+       [](W w, uintptr_t h) { return add(w, as<phx_stream>(h), w.tensor, w.output); }},
+      {"phx_op_run", K::kTensor, true,
+       [](W w, uintptr_t h) { return add(w, w.stream, as<phx_tensor>(h), w.output); }},
+      {"phx_op_run", K::kTensor, true,
+       [](W w, uintptr_t h) { return add(w, w.stream, w.tensor, as<phx_tensor>(h)); }},
+      {"phx_device_supports", K::kContext, false,
+       [](W, uintptr_t h) {
+         int supported = 0;
+         return phx_device_supports(as<phx_context>(h), 0, PHX_OP_ADD, PHX_DTYPE_F32, &supported);
+       }},
+      {"phx_profile_count", K::kStream, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_profile_count(as<phx_stream>(h), &count);
+       }},
+      {"phx_profile_get", K::kStream, false,
+       [](W, uintptr_t h) {
+         phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+         return phx_profile_get(as<phx_stream>(h), 0, &record);
+       }},
+      {"phx_profile_clear", K::kStream, false,
+       [](W, uintptr_t h) { return phx_profile_clear(as<phx_stream>(h)); }},
+      {"phx_device_stats", K::kContext, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_device_stats(as<phx_context>(h), 0, nullptr, 0, &count);
+       }},
+      {"phx_memory_stats_get", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
+         return phx_memory_stats_get(as<phx_context>(h), 0, &stats);
+       }},
+      {"phx_memory_set_limit", K::kContext, false,
+       [](W, uintptr_t h) { return phx_memory_set_limit(as<phx_context>(h), 0, 0); }},
+      {"phx_memory_release_cached", K::kContext, false,
+       [](W, uintptr_t h) { return phx_memory_release_cached(as<phx_context>(h), 0); }},
+      {"phx_calibrator_create", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_calibrator c = nullptr;
+         return phx_calibrator_create(as<phx_context>(h), nullptr, &c);
+       }},
+      {"phx_calibrator_destroy", K::kCalibrator, false,
+       [](W, uintptr_t h) { return phx_calibrator_destroy(as<phx_calibrator>(h)); }},
+      {"phx_calibrator_observe", K::kCalibrator, false,
+       [](W w, uintptr_t h) { return phx_calibrator_observe(as<phx_calibrator>(h), w.tensor); }},
+      {"phx_calibrator_observe", K::kTensor, true,
+       [](W w, uintptr_t h) { return phx_calibrator_observe(w.calibrator, as<phx_tensor>(h)); }},
+      {"phx_calibrator_compute", K::kCalibrator, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_calibrator_compute(as<phx_calibrator>(h), nullptr, nullptr, 0, &count);
+       }},
+  };
+  return table;
+}
+
+// A bad value for a parameter, and what it is, for the failure message.
+struct BadValue {
+  std::string what;
+  uintptr_t value;
+};
+
+class StaleHandles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(world_.create());
+    ASSERT_NO_FATAL_FAILURE(foreign_.create());
+    // Handles of every kind that died: alone, and with their context.
+    World doomed;
+    ASSERT_NO_FATAL_FAILURE(doomed.create());
+    World& w = world_;
+    phx_tensor tensor = nullptr;
+    const int64_t shape[1] = {4};
+    ASSERT_EQ(phx_tensor_create(w.context, 0, PHX_DTYPE_F32, 1, shape, &tensor), PHX_STATUS_OK);
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(w.context, 0, &stream), PHX_STATUS_OK);
+    phx_calibrator calibrator = nullptr;
+    ASSERT_EQ(phx_calibrator_create(w.context, nullptr, &calibrator), PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
+    ASSERT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+    ASSERT_EQ(phx_calibrator_destroy(calibrator), PHX_STATUS_OK);
+    destroyed_[Kind::kTensor].push_back({"a destroyed tensor", raw(tensor)});
+    destroyed_[Kind::kStream].push_back({"a destroyed stream", raw(stream)});
+    destroyed_[Kind::kCalibrator].push_back({"a destroyed calibrator", raw(calibrator)});
+    for (Kind kind : {Kind::kContext, Kind::kTensor, Kind::kStream, Kind::kCalibrator})
+      destroyed_[kind].push_back(
+          {std::string("a ") + kind_name(kind) + " of a destroyed context", doomed.live(kind)});
+    ASSERT_EQ(phx_context_destroy(doomed.context), PHX_STATUS_OK);
+  }
+  void TearDown() override {
+    world_.expect_working();
+    foreign_.expect_working();
+    EXPECT_EQ(phx_context_destroy(world_.context), PHX_STATUS_OK);
+    EXPECT_EQ(phx_context_destroy(foreign_.context), PHX_STATUS_OK);
+  }
+
+  // Every value that is wrong for a parameter of kind.
+  std::vector<BadValue> bad_values(Kind kind, bool foreign) const {
+    std::vector<BadValue> values = destroyed_.at(kind);
+    values.push_back({"null", 0});
+    for (Kind other : {Kind::kContext, Kind::kTensor, Kind::kStream, Kind::kCalibrator}) {
+      if (other != kind)
+        values.push_back({std::string("a live ") + kind_name(other), world_.live(other)});
+    }
+    // Made up: plain numbers, and numbers that look like a handle of the right kind (its
+    // top byte) with a slot never used or a generation never given out.
+    const uintptr_t live = world_.live(kind);
+    const uintptr_t kind_bits = live & (uintptr_t{0xff} << 56);
+    values.push_back({"1", 1});
+    values.push_back({"0xdeadbeef", 0xdeadbeef});
+    values.push_back({"all ones", ~uintptr_t{0}});
+    values.push_back({"the live handle plus one", live + 1});
+    values.push_back({"the live handle's generation flipped", live ^ 0x80000000u});
+    values.push_back({"a slot never used", kind_bits | (uintptr_t{0xfffff0} << 32) | 1});
+    values.push_back({"generation 0", live & ~uintptr_t{0xffffffff}});
+    values.push_back({"the address of a live object", reinterpret_cast<uintptr_t>(&world_)});
+    if (foreign) values.push_back({"a live handle of another context", foreign_.live(kind)});
+    return values;
+  }
+
+  World world_, foreign_;
+  std::map<Kind, std::vector<BadValue>> destroyed_;
+};
+
+TEST_F(StaleHandles, EveryHandleParameterRejectsEveryBadValue) {
+  for (const Row& row : rows()) {
+    for (const BadValue& bad : bad_values(row.kind, row.foreign)) {
+      const phx_status status = row.call(world_, bad.value);
+      const std::string message = phx_last_error();
+      EXPECT_EQ(status, PHX_STATUS_INVALID_ARGUMENT)
+          << row.function << " with " << bad.what << " as its " << kind_name(row.kind)
+          << " returned " << phx_status_name(status) << ": " << message;
+      EXPECT_EQ(message.rfind(row.function, 0), 0u)
+          << row.function << " with " << bad.what << ": the message does not name it: " << message;
+    }
+  }
+}
+
+// The public functions of phynexus.h and the handle kinds their parameters take (an op
+// descriptor holds tensors). A plain scan rather than std::regex, whose libstdc++ 12
+// code trips -Wmaybe-uninitialized under the sanitizers.
+std::map<std::string, std::set<std::string>> header_functions_taking_handles() {
+  std::ifstream in(PHX_TEST_PUBLIC_HEADER);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string header = text.str();
+  // Comments mention functions and types too.
+  for (size_t open; (open = header.find("/*")) != std::string::npos;)
+    header.erase(open, header.find("*/", open) + 2 - open);
+  auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  std::map<std::string, std::set<std::string>> found;
+  for (size_t at = 0; (at = header.find("PHX_API ", at)) != std::string::npos; ++at) {
+    const size_t open = header.find('(', at), close = header.find(')', open);
+    size_t name_begin = open;
+    while (name_begin > at && is_name_char(header[name_begin - 1])) --name_begin;
+    const std::string function = header.substr(name_begin, open - name_begin);
+    const std::string params = header.substr(open + 1, close - open - 1);
+    for (size_t word = 0; word < params.size();) {
+      size_t end = word;
+      while (end < params.size() && is_name_char(params[end])) ++end;
+      if (end == word) {
+        ++word;
+        continue;
+      }
+      const std::string name = params.substr(word, end - word);
+      // A handle type followed by '*' is an out parameter, which receives a new handle.
+      const size_t next = params.find_first_not_of(' ', end);
+      const bool out_parameter = next != std::string::npos && params[next] == '*';
+      if (name == "phx_op_desc") found[function].insert("phx_tensor");
+      for (const char* kind : {"phx_context", "phx_tensor", "phx_stream", "phx_calibrator"})
+        if (name == kind && !out_parameter) found[function].insert(kind);
+      word = end;
+    }
+  }
+  return found;
+}
+
+TEST(StaleHandleTable, HeaderFunctionsAreAllInTheTable) {
+  const auto in_header = header_functions_taking_handles();
+  ASSERT_GE(in_header.size(), 25u) << "the header was not parsed: " << PHX_TEST_PUBLIC_HEADER;
+  std::map<std::string, std::set<std::string>> in_table;
+  for (const Row& row : rows()) in_table[row.function].insert(kind_name(row.kind));
+  for (const auto& [function, kinds] : in_header) {
+    for (const std::string& kind : kinds) {
+      EXPECT_TRUE(in_table[function].count(kind) != 0)
+          << function << " takes a " << kind << " but the table has no row for it";
+    }
+  }
+  for (const auto& [function, kinds] : in_table)
+    EXPECT_TRUE(in_header.count(function) != 0) << function << " is not in the header";
+}
+
+}  // namespace
