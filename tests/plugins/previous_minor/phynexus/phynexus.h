@@ -1,0 +1,556 @@
+/* API 0.1.0 (plugin ABI 1.0) as released: phynexus.h verbatim from commit d5421bb. */
+/*
+ * Phynexus: the consumer C API.
+ *
+ * One API for every device: a context finds the device plugins, and tensors, streams
+ * and ops are reached through the functions below whatever the device is.
+ *
+ * Conventions that hold for every function unless its comment says otherwise:
+ * - Every function returns a phx_status. On failure the calling thread's last error
+ *   (phx_last_error) holds a message with context, and every out parameter is left
+ *   unchanged. Nothing is half done: a failed call changes no object.
+ * - Out parameters are named out_*; they must not be null.
+ * - Structs passed in or out begin with struct_size, which the caller sets to
+ *   sizeof(the struct) as it was compiled (the PHX_*_INIT macros do this). A library
+ *   that knows a larger struct reads and writes only the first struct_size bytes, so
+ *   a program built against an older header keeps working with a newer library.
+ * - Handles (phx_context, phx_tensor, phx_stream) are opaque. A destroyed handle, or a
+ *   handle from another context, is detected and answered with
+ *   PHX_STATUS_INVALID_ARGUMENT; it never crashes.
+ * - Strings returned by the library are UTF-8, NUL-terminated and owned by the
+ *   object named in the function's comment.
+ * - Thread safety is stated per function. "Thread-safe" means any threads may call it
+ *   at once; "externally synchronized: X" means calls that name the same X must not
+ *   overlap.
+ *
+ * The API follows semantic versioning: PHX_API_VERSION_MAJOR changes only with an
+ * incompatible change; a new minor only appends (functions, enum values, struct
+ * fields after the last one). See CHANGELOG-api.md beside this header.
+ */
+#ifndef PHYNEXUS_PHYNEXUS_H
+#define PHYNEXUS_PHYNEXUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* libphynexus is built with hidden visibility; only what is marked PHX_API is exported. */
+#if defined(PHX_BUILDING_LIBRARY)
+#define PHX_API __attribute__((visibility("default")))
+#else
+#define PHX_API
+#endif
+
+/* ---- Version -------------------------------------------------------------------- */
+
+#define PHX_API_VERSION_MAJOR 0
+#define PHX_API_VERSION_MINOR 1
+#define PHX_API_VERSION_PATCH 0
+/* The version as one number: major * 10000 + minor * 100 + patch. */
+#define PHX_API_VERSION \
+  (PHX_API_VERSION_MAJOR * 10000 + PHX_API_VERSION_MINOR * 100 + PHX_API_VERSION_PATCH)
+
+/* The API version of the library actually loaded, as PHX_API_VERSION encodes it.
+ * Compare with PHX_API_VERSION to detect a library older than the header.
+ * Thread-safe. Never fails. */
+PHX_API uint32_t phx_api_version(void);
+
+/* ---- Status and errors ------------------------------------------------------------ */
+
+typedef enum phx_status {
+  PHX_STATUS_OK = 0,
+  PHX_STATUS_INVALID_ARGUMENT = 1,   /* a null pointer, bad size, bad shape, stale handle */
+  PHX_STATUS_NOT_FOUND = 2,          /* no such device, plugin or record index */
+  PHX_STATUS_UNSUPPORTED = 3,        /* valid, but this device does not implement it */
+  PHX_STATUS_OUT_OF_MEMORY = 4,      /* host or device memory, or the device's limit */
+  PHX_STATUS_DEVICE_UNAVAILABLE = 5, /* the device is lost or was never usable */
+  PHX_STATUS_PLUGIN_ERROR = 6,       /* a plugin broke its contract */
+  PHX_STATUS_COMPILATION_ERROR = 7,  /* a kernel could not be compiled for the device */
+  PHX_STATUS_INTERNAL = 8            /* a bug in Phynexus; please report it */
+} phx_status;
+
+/* The status's name, e.g. "PHX_STATUS_OUT_OF_MEMORY"; "PHX_STATUS_<unknown>" for a
+ * value this library does not know. Static storage. Thread-safe. */
+PHX_API const char* phx_status_name(phx_status status);
+
+/* The message of the last failed call made by this thread, with its context, e.g.
+ * "phx_op_run: matmul: K mismatch: a is 3x4, b is 5x2". "" when no call has failed.
+ * The string is owned by the library and valid until this thread's next phx_ call.
+ * Thread-safe (each thread has its own). Never fails. */
+PHX_API const char* phx_last_error(void);
+
+/* ---- Data types ------------------------------------------------------------------- */
+
+typedef enum phx_dtype {
+  PHX_DTYPE_INVALID = 0,
+  PHX_DTYPE_F32 = 1,
+  PHX_DTYPE_F16 = 2,  /* IEEE 754 binary16 */
+  PHX_DTYPE_BF16 = 3, /* bfloat16: the top 16 bits of an f32; rounded to nearest even */
+  PHX_DTYPE_I8 = 4,
+  PHX_DTYPE_I16 = 5,
+  PHX_DTYPE_I32 = 6,
+  PHX_DTYPE_U8 = 7
+} phx_dtype;
+#define PHX_DTYPE_COUNT 8
+
+/* Bit (1 << dtype) of a dtype mask. */
+#define PHX_DTYPE_BIT(dtype) (UINT32_C(1) << (dtype))
+
+/* Bytes per element; 0 for an unknown dtype. Thread-safe. */
+PHX_API size_t phx_dtype_size(phx_dtype dtype);
+/* "f32", "bf16", ...; "unknown" for an unknown dtype. Static storage. Thread-safe. */
+PHX_API const char* phx_dtype_name(phx_dtype dtype);
+
+/* ---- Logging ------------------------------------------------------------------------ */
+
+typedef enum phx_log_level {
+  PHX_LOG_TRACE = 0,
+  PHX_LOG_DEBUG = 1,
+  PHX_LOG_INFO = 2,
+  PHX_LOG_WARN = 3,
+  PHX_LOG_ERROR = 4,
+  PHX_LOG_OFF = 5
+} phx_log_level;
+
+/* Receives every log message at or above the context's level. Called from any thread
+ * the library runs on, possibly several at once; must not call back into Phynexus.
+ * message is valid only during the call. */
+typedef void (*phx_log_callback)(void* user_data, phx_log_level level, const char* message);
+
+/* ---- Context ------------------------------------------------------------------------ */
+
+typedef struct phx_context_s* phx_context;
+
+/* Context flags. */
+#define PHX_CONTEXT_PROFILE UINT32_C(0x1) /* every stream keeps profile records */
+
+typedef struct phx_context_options {
+  size_t struct_size;
+  /* Folders searched for plugins before any other; may be null when count is 0.
+   * The strings are copied. */
+  const char* const* plugin_paths;
+  size_t plugin_path_count;
+  /* Non-zero: after plugin_paths, search PHX_PLUGIN_PATH / PHX_ADD_PLUGIN_PATH and the
+   * plugin folder beside the installed library (see docs/loader.md). Zero: only
+   * plugin_paths. */
+  int use_default_search_path;
+  /* Messages below this level are dropped. PHX_LOG_LEVEL in the environment, when
+   * set, overrides it ("trace", "debug", "info", "warn", "error", "off"). */
+  phx_log_level log_level;
+  /* Null: messages go to standard error. */
+  phx_log_callback log_callback;
+  void* log_user_data;
+  /* PHX_CONTEXT_* flags. PHX_PROFILE=1 in the environment adds PHX_CONTEXT_PROFILE. */
+  uint32_t flags;
+  /* Worker threads for plugins that use host threads (the CPU plugin); 0 means one per
+   * hardware thread. PHX_NUM_THREADS in the environment overrides it. */
+  uint32_t num_threads;
+} phx_context_options;
+
+/* Default options: no extra paths, default search on, PHX_LOG_WARN, no flags. */
+#define PHX_CONTEXT_OPTIONS_INIT \
+  { sizeof(phx_context_options), NULL, 0, 1, PHX_LOG_WARN, NULL, NULL, 0, 0 }
+
+/* Creates a context: finds and loads the plugins, initializes them and lists their
+ * devices. A plugin that cannot be used is recorded with the reason (see
+ * phx_plugin_get) and does not make this call fail; a context with no device is valid.
+ * options may be null for the defaults. The caller owns *out_context and destroys it
+ * with phx_context_destroy.
+ * Returns INVALID_ARGUMENT (out_context null, bad struct_size, plugin_paths null with a
+ * non-zero count), OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_context_create(const phx_context_options* options, phx_context* out_context);
+
+/* Destroys the context, and with it every tensor and stream still alive in it: work
+ * queued on its streams is waited for first. The plugins are shut down and unloaded.
+ * Handles of the context are invalid afterwards (detected, never a crash).
+ * Returns INVALID_ARGUMENT for a null, destroyed or foreign handle.
+ * Externally synchronized: no other call may use this context or its objects while it
+ * is being destroyed. */
+PHX_API phx_status phx_context_destroy(phx_context context);
+
+/* ---- Plugins ------------------------------------------------------------------------ */
+
+typedef enum phx_plugin_state {
+  PHX_PLUGIN_LOADED = 0,   /* in use; its devices are listed */
+  PHX_PLUGIN_REJECTED = 1, /* could not be used; reason says why */
+  PHX_PLUGIN_SHADOWED = 2  /* same name as a plugin found earlier in the search order */
+} phx_plugin_state;
+
+/* How far the loader got with a candidate file. */
+typedef enum phx_plugin_stage {
+  PHX_PLUGIN_STAGE_FOUND = 0,       /* file seen */
+  PHX_PLUGIN_STAGE_OPENED = 1,      /* dlopen succeeded */
+  PHX_PLUGIN_STAGE_ENTRY = 2,       /* entry symbol found and called */
+  PHX_PLUGIN_STAGE_VERSION = 3,     /* ABI versions agreed */
+  PHX_PLUGIN_STAGE_VALIDATED = 4,   /* required entries present */
+  PHX_PLUGIN_STAGE_INITIALIZED = 5, /* initialize succeeded */
+  PHX_PLUGIN_STAGE_READY = 6        /* devices listed */
+} phx_plugin_stage;
+
+typedef struct phx_plugin_info {
+  size_t struct_size;
+  const char* name;    /* "" when the plugin never said it */
+  const char* version; /* the plugin's own version; "" when unknown */
+  const char* path;    /* the file */
+  uint32_t abi_major;  /* the plugin ABI it implements; 0 when it never said */
+  uint32_t abi_minor;
+  phx_plugin_state state;
+  phx_plugin_stage stage; /* the last stage reached */
+  const char* reason;     /* why it was rejected or shadowed; "" when loaded */
+  uint32_t device_count;
+} phx_plugin_info;
+
+/* Every field listed, so that -Wmissing-field-initializers (in -Wextra) stays quiet. */
+#define PHX_PLUGIN_INFO_INIT                                                                    \
+  {                                                                                             \
+    sizeof(phx_plugin_info), NULL, NULL, NULL, 0, 0, PHX_PLUGIN_LOADED, PHX_PLUGIN_STAGE_FOUND, \
+        NULL, 0                                                                                 \
+  }
+
+/* The number of candidate plugin files the context considered, loaded or not.
+ * Returns INVALID_ARGUMENT. Thread-safe. */
+PHX_API phx_status phx_plugin_count(phx_context context, size_t* out_count);
+
+/* Fills *out_info (whose struct_size the caller set) for candidate index, in search
+ * order. The strings are owned by the context and live as long as it does.
+ * Returns INVALID_ARGUMENT, NOT_FOUND (index >= count). Thread-safe. */
+PHX_API phx_status phx_plugin_get(phx_context context, size_t index, phx_plugin_info* out_info);
+
+/* ---- Devices ------------------------------------------------------------------------ */
+
+typedef enum phx_device_type {
+  PHX_DEVICE_CPU = 0,
+  PHX_DEVICE_GPU = 1,
+  PHX_DEVICE_TPU = 2,
+  PHX_DEVICE_NPU = 3
+} phx_device_type;
+
+/* "cpu", "gpu", "tpu", "npu"; "unknown" otherwise. Static storage. Thread-safe. */
+PHX_API const char* phx_device_type_name(phx_device_type type);
+
+/* A plugin-specific property for inspection, e.g. {"isa", "avx512"}. */
+typedef struct phx_property {
+  const char* key;
+  const char* value;
+} phx_property;
+
+typedef struct phx_device_info {
+  size_t struct_size;
+  uint32_t index;     /* the device's index in the context */
+  const char* plugin; /* the name of the plugin that provides it */
+  phx_device_type type;
+  const char* name;
+  const char* vendor;
+  uint64_t memory_total_bytes;     /* the memory tensors may use */
+  uint64_t memory_available_bytes; /* as the plugin last measured it */
+  uint32_t compute_units;          /* cores, SMs, MXUs...: the plugin's natural unit */
+  uint32_t dtype_mask;             /* PHX_DTYPE_BIT of each dtype it can hold */
+  const phx_property* properties;  /* property_count entries; may be null when 0 */
+  size_t property_count;
+} phx_device_info;
+
+#define PHX_DEVICE_INFO_INIT \
+  { sizeof(phx_device_info), 0, NULL, PHX_DEVICE_CPU, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
+
+/* The number of devices, over all loaded plugins. Devices are numbered 0..count-1 in
+ * plugin search order. Returns INVALID_ARGUMENT. Thread-safe. */
+PHX_API phx_status phx_device_count(phx_context context, size_t* out_count);
+
+/* Fills *out_info for device. The strings and properties are owned by the context and
+ * live as long as it does. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
+PHX_API phx_status phx_device_get(phx_context context, size_t device, phx_device_info* out_info);
+
+/* ---- Tensors ------------------------------------------------------------------------ */
+
+#define PHX_MAX_RANK 8
+
+typedef struct phx_tensor_s* phx_tensor;
+
+/* Creates a dense, row-major tensor of the given dtype and shape on device. Its
+ * contents are undefined until written. rank 0 is a scalar (shape may then be null);
+ * every dimension must be >= 1 (use a separate code path for empty tensors).
+ * The caller owns *out_tensor and destroys it with phx_tensor_destroy.
+ * Returns INVALID_ARGUMENT (rank > PHX_MAX_RANK, a dimension < 1, a byte size above
+ * 2^62, which no machine holds, unknown dtype), NOT_FOUND (no such device), UNSUPPORTED (the
+ * device cannot hold dtype), OUT_OF_MEMORY (also past the device's memory limit).
+ * Thread-safe. */
+PHX_API phx_status phx_tensor_create(phx_context context, size_t device, phx_dtype dtype,
+                                     size_t rank, const int64_t* shape, phx_tensor* out_tensor);
+
+/* Waits for queued work that uses the tensor, then frees it. Returns INVALID_ARGUMENT.
+ * Externally synchronized: tensor (no other call may use it at the same time). */
+PHX_API phx_status phx_tensor_destroy(phx_tensor tensor);
+
+typedef struct phx_tensor_desc {
+  size_t struct_size;
+  uint32_t device;
+  phx_dtype dtype;
+  uint32_t rank;
+  int64_t shape[PHX_MAX_RANK]; /* entries past rank are 1 */
+  uint64_t element_count;
+  uint64_t byte_size;
+} phx_tensor_desc;
+
+#define PHX_TENSOR_DESC_INIT \
+  { sizeof(phx_tensor_desc), 0, PHX_DTYPE_INVALID, 0, {0, 0, 0, 0, 0, 0, 0, 0}, 0, 0 }
+
+/* Describes the tensor. Returns INVALID_ARGUMENT. Thread-safe. */
+PHX_API phx_status phx_tensor_describe(phx_tensor tensor, phx_tensor_desc* out_desc);
+
+/* Copies size bytes from host memory src into the tensor at byte offset. Blocking:
+ * waits for the work already queued on the device's streams, and returns when the
+ * data is in the tensor (src may be reused at once).
+ * Returns INVALID_ARGUMENT (null src with size > 0, offset + size past the tensor,
+ * overflow). Thread-safe for distinct tensors. */
+PHX_API phx_status phx_tensor_upload(phx_tensor tensor, size_t offset, const void* src,
+                                     size_t size);
+
+/* Copies size bytes of the tensor from byte offset into host memory dst. Blocking: waits
+ * for the work already queued on the device's streams. Same errors as upload.
+ * Thread-safe for distinct tensors. */
+PHX_API phx_status phx_tensor_download(phx_tensor tensor, size_t offset, void* dst, size_t size);
+
+/* Copies src into dst, which may be on any two devices of the same context; they
+ * must have the same dtype and byte size (shapes may differ). Goes through host memory
+ * when the plugins offer nothing better. Blocking.
+ * Returns INVALID_ARGUMENT (mismatch, stale or foreign handle, dst == src),
+ * OUT_OF_MEMORY. Thread-safe for distinct destination tensors. */
+PHX_API phx_status phx_tensor_copy(phx_tensor dst, phx_tensor src);
+
+/* ---- Streams ------------------------------------------------------------------------ */
+
+typedef struct phx_stream_s* phx_stream;
+
+/* Creates an in-order queue of work on device. Ops run in the order they were
+ * submitted; each submission gets a ticket, increasing from 1, that can be waited on.
+ * The caller owns *out_stream and destroys it with phx_stream_destroy.
+ * Returns INVALID_ARGUMENT, NOT_FOUND, DEVICE_UNAVAILABLE, OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_stream_create(phx_context context, size_t device, phx_stream* out_stream);
+
+/* Waits for the stream's work, then destroys it. Returns INVALID_ARGUMENT.
+ * Externally synchronized: stream. */
+PHX_API phx_status phx_stream_destroy(phx_stream stream);
+
+/* Blocks until every op submitted to the stream has finished. Returns the first error
+ * an op met while running asynchronously (then clears it), DEVICE_UNAVAILABLE,
+ * INVALID_ARGUMENT. Externally synchronized: stream. */
+PHX_API phx_status phx_stream_synchronize(phx_stream stream);
+
+/* Blocks until the op with this ticket (from phx_op_run) has finished. A ticket not yet
+ * issued is INVALID_ARGUMENT. Externally synchronized: stream. */
+PHX_API phx_status phx_stream_wait(phx_stream stream, uint64_t ticket);
+
+/* Sets *out_done to 1 if the op with this ticket has finished, else 0; never blocks.
+ * Returns INVALID_ARGUMENT. Externally synchronized: stream. */
+PHX_API phx_status phx_stream_query(phx_stream stream, uint64_t ticket, int* out_done);
+
+/* ---- Ops ------------------------------------------------------------------------------
+ * An op is a descriptor: an op id, a parameter struct of that op (or null for an op
+ * without parameters, or to take every default), its input tensors and its output
+ * tensors, which the caller created with the right dtype and shape beforehand.
+ * All tensors of an op must live on the stream's device. Shapes broadcast as in NumPy
+ * where an op says so. The rules of each op: docs/ops.md.
+ */
+
+typedef enum phx_op_id {
+  PHX_OP_INVALID = 0,
+  /* in: a [..., M, K] (or [..., K, M] with transpose_a), b [..., K, N] (or [..., N, K]),
+   * optional bias [N] (any shape broadcastable to the output); out: [..., M, N], batch
+   * dimensions broadcast. f32, f16, bf16 in (a and b alike); out the same or f32;
+   * products are accumulated in f32. */
+  PHX_OP_MATMUL = 1,
+  PHX_OP_ADD = 2, /* in: a, b (broadcast); out: the broadcast shape; same dtype */
+  PHX_OP_SUB = 3,
+  PHX_OP_MUL = 4,
+  PHX_OP_DIV = 5,
+  PHX_OP_RELU = 6, /* in: x; out: same shape and dtype */
+  PHX_OP_GELU = 7, /* the exact, erf-based GELU */
+  PHX_OP_SILU = 8,
+  PHX_OP_SOFTMAX = 9,     /* phx_softmax_params; in: x; out: same shape */
+  PHX_OP_LAYER_NORM = 10, /* phx_norm_params; in: x, optional gamma, optional beta */
+  PHX_OP_RMS_NORM = 11,   /* phx_norm_params; in: x, optional gamma */
+  PHX_OP_TRANSPOSE = 12,  /* phx_transpose_params; in: x; out: permuted shape */
+  PHX_OP_REDUCE_SUM = 13, /* phx_reduce_params; in: x; out: reduced shape */
+  PHX_OP_REDUCE_MAX = 14,
+  PHX_OP_CAST = 15,  /* in: x; out: same shape, the output's dtype; see docs/ops.md */
+  PHX_OP_CONV2D = 16 /* phx_conv2d_params; in: x, weight, optional bias [C_out] */
+} phx_op_id;
+#define PHX_OP_COUNT 17
+
+/* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
+PHX_API const char* phx_op_name(phx_op_id op);
+
+typedef enum phx_activation {
+  PHX_ACTIVATION_NONE = 0,
+  PHX_ACTIVATION_RELU = 1,
+  PHX_ACTIVATION_GELU = 2,
+  PHX_ACTIVATION_SILU = 3
+} phx_activation;
+
+typedef struct phx_matmul_params {
+  size_t struct_size;
+  int transpose_a;           /* non-zero: a is stored [..., K, M] */
+  int transpose_b;           /* non-zero: b is stored [..., N, K] */
+  phx_activation activation; /* applied after the bias */
+} phx_matmul_params;
+#define PHX_MATMUL_PARAMS_INIT \
+  { sizeof(phx_matmul_params), 0, 0, PHX_ACTIVATION_NONE }
+
+typedef struct phx_softmax_params {
+  size_t struct_size;
+  int32_t axis; /* negative counts from the end; default -1 */
+} phx_softmax_params;
+#define PHX_SOFTMAX_PARAMS_INIT \
+  { sizeof(phx_softmax_params), -1 }
+
+/* Layer and RMS norm normalize over the last dimension; gamma and beta have its size. */
+typedef struct phx_norm_params {
+  size_t struct_size;
+  float epsilon; /* added to the variance (mean square); default 1e-5 */
+} phx_norm_params;
+#define PHX_NORM_PARAMS_INIT \
+  { sizeof(phx_norm_params), 1e-5f }
+
+typedef struct phx_transpose_params {
+  size_t struct_size;
+  /* Output dimension i is input dimension perm[i]; the first rank entries must be a
+   * permutation of 0..rank-1. */
+  uint32_t perm[PHX_MAX_RANK];
+} phx_transpose_params;
+
+typedef struct phx_reduce_params {
+  size_t struct_size;
+  uint32_t axes_mask; /* bit i reduces dimension i; 0 reduces every dimension */
+  int keep_dims;      /* non-zero: reduced dimensions stay as 1 */
+} phx_reduce_params;
+#define PHX_REDUCE_PARAMS_INIT \
+  { sizeof(phx_reduce_params), 0, 0 }
+
+typedef enum phx_layout {
+  PHX_LAYOUT_NCHW = 0, /* x [N, C, H, W]; weight [C_out, C_in / groups, KH, KW] */
+  PHX_LAYOUT_NHWC = 1  /* x [N, H, W, C]; weight [C_out, KH, KW, C_in / groups] */
+} phx_layout;
+
+typedef struct phx_conv2d_params {
+  size_t struct_size;
+  phx_layout layout;
+  uint32_t stride[2];   /* height, width; default 1, 1 */
+  uint32_t padding[4];  /* top, bottom, left, right; zeros */
+  uint32_t dilation[2]; /* height, width; default 1, 1 */
+  uint32_t groups;      /* default 1; divides C_in and C_out */
+  phx_activation activation;
+} phx_conv2d_params;
+#define PHX_CONV2D_PARAMS_INIT                                                   \
+  {                                                                              \
+    sizeof(phx_conv2d_params), PHX_LAYOUT_NCHW, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, \
+        PHX_ACTIVATION_NONE                                                      \
+  }
+
+typedef struct phx_op_desc {
+  size_t struct_size;
+  phx_op_id op;
+  /* The op's parameter struct (its struct_size set), or null for the defaults. */
+  const void* params;
+  const phx_tensor* inputs; /* input_count entries; an optional input may be null */
+  size_t input_count;
+  const phx_tensor* outputs; /* output_count entries */
+  size_t output_count;
+} phx_op_desc;
+
+/* Checks the op against its rules and submits it to the stream. When this returns OK
+ * the op is queued (or already done): *out_ticket, when out_ticket is not null,
+ * receives its ticket for phx_stream_wait. The tensors must stay alive until it has
+ * finished. Inputs are read and outputs written in stream order.
+ * Returns INVALID_ARGUMENT (with the rule broken, e.g. "matmul: K mismatch: a is 3x4,
+ * b is 5x2"), UNSUPPORTED (the device does not implement the op for these dtypes),
+ * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream. */
+PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc, uint64_t* out_ticket);
+
+/* Sets *out_supported to 1 if device implements op with inputs of dtype, else 0.
+ * Returns INVALID_ARGUMENT (unknown op or dtype), NOT_FOUND. Thread-safe. */
+PHX_API phx_status phx_device_supports(phx_context context, size_t device, phx_op_id op,
+                                       phx_dtype dtype, int* out_supported);
+
+/* ---- Profiling -------------------------------------------------------------------------
+ * With PHX_CONTEXT_PROFILE (or PHX_PROFILE=1), every stream keeps a record per op.
+ */
+
+/* A figure a plugin adds to a record, e.g. {"gpu_time_ns", 1830.0}. */
+typedef struct phx_metric {
+  const char* name;
+  double value;
+} phx_metric;
+
+typedef struct phx_profile_record {
+  size_t struct_size;
+  uint64_t ticket;
+  phx_op_id op;
+  const char* signature;     /* dtypes and shapes, e.g. "f32[64x32], f32[32x16] -> f32[64x16]" */
+  uint64_t host_time_ns;     /* from submission until the plugin returned */
+  const phx_metric* metrics; /* metric_count entries from the plugin; may be null */
+  size_t metric_count;
+} phx_profile_record;
+
+#define PHX_PROFILE_RECORD_INIT \
+  { sizeof(phx_profile_record), 0, PHX_OP_INVALID, NULL, 0, NULL, 0 }
+
+/* Waits for the stream's work, then sets *out_count to its number of records.
+ * Returns INVALID_ARGUMENT. Externally synchronized: stream. */
+PHX_API phx_status phx_profile_count(phx_stream stream, size_t* out_count);
+
+/* Fills *out_record with record index (0 is the oldest). The strings and metrics are
+ * owned by the stream and valid until phx_profile_clear or the stream's destruction.
+ * Returns INVALID_ARGUMENT, NOT_FOUND. Externally synchronized: stream. */
+PHX_API phx_status phx_profile_get(phx_stream stream, size_t index, phx_profile_record* out_record);
+
+/* Drops the stream's records. Returns INVALID_ARGUMENT. Externally synchronized: stream. */
+PHX_API phx_status phx_profile_clear(phx_stream stream);
+
+/* ---- Device statistics ------------------------------------------------------------------ */
+
+/* A device's running statistics, as its plugin defines them (e.g. a simulator's
+ * "compile_cache_hits" or "modelled_cycles_total"). Copies up to capacity metrics into
+ * out_metrics (which may be null when capacity is 0) and sets *out_count to the number
+ * the device has, which may exceed capacity: call once with capacity 0 to size the array.
+ * Metric names have static storage in the plugin and live as long as the context.
+ * A device whose plugin keeps no statistics has none (count 0).
+ * Returns INVALID_ARGUMENT, NOT_FOUND, PLUGIN_ERROR. Thread-safe. */
+PHX_API phx_status phx_device_stats(phx_context context, size_t device, phx_metric* out_metrics,
+                                    size_t capacity, size_t* out_count);
+
+/* ---- Memory --------------------------------------------------------------------------- */
+
+typedef struct phx_memory_stats {
+  size_t struct_size;
+  uint64_t bytes_in_use;      /* held by live tensors */
+  uint64_t peak_bytes_in_use; /* since the device was initialized */
+  uint64_t bytes_cached;      /* freed, kept in the plugin's pools for reuse */
+  uint64_t limit_bytes;       /* allocations past it fail; the device's capacity if unset */
+  uint64_t allocation_count;  /* live allocations */
+} phx_memory_stats;
+
+#define PHX_MEMORY_STATS_INIT \
+  { sizeof(phx_memory_stats), 0, 0, 0, 0, 0 }
+
+/* Fills *out_stats for device. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
+PHX_API phx_status phx_memory_stats_get(phx_context context, size_t device,
+                                        phx_memory_stats* out_stats);
+
+/* Limits the bytes that tensors on device may hold together; 0 removes the limit.
+ * Later allocations past it fail with OUT_OF_MEMORY; tensors already alive stay.
+ * Returns INVALID_ARGUMENT, NOT_FOUND, UNSUPPORTED (the plugin offers no limit).
+ * Thread-safe. */
+PHX_API phx_status phx_memory_set_limit(phx_context context, size_t device, uint64_t limit_bytes);
+
+/* Returns the memory cached in device's pools to the system. Tensors alive are not
+ * touched. Returns INVALID_ARGUMENT, NOT_FOUND. Thread-safe. */
+PHX_API phx_status phx_memory_release_cached(phx_context context, size_t device);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PHYNEXUS_PHYNEXUS_H */

@@ -1,0 +1,257 @@
+/* Plugin ABI 1.0 (API 0.1.0) as released: plugin.h verbatim from commit d5421bb. */
+/*
+ * Phynexus plugin SDK: for those who write a device backend. Consumers use phynexus.h.
+ *
+ * A plugin is a shared library that exports exactly one symbol, phx_plugin_entry
+ * (PHX_PLUGIN_ENTRY_NAME). The loader finds it (docs/loader.md), calls the entry with
+ * the host's services, and gets back the plugin's function table, phx_plugin_api.
+ * docs/plugin-guide.md walks through writing one; examples/plugin/ is a complete one
+ * built out of tree against the installed SDK.
+ *
+ * Versioning, both ways. The host tells the plugin the highest ABI it speaks
+ * (phx_plugin_host.abi_major/abi_minor); the plugin answers with the ABI it implements
+ * (phx_plugin_api.abi_major/abi_minor). The host accepts the same major with any minor
+ * at or above PHX_PLUGIN_ABI_MIN_MINOR; anything else is rejected with a message naming
+ * both versions, and the plugin is never called again (not even shutdown). A plugin of
+ * a newer minor than the host's sees the host's minor in phx_plugin_host and uses only
+ * what that minor offers, or refuses by returning an error from its entry; the host
+ * ignores the entries of its table past those the host knows.
+ * A new minor only appends: entries at the end of phx_plugin_api, fields at the end of a
+ * struct, enum values. See CHANGELOG-plugin.md beside this header.
+ *
+ * Sizes. Every struct that crosses the boundary begins with struct_size. A receiver
+ * reads only the fields that fit in struct_size and takes defaults for the rest (an
+ * older sender); it ignores bytes past what it knows (a newer sender). A plugin sets
+ * struct_size of what it fills to sizeof as it was compiled.
+ *
+ * Calls. The host calls the plugin only with arguments it has checked: handles the
+ * plugin gave out and has not seen freed, device indices below the device count, ops
+ * whose shapes and dtypes follow the op's rules (docs/ops.md), byte ranges inside the
+ * buffer. Entries marked (optional) may be null; the host then answers UNSUPPORTED or
+ * does the work another way, and never calls null. Entries must not let a C++
+ * exception escape (the host catches it, counts it as PLUGIN_ERROR and logs it). On
+ * failure an entry returns a status other than OK and may describe it with
+ * phx_plugin_host.set_error.
+ *
+ * Linking. A plugin links nothing of Phynexus: it uses this header's types and the
+ * host's services, and never calls the functions of phynexus.h (libphynexus may not
+ * be what loaded it, and its symbols are not the plugin's to rely on).
+ *
+ * Threads. The host may call any entry from any thread. Entries on different objects
+ * may run at once; the host serializes calls on one stream and never frees a buffer
+ * while an entry uses it. The plugin's own threads must be joined in shutdown.
+ */
+#ifndef PHYNEXUS_PLUGIN_H
+#define PHYNEXUS_PLUGIN_H
+
+#include <phynexus/phynexus.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ABI version ------------------------------------------------------------------ */
+
+#define PHX_PLUGIN_ABI_MAJOR 1
+#define PHX_PLUGIN_ABI_MINOR 0
+/* The oldest minor of this major the host still loads. */
+#define PHX_PLUGIN_ABI_MIN_MINOR 0
+
+#define PHX_PLUGIN_ENTRY_NAME "phx_plugin_entry"
+
+#if defined(__GNUC__)
+#define PHX_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define PHX_PLUGIN_EXPORT
+#endif
+
+/* ---- Host services: what the host offers the plugin -------------------------------- */
+
+typedef struct phx_plugin_host {
+  size_t struct_size;
+  uint32_t abi_major; /* the highest ABI the host speaks */
+  uint32_t abi_minor;
+  void* host_data; /* pass back as the first argument of the functions below */
+  /* Logs a message under the plugin's name; the host filters by level. Thread-safe. */
+  void (*log)(void* host_data, phx_log_level level, const char* message);
+  /* Describes the failure the current entry is about to return; the message is copied.
+   * Call it only inside an entry, on the thread that runs it. Thread-safe. */
+  void (*set_error)(void* host_data, const char* message);
+  /* Host threads the context asks plugins to use for compute (phx_context_options
+   * num_threads after PHX_NUM_THREADS); 0 means one per hardware thread. */
+  uint32_t num_threads;
+} phx_plugin_host;
+
+/* ---- Out-structs --------------------------------------------------------------------- */
+
+/* Copies value, an out-struct of value_size bytes that the plugin filled, into out, the
+ * struct the host handed an entry (device_info, memory_stats): no more than out's
+ * struct_size holds, so that an older host's smaller struct is never written past, and
+ * then sets out's struct_size to the bytes filled, so that a newer host knows which of
+ * its fields the plugin left alone. Thread-safe. */
+static inline void phx_plugin_write_struct(void* out, const void* value, size_t value_size) {
+  size_t out_size;
+  memcpy(&out_size, out, sizeof out_size);
+  size_t filled = out_size < value_size ? out_size : value_size;
+  memcpy(out, value, filled);
+  memcpy(out, &filled, sizeof filled);
+}
+
+/* ---- Devices -------------------------------------------------------------------------- */
+
+typedef struct phx_plugin_device_info {
+  size_t struct_size;
+  phx_device_type type;
+  const char* name;   /* owned by the plugin; valid until shutdown */
+  const char* vendor; /* owned by the plugin; valid until shutdown */
+  uint64_t memory_total_bytes;
+  uint64_t memory_available_bytes;
+  uint32_t compute_units;
+  uint32_t dtype_mask; /* PHX_DTYPE_BIT of each dtype a buffer may hold */
+  /* Extra properties for inspection (phx-devices); owned by the plugin, valid until
+   * shutdown; may be null when property_count is 0. */
+  const phx_property* properties;
+  size_t property_count;
+} phx_plugin_device_info;
+
+/* ---- Ops -------------------------------------------------------------------------------- */
+
+/* A tensor as the plugin sees it: dense, row-major, inside one of its buffers. */
+typedef struct phx_plugin_tensor {
+  size_t struct_size;
+  void* buffer;    /* a buffer the plugin allocated */
+  uint64_t offset; /* byte offset of the first element in the buffer */
+  phx_dtype dtype;
+  uint32_t rank;
+  int64_t shape[PHX_MAX_RANK]; /* entries past rank are 1 */
+} phx_plugin_tensor;
+
+/* Where a plugin leaves its own figures for an op's profile record. The plugin appends
+ * up to PHX_PLUGIN_MAX_METRICS metrics; names must be string literals (static storage).
+ * Valid until the op has finished: an asynchronous plugin may fill it until then. */
+#define PHX_PLUGIN_MAX_METRICS 16
+typedef struct phx_plugin_profile {
+  size_t struct_size;
+  phx_metric metrics[PHX_PLUGIN_MAX_METRICS];
+  size_t metric_count;
+} phx_plugin_profile;
+
+typedef struct phx_plugin_op {
+  size_t struct_size;
+  phx_op_id op;
+  /* The op's parameter struct in this header's layout, defaults filled in by the host;
+   * null for ops without parameters. */
+  const void* params;
+  /* Inputs in the op's order; an absent optional input has buffer == null. */
+  const phx_plugin_tensor* inputs;
+  size_t input_count;
+  const phx_plugin_tensor* outputs;
+  size_t output_count;
+  /* Null unless profiling is on. */
+  phx_plugin_profile* profile;
+} phx_plugin_op;
+
+/* ---- The plugin's function table ------------------------------------------------------
+ * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its
+ * own; the host never looks inside.
+ */
+typedef struct phx_plugin_api {
+  size_t struct_size;
+  uint32_t abi_major; /* the ABI the plugin implements */
+  uint32_t abi_minor;
+  const char* name;    /* short, unique, e.g. "cpu"; static storage */
+  const char* version; /* the plugin's own version; static storage */
+
+  /* Starts the plugin: enumerates its devices, starts its threads. *out_plugin is
+   * passed back to every other entry. host lives until shutdown returns. Called once.
+   * Returning anything but OK rejects the plugin (shutdown is not called).
+   * Runs alone: no other entry of this instance is called before it returns. */
+  phx_status (*initialize)(const phx_plugin_host* host, void** out_plugin);
+
+  /* Frees everything and joins every thread. Called once, after the host has freed
+   * every buffer and stream of the plugin, before the library is unloaded. Runs alone. */
+  void (*shutdown)(void* plugin);
+
+  /* The number of devices. A plugin with none is recorded and unloaded. Thread-safe. */
+  phx_status (*device_count)(void* plugin, uint32_t* out_count);
+
+  /* Fills *out_info (struct_size set by the host) for device. Thread-safe. */
+  phx_status (*device_info)(void* plugin, uint32_t device, phx_plugin_device_info* out_info);
+
+  /* Sets *out_supported to 1 if device implements op with inputs of dtype. An op the
+   * plugin does not know is 0, not an error. Thread-safe. */
+  phx_status (*op_supported)(void* plugin, uint32_t device, phx_op_id op, phx_dtype dtype,
+                             int* out_supported);
+
+  /* Allocates size bytes (>= 1) of device memory, aligned to at least 64 bytes.
+   * OUT_OF_MEMORY past the device's memory or limit. Thread-safe. */
+  phx_status (*buffer_allocate)(void* plugin, uint32_t device, uint64_t size, void** out_buffer);
+
+  /* Frees a buffer (no work that uses it is pending: the host waited). Thread-safe. */
+  void (*buffer_free)(void* plugin, void* buffer);
+
+  /* Blocking copies between host memory and a buffer; the range is inside the buffer.
+   * The host has waited for the device's queued work that uses the buffer.
+   * Thread-safe for distinct buffers. */
+  phx_status (*buffer_write)(void* plugin, void* buffer, uint64_t offset, const void* src,
+                             uint64_t size);
+  phx_status (*buffer_read)(void* plugin, void* buffer, uint64_t offset, void* dst, uint64_t size);
+
+  /* Creates an in-order stream on device. Thread-safe. */
+  phx_status (*stream_create)(void* plugin, uint32_t device, void** out_stream);
+
+  /* Destroys a stream whose work has finished. Thread-safe for distinct streams. */
+  void (*stream_destroy)(void* plugin, void* stream);
+
+  /* Queues (or runs) op on stream; *out_ticket receives a number that increases by one
+   * per op on this stream, starting at 1. An op the device cannot run is UNSUPPORTED.
+   * Errors of an op running asynchronously are returned by stream_wait.
+   * The host serializes stream_submit, stream_wait and stream_completed calls that name
+   * the same stream; calls on distinct streams may run at once. */
+  phx_status (*stream_submit)(void* plugin, void* stream, const phx_plugin_op* op,
+                              uint64_t* out_ticket);
+
+  /* Blocks until the op with ticket (or every op, with UINT64_MAX) has finished.
+   * Serialized per stream by the host (see stream_submit). */
+  phx_status (*stream_wait)(void* plugin, void* stream, uint64_t ticket);
+
+  /* Sets *out_ticket to the highest ticket that has finished; never blocks. Serialized
+   * per stream by the host (see stream_submit). */
+  phx_status (*stream_completed)(void* plugin, void* stream, uint64_t* out_ticket);
+
+  /* Fills *out_stats (struct_size set by the host) for device. Thread-safe. */
+  phx_status (*memory_stats)(void* plugin, uint32_t device, phx_memory_stats* out_stats);
+
+  /* (optional) Limits the device's bytes in use; 0 removes the limit. Thread-safe. */
+  phx_status (*memory_set_limit)(void* plugin, uint32_t device, uint64_t limit_bytes);
+
+  /* (optional) Returns the device's cached pool memory to the system. Thread-safe. */
+  phx_status (*memory_release_cached)(void* plugin, uint32_t device);
+
+  /* (optional) Copies size bytes between two buffers of this plugin (possibly of two of
+   * its devices). Without it the host copies through host memory. Thread-safe for
+   * distinct destination buffers. */
+  phx_status (*buffer_copy)(void* plugin, void* dst, uint64_t dst_offset, void* src,
+                            uint64_t src_offset, uint64_t size);
+
+  /* (optional) The device's running statistics (compile-cache hits, modelled cycles...):
+   * writes up to capacity metrics to out_metrics (names with static storage) and sets
+   * *out_count to how many the device has, which may exceed capacity. Thread-safe. */
+  phx_status (*device_stats)(void* plugin, uint32_t device, phx_metric* out_metrics,
+                             size_t capacity, size_t* out_count);
+} phx_plugin_api;
+
+/* The entry every plugin exports. host lives until the plugin's shutdown returns.
+ * Sets *out_api to a table with static storage duration and returns OK; any other
+ * status rejects the plugin. It must not call any other function of the host. */
+typedef phx_status (*phx_plugin_entry_fn)(const phx_plugin_host* host,
+                                          const phx_plugin_api** out_api);
+PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host* host,
+                                              const phx_plugin_api** out_api);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PHYNEXUS_PLUGIN_H */
