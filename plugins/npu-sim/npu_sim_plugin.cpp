@@ -104,7 +104,9 @@ Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
 // Whether the device runs op with a first input of dtype: the profile lists it, the
 // host kernels compute it, and the device has the MAC array its rate needs.
 bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
-  if (dtype <= PHX_DTYPE_INVALID || dtype >= PHX_DTYPE_COUNT) return false;
+  // Compared as an int: phx_dtype's range ends at 7, so clang finds ">= 8" always false.
+  const int value = dtype;
+  if (value <= PHX_DTYPE_INVALID || value >= PHX_DTYPE_COUNT) return false;
   const DeviceFigures& f = p.config.figures;
   if ((supported_dtypes(*f.profile, op) & PHX_DTYPE_BIT(dtype)) == 0) return false;
   if (!kernels::op_supported(op, dtype)) return false;

@@ -81,7 +81,9 @@ const char* op_name(phx_op_id op) {
 const char* dtype_name(phx_dtype dtype) {
   static constexpr const char* kNames[PHX_DTYPE_COUNT] = {"invalid", "f32", "f16", "bf16",
                                                           "i8",      "i16", "i32", "u8"};
-  return dtype > PHX_DTYPE_INVALID && dtype < PHX_DTYPE_COUNT ? kNames[dtype] : "unknown";
+  // Compared as an int: phx_dtype's range ends at 7, so clang finds "< 8" always true.
+  const int value = dtype;
+  return value > PHX_DTYPE_INVALID && value < PHX_DTYPE_COUNT ? kNames[value] : "unknown";
 }
 
 const Profile* find_profile(std::string_view name) {

@@ -229,8 +229,12 @@ template <class T>
 PHX_INLINE void requantize_row(const double* acc, const double* multiplier, int nr, double lo,
                                double hi, double zero_point, T* out) {
   for (int j = 0; j < nr; ++j) {
-    // Clamping first changes nothing after saturation and keeps the magic rounding exact.
-    double v = std::clamp(acc[j] * multiplier[j], -0x1p40, 0x1p40);
+    // A scale that is not finite (whose result docs/quantization.md leaves unspecified)
+    // makes NaN here, which would reach the int conversion below: it goes to the zero
+    // point, as NaN does in quantize. Clamping first changes nothing after saturation and
+    // keeps the magic rounding exact.
+    double v = acc[j] * multiplier[j];
+    v = std::clamp(v == v ? v : 0.0, -0x1p40, 0x1p40);
     v = (v + kRoundMagic) - kRoundMagic + zero_point;
     out[j] = static_cast<T>(static_cast<int32_t>(std::clamp(v, lo, hi)));
   }

@@ -254,5 +254,34 @@ TEST(QuantGemm, Int32WrapAroundIsTheSameOnEveryPath) {
   for (const char* isa : gemm_s8_supported_isas()) f.check(isa, PHX_DTYPE_I32, false);
 }
 
+// A scale that is not finite leaves the result unspecified, but must not reach the int
+// conversion as NaN (undefined behaviour; found by tests/fuzz/fuzz_op_run): NaN goes to the
+// zero point, infinity saturates.
+TEST(QuantGemm, NonFiniteMultiplierGivesTheZeroPointOrSaturates) {
+  const int8_t a[1] = {1}, b[2] = {1, 1};
+  const double multiplier[2] = {std::nan(""), INFINITY};
+  for (const char* isa : gemm_s8_supported_isas()) {
+    int8_t c[2] = {0, 0};
+    GemmS8Args g;
+    g.m = 1;
+    g.n = 2;
+    g.k = 1;
+    g.a_dtype = PHX_DTYPE_I8;
+    g.a = a;
+    g.lda = 1;
+    g.b = b;
+    g.ldb = 2;
+    g.out_dtype = PHX_DTYPE_I8;
+    g.c = c;
+    g.ldc_row = 2;
+    g.ldc_col = 1;
+    g.multiplier = multiplier;
+    g.y_zero_point = 3;
+    ASSERT_TRUE(gemm_s8_with_isa(g, pool(), isa));
+    EXPECT_EQ(c[0], 3) << isa;
+    EXPECT_EQ(c[1], 127) << isa;
+  }
+}
+
 }  // namespace
 }  // namespace phx::kernels

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset, replays every fuzz target's committed corpus and regressions
+# (ctest), then fuzzes each target for PHX_FUZZ_SECONDS seconds (default 60) on a copy of
+# its corpus in the build folder. Exits non-zero on any crash, naming the input that
+# caused it. tests/fuzz/README.md explains the targets and how to keep a crash.
+#
+# Environment: PHX_FUZZ_SECONDS (per target), PHX_FUZZ_TARGETS (default: all three),
+# PHX_FUZZ_JOBS (build jobs, default 2).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-fuzz
+seconds=${PHX_FUZZ_SECONDS:-60}
+targets=${PHX_FUZZ_TARGETS:-"fuzz_op_run fuzz_sim_config fuzz_pipeline_cache"}
+
+cd "$root"
+cmake --preset fuzz
+cmake --build --preset fuzz -j "${PHX_FUZZ_JOBS:-2}"
+ctest --preset fuzz
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+failed=0
+for target in $targets; do
+  work=$build/fuzzing/$target
+  rm -rf "$work"
+  mkdir -p "$work/corpus" "$work/crashes"
+  # A copy, so that what the fuzzer adds never lands in the committed corpus; the
+  # regressions seed it too.
+  cp "$root/tests/fuzz/corpus/$target/"* "$work/corpus/"
+  if [ -d "$root/tests/fuzz/regressions/$target" ]; then
+    cp "$root/tests/fuzz/regressions/$target/"* "$work/corpus/"
+  fi
+  echo "== $target: ${seconds}s"
+  if ! "$build/bin/$target" "$work/corpus" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$work/crashes/" -print_final_stats=1 \
+    >"$work/log.txt" 2>&1; then
+    failed=1
+    echo "$target CRASHED; the log: $work/log.txt; the input(s):"
+    ls -1 "$work/crashes/"* 2>/dev/null || true
+    tail -n 40 "$work/log.txt"
+  fi
+  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^Done' "$work/log.txt" || true
+  echo "corpus: $(find "$work/corpus" -type f | wc -l) inputs"
+done
+exit "$failed"
