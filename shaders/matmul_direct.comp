@@ -1,78 +1,110 @@
-// matmul for CPU devices (lavapipe): a 128 x 128 output tile per workgroup of 64
+// matmul for CPU devices (lavapipe): a 128 x 128 output tile per workgroup of 32
 // invocations in subgroups of 8, loading a and b straight from the buffers (the CPU's
 // caches do the staging; barriers would cost a thread switch).
 //
-// lavapipe runs a subgroup as the 8 lanes of one SIMD vector, and a buffer load whose
-// address differs per lane as 8 scalar loads, each with a bounds check: loads, not
-// multiply-adds, are the cost. So each invocation holds a ROWS x COLS block of f32
-// accumulators, and a, whose values all lanes of a subgroup share, is loaded once per
-// LANES steps of k: lane l loads a(row, k + l), and subgroupBroadcast hands each lane the
-// value of step kk (a register permute). Only b is loaded at every step, one useful value
-// per lane. Per LANES steps of k a subgroup does ROWS + LANES * COLS loads for
-// LANES * ROWS * COLS multiply-adds.
+// lavapipe (Mesa 22.3, gallivm: lp_bld_nir_soa.c) runs a subgroup as the 8 lanes of one
+// SIMD vector. A storage-buffer load whose offset is not a constant or push-constant
+// expression (emit_load_mem) becomes a run-time loop over the 8 lanes, each lane's load
+// behind a branch on the execution mask and, per component, a bounds check and an insert
+// at a variable lane index; inside a loop even a subgroup-uniform offset takes that path.
+// subgroupBroadcast (emit_read_invocation) is a loop over the lanes too (to find the first
+// active one), while subgroupShuffle (emit_shuffle) is one vpermps on AVX2. fma() arrives
+// as a separate multiply and add, the accumulators live on the stack: what costs is the
+// number of load loops and their components, then the multiply-adds.
 //
-// Subgroup s owns rows 16 s + i (i < 16) of the tile and lane l the columns
-// 4 l + 32 g + c (g, c < 4): with B_VEC4 (f32 b, rows contiguous and 16-byte aligned) a
-// lane's 4 adjacent columns are one 16-byte load instead of 4 scalar ones (measured
-// 1.2-1.8x faster at N = 1024 and 2048; a barrier per 256 steps of k for cache reuse was
-// slower, and 8 x 16 or 16 x 8 blocks over 128 invocations were not faster). (16 x 16 measured faster than
-// 32 x 8 and 64 x 4 blocks on lavapipe: the broadcasts cost too.) The kernel needs
-// 8-wide subgroups (ops/matmul.cpp chooses it only then). Every loop over a block is
+// So each invocation holds a ROWS x COLS block of f32 accumulators, and every load
+// brings 8 consecutive elements of one operand (a vector of four 64-bit integers for f32,
+// one uvec4 of 16-bit words for f16 and bf16: a load's cost grows with its components,
+// not its bytes, and two vec4s cost twice one u64vec4). Lane l of subgroup s owns ROWS
+// rows of the tile (the band s % BANDS, then ROWS l + i); the subgroup's COLS columns (the
+// block s / BANDS) are the same for all its lanes. Per 8 steps of k a lane loads
+// a(row, k .. k + 7) for each of its rows (its own values: no exchange needed) and
+// b(k + l, COLS columns); subgroupShuffle(., kk) hands every lane step kk's row of b.
+// That is ROWS + COLS / 8 loads for 8 ROWS COLS multiply-adds; 16 x 16 blocks with lanes
+// owning columns (a broadcast, b loaded at every step) needed 6 times as many load
+// loops per multiply-add, and a lane loop per broadcast. 8 x 64 blocks measured 1.2x
+// faster than 8 x 32 and as fast as 16 x 64, at twice the compile time of 8 x 32 (the
+// Vulkan matmul tests with Mesa's shader cache off: 57 s against 24 s). The 8 steps are a loop, not
+// unrolled: unrolled, a step of the K loop is 8 ROWS COLS multiply-adds with their
+// spills, probably more machine code than the CPU's instruction cache holds; the loop
+// measured 1.3x faster (the dynamic index into a_lo/a_hi is a few selects). Operands whose layout does not allow the vector loads (transposed, or a row
+// start not a multiple of 8 elements: A_VEC, B_VEC below, set by ops/matmul.cpp) load the
+// same values element by element (slower, same results). Every loop over a block is
 // unrolled with constant bounds, so the accumulators stay SSA values (an array indexed
 // at run time would live in memory, every access a gather). Rows and columns past the
 // edge load the last valid one (no branch in the K loop); their results are not stored.
+// Measured: docs/vulkan.md, "Kernels".
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "matmul.glsl"
 
 #ifndef ROWS
-#define ROWS 16u
-#define COLS 16u
+#define ROWS 8u   // rows per lane
+#define COLS 64u  // columns per subgroup
 #endif
-layout(local_size_x = 8 * (128 / ROWS) * (128 / (8 * COLS))) in;
-
-// 1: b is f32, not transposed, n and the first element of b a multiple of 4
-// (ops/matmul.cpp): a lane's 4 adjacent columns are one 16-byte load.
-layout(constant_id = 0) const uint B_VEC4 = 0u;
-#if defined(X_F32)
-layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
-#endif
-
 #define LANES 8u
-#ifndef ROWS
-#define ROWS 16u
-#define COLS 16u
+#define BANDS (TILE / (LANES * ROWS))
+layout(local_size_x = LANES * BANDS * (TILE / COLS)) in;
+
+// 1: a is not transposed and its rows start at multiples of 8 elements (k and the first
+// element multiples of 8); 0: element loads.
+layout(constant_id = 0) const uint A_VEC = 0u;
+// 1: the same for b (not transposed, n and the first element multiples of 8).
+layout(constant_id = 1) const uint B_VEC = 0u;
+
+// Views of a and b in which one load brings 8 elements: for f32 32-byte vectors of 64-bit
+// integers (4 components where two vec4s would be 8), for 16-bit dtypes 16-byte vectors.
+#if defined(X_F32)
+#extension GL_ARB_gpu_shader_int64 : require
+#define X_VEC u64vec4
+#else
+#define X_VEC uvec4
 #endif
-#define COL_SPAN (LANES * COLS)
-#define BANDS (TILE / ROWS)
-#define GROUPS (COLS / 4u)
+layout(set = 0, binding = 0) readonly buffer AVec { X_VEC a_vec[]; };
+layout(set = 0, binding = 1) readonly buffer BVec { X_VEC b_vec[]; };
+
+// v = the 8 elements from element `at` (a multiple of 8) of a view.
+#if defined(X_F32)
+#define LOAD8(view, at, v)                                 \
+  {                                                        \
+    const u64vec4 w_ = view[(at) >> 3];                    \
+    [[unroll]] for (uint c_ = 0u; c_ < 4u; ++c_) {         \
+      const uvec2 h_ = unpackUint2x32(w_[c_]);             \
+      v[2u * c_] = uintBitsToFloat(h_.x);                  \
+      v[2u * c_ + 1u] = uintBitsToFloat(h_.y);             \
+    }                                                      \
+  }
+#else
+#define LOAD8(view, at, v)                                                        \
+  {                                                                               \
+    const uvec4 w_ = view[(at) >> 3];                                             \
+    [[unroll]] for (uint c_ = 0u; c_ < 4u; ++c_) {                                \
+      v[2u * c_] = X_LOAD(uint16_t(w_[c_] & 0xFFFFu));                            \
+      v[2u * c_ + 1u] = X_LOAD(uint16_t(w_[c_] >> 16));                           \
+    }                                                                             \
+  }
+#endif
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
   const uint sg = gl_SubgroupID;
   const uint batch = p.batch_base + gl_WorkGroupID.z;
-  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + (sg % BANDS) * ROWS;
-  // Lane l owns columns 4 l + 32 g + c (g < GROUPS, c < 4) of the tile.
-  const uint col0 = gl_WorkGroupID.x * TILE + (sg / BANDS) * COL_SPAN + 4u * lane;
+  // The lane's rows row0 + i (i < ROWS); the subgroup's columns col0 + j (j < COLS).
+  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + (sg % BANDS) * LANES * ROWS + lane * ROWS;
+  const uint col0 = gl_WorkGroupID.x * TILE + (sg / BANDS) * COLS;
 
-  uint a_at[ROWS];  // a(row i, k = 0)
   const uint a_base = p.a_shift + a_batch_offset(batch);
   const uint b_base = p.b_shift + b_batch_offset(batch);
+  uint a_at[ROWS];  // a(row i, k = 0)
   [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
     a_at[i] = a_base + min(row0 + i, p.m_end - 1u) * p.a_rs;
   }
-  uint b_at[COLS];  // b(k = 0, column j); with B_VEC4, b_at[4 g] / 4 is the group's vec4
-  [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
-    const uint cg = col0 + 4u * LANES * g;
-    if (B_VEC4 != 0u) {
-      b_at[4u * g] = b_base + min(cg, p.n - 4u);
-    } else {
-      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        b_at[4u * g + c] = b_base + min(cg + c, p.n - 1u) * p.b_cs;
-      }
-    }
+  uint b_at[COLS];  // b(k = 0, column j); with B_VEC, b_at[8 g] starts 8 columns
+  [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+    b_at[j] = b_base + (B_VEC != 0u ? min(col0 + j - j % 8u, p.n - 8u) + j % 8u
+                                    : min(col0 + j, p.n - 1u) * p.b_cs);
   }
 
   float acc[ROWS][COLS];
@@ -84,47 +116,52 @@ void main() {
   const uint k_main = p.k - p.k % LANES;
   uint k = 0u;
   for (; k < k_main; k += LANES) {
-    float av[ROWS];
-    const uint a_k = (k + lane) * p.a_cs;
-    [[unroll]] for (uint i = 0u; i < ROWS; ++i) av[i] = X_LOAD(a[a_at[i] + a_k]);
-    [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
-      float bv[COLS];
-      const uint b_k = (k + kk) * p.b_rs;
-#if defined(X_F32)
-      if (B_VEC4 != 0u) {
-        [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
-          const vec4 v = b4[(b_at[4u * g] + b_k) >> 2];
-          bv[4u * g] = v.x;
-          bv[4u * g + 1u] = v.y;
-          bv[4u * g + 2u] = v.z;
-          bv[4u * g + 3u] = v.w;
+    // a(row i, k + kk): kk < 4 in a_lo[i], the rest in a_hi[i].
+    vec4 a_lo[ROWS], a_hi[ROWS];
+    [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
+      float v[LANES];
+      if (A_VEC != 0u) {
+        LOAD8(a_vec, a_at[i] + k, v);
+      } else {
+        [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
+          v[kk] = X_LOAD(a[a_at[i] + (k + kk) * p.a_cs]);
         }
-      } else
-#endif
-      {
-        [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + b_k]);
       }
+      a_lo[i] = vec4(v[0], v[1], v[2], v[3]);
+      a_hi[i] = vec4(v[4], v[5], v[6], v[7]);
+    }
+    float bl[COLS];  // b(k + lane, column j)
+    const uint b_k = (k + lane) * p.b_rs;
+    [[unroll]] for (uint g = 0u; g < COLS / 8u; ++g) {
+      if (B_VEC != 0u) {
+        float v[8];
+        LOAD8(b_vec, b_at[8u * g] + b_k, v);
+        [[unroll]] for (uint c = 0u; c < 8u; ++c) bl[8u * g + c] = v[c];
+      } else {
+        [[unroll]] for (uint c = 0u; c < 8u; ++c) bl[8u * g + c] = X_LOAD(b[b_at[8u * g + c] + b_k]);
+      }
+    }
+    // Not unrolled: the body of one step is already ROWS x COLS multiply-adds, and eight
+    // copies of it overflow the CPU's instruction cache.
+    [[dont_unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
+      float bj[COLS];
+      [[unroll]] for (uint j = 0u; j < COLS; ++j) bj[j] = subgroupShuffle(bl[j], kk);
       [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
-        const float ai = subgroupBroadcast(av[i], kk);
-        [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
+        const float ai = kk < 4u ? a_lo[i][kk & 3u] : a_hi[i][kk & 3u];
+        [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bj[j], acc[i][j]);
       }
     }
   }
   for (; k < p.k; ++k) {
     float bv[COLS];
-    [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
-      [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        const uint col = min(col0 + 4u * LANES * g + c, p.n - 1u);
-        bv[4u * g + c] = X_LOAD(b[b_base + col * p.b_cs + k * p.b_rs]);
-      }
-    }
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) bv[j] = X_LOAD(b[b_at[j] + k * p.b_rs]);
     [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
       const float ai = X_LOAD(a[a_at[i] + k * p.a_cs]);
       [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bv[j], acc[i][j]);
     }
   }
 
-  // Row by row, in a loop that is not unrolled (the epilogue, unrolled 256 times, would
+  // Row by row, in a loop that is not unrolled (the epilogue, unrolled ROWS times, would
   // multiply the compile time); the row is picked out of acc with selects, so that every
   // index into acc stays a constant.
   const uint y_base = y_batch_offset(batch);
@@ -136,8 +173,7 @@ void main() {
       [[unroll]] for (uint j = 0u; j < COLS; ++j) v[j] = r == i ? acc[i][j] : v[j];
     }
     [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-      const uint col = col0 + 4u * LANES * (j / 4u) + j % 4u;
-      if (col < p.n) store_output(y_base, bias_base, row0 + r, col, v[j]);
+      if (col0 + j < p.n) store_output(y_base, bias_base, row0 + r, col0 + j, v[j]);
     }
   }
 }

@@ -272,6 +272,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   caps_.storage_16bit = storage16.storageBuffer16BitAccess;
   caps_.storage_8bit = storage8.storageBuffer8BitAccess;
   caps_.subgroup_arithmetic = subgroup_supported && !settings.disable_subgroup_arithmetic;
+  caps_.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+  caps_.shader_int64 = wanted.shaderInt64;
   dtype_mask_ = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
   if (caps_.storage_16bit)
     dtype_mask_ |=

@@ -35,6 +35,8 @@ struct DeviceCaps {
   bool storage_16bit = false;        // 16-bit types in storage buffers
   bool storage_8bit = false;         // 8-bit types in storage buffers
   bool subgroup_arithmetic = false;  // subgroupAdd/Max in compute
+  bool subgroup_shuffle = false;     // subgroupShuffle in compute
+  bool shader_int64 = false;         // 64-bit integers
 };
 
 // A range of a buffer bound to one descriptor. offset is a multiple of

@@ -2,10 +2,11 @@
 // broadcastable to the output and a fused activation (shaders/matmul_*.comp).
 //
 // Two variants of the 128 x 128 output tile per workgroup: "direct" loads a and b
-// straight from the buffers into 16 x 16 register blocks (b as vec4s where aligned), sharing a's
-// values across 8-lane subgroups (the faster one on CPU devices such as lavapipe), "shared" stages
-// K blocks in shared memory (GPUs). The environment variable PHX_VULKAN_MATMUL=direct|shared forces
-// one (direct only where subgroups are 8 wide).
+// straight from the buffers, 8 consecutive elements per load where aligned, into 8 x 32
+// register blocks, handing rows of b across 8-lane subgroups (the faster one on CPU
+// devices such as lavapipe), "shared" stages K blocks in shared memory (GPUs). The
+// environment variable PHX_VULKAN_MATMUL=direct|shared forces one (direct only where
+// subgroups are 8 wide).
 //
 // Large tensors: when an operand does not fit one binding, the work is split per batch
 // and per block of output rows, each dispatch binding the sub-ranges it reads: rows of a
@@ -39,11 +40,11 @@ uint64_t aligned_dim(const phx_plugin_tensor& t, uint32_t rank, uint32_t d) {
   return i < 0 ? 1 : static_cast<uint64_t>(t.shape[i]);
 }
 
-// The direct kernel shares a's values across a subgroup of exactly 8 lanes
-// (shaders/matmul_direct.comp): on a device with other subgroups it cannot run, forced or
-// not.
+// The direct kernel hands rows of b across a subgroup of exactly 8 lanes with
+// subgroupShuffle and loads f32 operands as 64-bit integers (shaders/matmul_direct.comp):
+// on a device without those it cannot run, forced or not.
 bool use_shared_memory(const DeviceCaps& caps) {
-  if (caps.subgroup_size != 8) return true;
+  if (caps.subgroup_size != 8 || !caps.subgroup_shuffle || !caps.shader_int64) return true;
   const char* forced = std::getenv("PHX_VULKAN_MATMUL");
   if (forced && std::string(forced) == "shared") return true;
   if (forced && std::string(forced) == "direct") return false;
@@ -122,12 +123,14 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, k_block}}, (p.n + kTile - 1) / kTile,
                         (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
     } else {
-      // b as vec4s (shaders/matmul_direct.comp): f32, rows of b contiguous and 16-byte
-      // aligned in every batch matrix.
-      const uint32_t b_vec4 =
-          a.dtype == PHX_DTYPE_F32 && !tb && p.n % 4 == 0 && p.b_shift % 4 == 0 ? 1 : 0;
-      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, b_vec4}}, (p.n + kTile - 1) / kTile,
-                        (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
+      // Operands whose rows start at multiples of 8 elements are loaded 8 elements at a
+      // time (shaders/matmul_direct.comp): not transposed, the row length and the first
+      // element multiples of 8 (a batch matrix then starts at one too).
+      const uint32_t a_vec = !ta && p.k % 8 == 0 && p.a_shift % 8 == 0 ? 1 : 0;
+      const uint32_t b_vec = !tb && p.n % 8 == 0 && p.b_shift % 8 == 0 ? 1 : 0;
+      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}},
+                        (p.n + kTile - 1) / kTile, (p.m_end - p.m_base + kTile - 1) / kTile,
+                        batch_count);
     }
   };
   if ((p.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {

@@ -131,6 +131,7 @@ class VulkanKernels : public ::testing::Test {
     Random rng(7);
     const Shape bias_n = {257};
     const Shape bias_m1 = {129, 1};
+    const Shape bias_136 = {136};
     for (phx_dtype dt : kFloatDtypes) {
       for (phx_dtype out_dt : {dt, PHX_DTYPE_F32}) {
         check_matmul(dt, out_dt, {1, 1}, {1, 1}, false, false, nullptr, PHX_ACTIVATION_NONE, rng);
@@ -142,6 +143,11 @@ class VulkanKernels : public ::testing::Test {
                      PHX_ACTIVATION_RELU, rng);
         check_matmul(dt, out_dt, {256, 256}, {256, 256}, false, true, nullptr, PHX_ACTIVATION_NONE,
                      rng);
+        // k and n multiples of 8 with neither operand transposed: the direct kernel's
+        // 8-element loads of a and of b; the batch of a starts each matrix at a multiple
+        // of 8 elements too.
+        check_matmul(dt, out_dt, {3, 72, 40}, {40, 136}, false, false, &bias_136,
+                     PHX_ACTIVATION_RELU, rng);
       }
     }
   }
