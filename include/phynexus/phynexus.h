@@ -301,7 +301,8 @@ typedef struct phx_tensor_s* phx_tensor;
 PHX_API phx_status phx_tensor_create(phx_context context, size_t device, phx_dtype dtype,
                                      size_t rank, const int64_t* shape, phx_tensor* out_tensor);
 
-/* Waits for queued work that uses the tensor, then frees it. Returns INVALID_ARGUMENT.
+/* Waits for queued work that uses the tensor, then frees it; a wait that fails (a lost
+ * device) is logged and the tensor freed all the same. Returns INVALID_ARGUMENT.
  * Externally synchronized: tensor (no other call may name it at the same time). */
 PHX_API phx_status phx_tensor_destroy(phx_tensor tensor);
 
