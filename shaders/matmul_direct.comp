@@ -24,10 +24,13 @@
 // owning columns (a broadcast, b loaded at every step) needed 6 times as many load
 // loops per multiply-add, and a lane loop per broadcast. 8 x 64 blocks measured 1.2x
 // faster than 8 x 32 and as fast as 16 x 64, at twice the compile time of 8 x 32 (the
-// Vulkan matmul tests with Mesa's shader cache off: 57 s against 24 s). The 8 steps are a loop, not
-// unrolled: unrolled, a step of the K loop is 8 ROWS COLS multiply-adds with their
-// spills, probably more machine code than the CPU's instruction cache holds; the loop
-// measured 1.3x faster (the dynamic index into a_lo/a_hi is a few selects). Operands whose layout does not allow the vector loads (transposed, or a row
+// Vulkan matmul tests with Mesa's shader cache off: 57 s against 24 s). The 8 steps are a loop of
+// 4 iterations, not unrolled: unrolled, a step of the K loop is 8 ROWS COLS multiply-adds
+// with their spills, probably more machine code than the CPU's instruction cache holds;
+// the loop measured 1.3x faster (the dynamic index into a_lo/a_hi is a few selects).
+// Each iteration does two steps, so that an accumulator, which lives on the stack, is
+// loaded and stored once per two multiply-adds (measured 1.3x faster again; four steps
+// per iteration were no faster). Operands whose layout does not allow the vector loads (transposed, or a row
 // start not a multiple of 8 elements: A_VEC, B_VEC below, set by ops/matmul.cpp) load the
 // same values element by element (slower, same results). Every loop over a block is
 // unrolled with constant bounds, so the accumulators stay SSA values (an array indexed
@@ -143,12 +146,19 @@ void main() {
     }
     // Not unrolled: the body of one step is already ROWS x COLS multiply-adds, and eight
     // copies of it overflow the CPU's instruction cache.
-    [[dont_unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
-      float bj[COLS];
-      [[unroll]] for (uint j = 0u; j < COLS; ++j) bj[j] = subgroupShuffle(bl[j], kk);
+    // Two steps per iteration (see the top).
+    [[dont_unroll]] for (uint kk = 0u; kk < LANES; kk += 2u) {
+      float b0[COLS], b1[COLS];
+      [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+        b0[j] = subgroupShuffle(bl[j], kk);
+        b1[j] = subgroupShuffle(bl[j], kk + 1u);
+      }
       [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
-        const float ai = kk < 4u ? a_lo[i][kk & 3u] : a_hi[i][kk & 3u];
-        [[unroll]] for (uint j = 0u; j < COLS; ++j) acc[i][j] = fma(ai, bj[j], acc[i][j]);
+        const float a0 = kk < 4u ? a_lo[i][kk & 3u] : a_hi[i][kk & 3u];
+        const float a1 = kk < 4u ? a_lo[i][(kk + 1u) & 3u] : a_hi[i][(kk + 1u) & 3u];
+        [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+          acc[i][j] = fma(a1, b1[j], fma(a0, b0[j], acc[i][j]));
+        }
       }
     }
   }
