@@ -32,7 +32,7 @@
 // code small) paid it once per two. Measured 1.4x faster than step-major; in this order
 // 8 x 32 blocks, or a tree of adds instead of the chain, were no faster (step-major,
 // 8 x 64 was 1.2x faster than 8 x 32 and as fast as 16 x 64). The unrolled block is 4,096
-// multiply-adds: phx_vulkan_ops_test with Mesa's shader cache off takes 144 s, against
+// multiply-adds: phx_vulkan_ops_test with Mesa's shader cache off takes 142 s, against
 // 120 s step-major.
 //
 // Operands whose layout does not allow the vector loads (transposed, or a row start not a
