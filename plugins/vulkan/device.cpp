@@ -359,6 +359,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
       path_state(s8_supported, settings.disable_8bit_storage, "PHX_VULKAN_DISABLE_8BIT_STORAGE"));
   add("subgroup_arithmetic", path_state(subgroup_supported, settings.disable_subgroup_arithmetic,
                                         "PHX_VULKAN_DISABLE_SUBGROUP_ARITHMETIC"));
+  // The direct matmul kernel needs both (ops/matmul.cpp); without them the shared one runs.
+  add("subgroup_shuffle", yes_no(caps_.subgroup_shuffle));
+  add("int64", yes_no(caps_.shader_int64));
   const VkMemoryPropertyFlags direct_flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
                                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;

@@ -74,6 +74,8 @@ TEST_F(RuntimeTest, ListsTheDeviceWithItsProperties) {
                           "storage_16bit",
                           "storage_8bit",
                           "subgroup_arithmetic",
+                          "subgroup_shuffle",
+                          "int64",
                           "timeline_semaphores",
                           "host_visible_device_local",
                           "direct_upload",
@@ -91,6 +93,9 @@ TEST_F(RuntimeTest, ListsTheDeviceWithItsProperties) {
   EXPECT_EQ(props["driver_name"], "llvmpipe");
   EXPECT_EQ(props["max_storage_buffer_range"], "134217728");
   EXPECT_EQ(props["host_visible_device_local"], "yes");
+  // What the direct matmul kernel needs, which lavapipe runs.
+  EXPECT_EQ(props["subgroup_shuffle"], "yes");
+  EXPECT_EQ(props["int64"], "yes");
   EXPECT_EQ(props["direct_upload"].rfind(plain_paths() ? "off" : "on", 0), 0u)
       << props["direct_upload"];
   EXPECT_EQ(props["push_descriptor"].rfind(plain_paths() ? "off" : "on", 0), 0u);
