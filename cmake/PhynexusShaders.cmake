@@ -4,7 +4,7 @@
 # Included by plugins/vulkan/CMakeLists.txt, this file
 # - finds the tools (glslangValidator, spirv-val, spirv-opt) and sets PHX_SHADER_TOOLS_FOUND;
 # - probes what the GLSL compiler accepts (phx_vulkan_probe_glsl_features);
-# - offers phx_vulkan_shader(NAME <module> SOURCE <file.comp> [DEFINES A=1 B=float ...]),
+# - offers phx_vulkan_shader(NAME <module> SOURCE <file.comp> [DEFINES ...] [DRIVER_UNROLLS]),
 #   which shaders/shaders.cmake calls once per module, and phx_vulkan_embed_shaders(),
 #   which writes the .cpp that embeds every module declared so far.
 # Run as a script (cmake -P this file with -DOUTPUT=... -DMODULES=name=file.spv;...), it
@@ -141,15 +141,42 @@ function(phx_vulkan_probe_glsl_features header)
 ${defines}")
 endfunction()
 
-# phx_vulkan_shader(NAME <module> SOURCE <file.comp> [DEFINES A=1 B=float ...] [SET <set>])
+# The passes spirv-opt -O runs (SPIRV-Tools v2023.1, Debian 12's; `spirv-opt --help`),
+# without loop-unroll: for modules whose [[unroll]] loops are better left to the driver's
+# compiler, which unrolls them too (Mesa does, for the loop control glslang writes).
+set(PHX_SPIRV_OPT_PASSES_KEEPING_LOOPS
+    --wrap-opkill --eliminate-dead-branches --merge-return --inline-entry-points-exhaustive
+    --eliminate-dead-functions --eliminate-dead-code-aggressive --private-to-local
+    --eliminate-local-single-block --eliminate-local-single-store
+    --eliminate-dead-code-aggressive --scalar-replacement=100 --convert-local-access-chains
+    --eliminate-local-single-block --eliminate-local-single-store
+    --eliminate-dead-code-aggressive --ssa-rewrite --eliminate-dead-code-aggressive --ccp
+    --eliminate-dead-code-aggressive --eliminate-dead-branches --redundancy-elimination
+    --combine-access-chains --simplify-instructions --scalar-replacement=100
+    --convert-local-access-chains --eliminate-local-single-block
+    --eliminate-local-single-store --eliminate-dead-code-aggressive --ssa-rewrite
+    --eliminate-dead-code-aggressive --vector-dce --eliminate-dead-inserts
+    --eliminate-dead-branches --simplify-instructions --if-conversion --copy-propagate-arrays
+    --reduce-load-size --eliminate-dead-code-aggressive --merge-blocks
+    --redundancy-elimination --eliminate-dead-branches --merge-blocks --simplify-instructions)
+
+# phx_vulkan_shader(NAME <module> SOURCE <file.comp> [DEFINES A=1 B=float ...] [SET <set>]
+#                   [DRIVER_UNROLLS])
 # Compiles one module: glslangValidator (the defines, includes from shaders/), spirv-val
 # (the build fails on an invalid module), spirv-opt -O, spirv-val again. The module is
 # embedded by phx_vulkan_embed_shaders() of its set (default "plugin": the plugin's own;
 # the runtime's tests build a set of their own) under the name <module>.
+# DRIVER_UNROLLS: spirv-opt runs -O's passes but loop-unroll
+# (PHX_SPIRV_OPT_PASSES_KEEPING_LOOPS), for a module whose unrolled body is so large that
+# spirv-opt's passes over it cost minutes and gigabytes.
 function(phx_vulkan_shader)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "NAME;SOURCE;SET" "DEFINES")
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "DRIVER_UNROLLS" "NAME;SOURCE;SET" "DEFINES")
   if(NOT ARG_NAME OR NOT ARG_SOURCE OR ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "phx_vulkan_shader(NAME <module> SOURCE <file> [DEFINES ...]): got ${ARGN}")
+  endif()
+  set(optimize -O)
+  if(ARG_DRIVER_UNROLLS)
+    set(optimize ${PHX_SPIRV_OPT_PASSES_KEEPING_LOOPS})
   endif()
   if(NOT ARG_SET)
     set(ARG_SET plugin)
@@ -180,7 +207,7 @@ function(phx_vulkan_shader)
     COMMAND ${PHX_GLSLANG_VALIDATOR} -V --target-env ${PHX_SHADER_TARGET_ENV} --quiet
             -I${PHX_SHADER_INCLUDE_DIR} ${define_flags} ${depfile_flags} -o ${spv} ${source}
     COMMAND ${PHX_SPIRV_VAL} --target-env ${PHX_SHADER_TARGET_ENV} ${spv}
-    COMMAND ${PHX_SPIRV_OPT} -O ${spv} -o ${spv}
+    COMMAND ${PHX_SPIRV_OPT} ${optimize} ${spv} -o ${spv}
     COMMAND ${PHX_SPIRV_VAL} --target-env ${PHX_SHADER_TARGET_ENV} ${spv}
     DEPENDS ${source} ${includes}
     ${depfile_args}
