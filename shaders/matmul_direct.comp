@@ -12,30 +12,35 @@
 // as a separate multiply and add, the accumulators live on the stack: what costs is the
 // number of load loops and their components, then the multiply-adds.
 //
-// So each invocation holds a ROWS x COLS block of f32 accumulators, and every load
-// brings 8 consecutive elements of one operand (a vector of four 64-bit integers for f32,
-// one uvec4 of 16-bit words for f16 and bf16: a load's cost grows with its components,
-// not its bytes, and two vec4s cost twice one u64vec4). Lane l of subgroup s owns ROWS
-// rows of the tile (the band s % BANDS, then ROWS l + i); the subgroup's COLS columns (the
-// block s / BANDS) are the same for all its lanes. Per 8 steps of k a lane loads
-// a(row, k .. k + 7) for each of its rows (its own values: no exchange needed) and
-// b(k + l, COLS columns); subgroupShuffle(., kk) hands every lane step kk's row of b.
-// That is ROWS + COLS / 8 loads for 8 ROWS COLS multiply-adds; 16 x 16 blocks with lanes
-// owning columns (a broadcast, b loaded at every step) needed 6 times as many load
-// loops per multiply-add, and a lane loop per broadcast. 8 x 64 blocks measured 1.2x
-// faster than 8 x 32 and as fast as 16 x 64, at twice the compile time of 8 x 32 (the
-// Vulkan matmul tests with Mesa's shader cache off: 57 s against 24 s). The 8 steps are a loop of
-// 4 iterations, not unrolled: unrolled, a step of the K loop is 8 ROWS COLS multiply-adds
-// with their spills, probably more machine code than the CPU's instruction cache holds;
-// the loop measured 1.3x faster (the dynamic index into a_lo/a_hi is a few selects).
-// Each iteration does two steps, so that an accumulator, which lives on the stack, is
-// loaded and stored once per two multiply-adds (measured 1.3x faster again; four steps
-// per iteration were no faster). Operands whose layout does not allow the vector loads (transposed, or a row
-// start not a multiple of 8 elements: A_VEC, B_VEC below, set by ops/matmul.cpp) load the
-// same values element by element (slower, same results). Every loop over a block is
-// unrolled with constant bounds, so the accumulators stay SSA values (an array indexed
-// at run time would live in memory, every access a gather). Rows and columns past the
-// edge load the last valid one (no branch in the K loop); their results are not stored.
+// So each invocation holds a ROWS x COLS block of f32 accumulators, and every load brings
+// 8 consecutive elements of one operand (a vector of four 64-bit integers for f32, one
+// uvec4 of 16-bit words for f16 and bf16: a load's cost grows with its components, not its
+// bytes, and two vec4s cost twice one u64vec4). Lane l of subgroup s owns ROWS rows of the
+// tile (the band s % BANDS, then ROWS l + i); the subgroup's COLS columns (the block s /
+// BANDS) are the same for all its lanes. Per 8 steps of k a lane loads a(row, k .. k + 7)
+// for each of its rows (its own values: no exchange needed) and b(k + l, COLS columns);
+// subgroupShuffle(., kk) hands every lane step kk's row of b. That is ROWS + COLS / 8
+// loads for 8 ROWS COLS multiply-adds; 16 x 16 blocks with lanes owning columns (a
+// broadcast, b loaded at every step) needed 6 times as many load loops per multiply-add,
+// and a lane loop per broadcast.
+//
+// The multiply-adds go accumulator by accumulator: acc[i][j] is loaded, takes its 8 steps
+// of k (a(row i, k + kk) times step kk's shuffled b) and is stored once. acc lives on the
+// stack, and every write to it inside the K loop is a masked store (a blend with the
+// execution mask, then a store), so this order pays that once per 8 multiply-adds, where
+// the step-major order (all of acc per step of k, in a loop over the steps that kept the
+// code small) paid it once per two. Measured 1.45x faster than step-major; in this order
+// 8 x 32 blocks, or a tree of adds instead of the chain, were no faster (step-major,
+// 8 x 64 was 1.2x faster than 8 x 32 and as fast as 16 x 64). The unrolled block is 4,096
+// multiply-adds, so the build leaves the unrolling to the driver (DRIVER_UNROLLS in
+// shaders.cmake: unrolled by spirv-opt, -O took 62 s and 8 GB per module).
+//
+// Operands whose layout does not allow the vector loads (transposed, or a row start not a
+// multiple of 8 elements: A_VEC, B_VEC below, set by ops/matmul.cpp) load the same values
+// element by element (slower, same results). Every loop over a block is unrolled with
+// constant bounds, so the accumulators stay SSA values (an array indexed at run time would
+// live in memory, every access a gather). Rows and columns past the edge load the last
+// valid one (no branch in the K loop); their results are not stored.
 // Measured: docs/vulkan.md, "Kernels".
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -119,19 +124,15 @@ void main() {
   const uint k_main = p.k - p.k % LANES;
   uint k = 0u;
   for (; k < k_main; k += LANES) {
-    // a(row i, k + kk): kk < 4 in a_lo[i], the rest in a_hi[i].
-    vec4 a_lo[ROWS], a_hi[ROWS];
+    float av[ROWS][LANES];  // a(row i, k + kk)
     [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
-      float v[LANES];
       if (A_VEC != 0u) {
-        LOAD8(a_vec, a_at[i] + k, v);
+        LOAD8(a_vec, a_at[i] + k, av[i]);
       } else {
         [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) {
-          v[kk] = X_LOAD(a[a_at[i] + (k + kk) * p.a_cs]);
+          av[i][kk] = X_LOAD(a[a_at[i] + (k + kk) * p.a_cs]);
         }
       }
-      a_lo[i] = vec4(v[0], v[1], v[2], v[3]);
-      a_hi[i] = vec4(v[4], v[5], v[6], v[7]);
     }
     float bl[COLS];  // b(k + lane, column j)
     const uint b_k = (k + lane) * p.b_rs;
@@ -144,21 +145,14 @@ void main() {
         [[unroll]] for (uint c = 0u; c < 8u; ++c) bl[8u * g + c] = X_LOAD(b[b_at[8u * g + c] + b_k]);
       }
     }
-    // Not unrolled: the body of one step is already ROWS x COLS multiply-adds, and eight
-    // copies of it overflow the CPU's instruction cache.
-    // Two steps per iteration (see the top).
-    [[dont_unroll]] for (uint kk = 0u; kk < LANES; kk += 2u) {
-      float b0[COLS], b1[COLS];
-      [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-        b0[j] = subgroupShuffle(bl[j], kk);
-        b1[j] = subgroupShuffle(bl[j], kk + 1u);
-      }
+    // Accumulator by accumulator, each taking its LANES steps at once (see the top).
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+      float bk[LANES];
+      [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) bk[kk] = subgroupShuffle(bl[j], kk);
       [[unroll]] for (uint i = 0u; i < ROWS; ++i) {
-        const float a0 = kk < 4u ? a_lo[i][kk & 3u] : a_hi[i][kk & 3u];
-        const float a1 = kk < 4u ? a_lo[i][(kk + 1u) & 3u] : a_hi[i][(kk + 1u) & 3u];
-        [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-          acc[i][j] = fma(a1, b1[j], fma(a0, b0[j], acc[i][j]));
-        }
+        float s = acc[i][j];
+        [[unroll]] for (uint kk = 0u; kk < LANES; ++kk) s = fma(av[i][kk], bk[kk], s);
+        acc[i][j] = s;
       }
     }
   }

@@ -47,10 +47,14 @@ foreach(dtype IN LISTS phx_float_dtypes)
   list(REMOVE_DUPLICATES outs)
   foreach(out IN LISTS outs)
     string(TOUPPER ${out} Y)
-    foreach(variant direct shared)
-      phx_vulkan_shader(NAME matmul_${variant}_${dtype}_${out}
-                        SOURCE ${PHX_SHADER_DIR}/matmul_${variant}.comp DEFINES X_${X} Y_${Y})
-    endforeach()
+    phx_vulkan_shader(NAME matmul_shared_${dtype}_${out}
+                      SOURCE ${PHX_SHADER_DIR}/matmul_shared.comp DEFINES X_${X} Y_${Y})
+    # Its unrolled K step is 4,096 multiply-adds: unrolled by spirv-opt, -O takes a minute
+    # and 8 GB per module; left to the driver, it runs as fast (docs/vulkan.md, "The
+    # shader build").
+    phx_vulkan_shader(NAME matmul_direct_${dtype}_${out}
+                      SOURCE ${PHX_SHADER_DIR}/matmul_direct.comp DEFINES X_${X} Y_${Y}
+                      DRIVER_UNROLLS)
   endforeach()
 endforeach()
 
