@@ -5,6 +5,8 @@
 #   P/include/phynexus/*.h, CHANGELOG-*.md
 #   P/lib/cmake/Phynexus/                       (find_package(Phynexus))
 #   P/lib/pkgconfig/phynexus.pc                 (pkg-config phynexus)
+#   P/share/doc/phynexus/docs/*.md              (the documentation)
+#   P/share/doc/phynexus/examples/plugin/       (the example plugin, built from there)
 # Included last by the top-level CMakeLists.txt, so every target named here exists.
 
 include(CMakePackageConfigHelpers)
@@ -73,4 +75,17 @@ file(RELATIVE_PATH phx_pkgconfig_to_prefix
 configure_file(${CMAKE_CURRENT_LIST_DIR}/phynexus.pc.in ${phx_package_build_dir}/phynexus.pc @ONLY)
 install(FILES ${phx_package_build_dir}/phynexus.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT development)
+
+# ---- Documentation -----------------------------------------------------------------
+# The docs and the example plugin, laid out as in the source tree so that the docs'
+# references (docs/loader.md, examples/plugin/) hold from share/doc/phynexus: a plugin
+# author needs nothing but the install to follow docs/plugin-guide.md.
+set(PHX_DOC_INSTALL_DIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/phynexus)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs
+  DESTINATION ${PHX_DOC_INSTALL_DIR}
+  COMPONENT development
+  FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/plugin
+  DESTINATION ${PHX_DOC_INSTALL_DIR}/examples
   COMPONENT development)

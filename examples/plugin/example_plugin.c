@@ -296,8 +296,11 @@ static phx_status example_stream_submit(void* plugin_handle, void* stream_handle
   example_plugin* plugin = (example_plugin*)plugin_handle;
   example_stream* stream = (example_stream*)stream_handle;
 
-  /* The host checked shapes and dtypes against the op's rules; it still asks for ops
-   * this device never claimed, which must be answered UNSUPPORTED. */
+  /* The host checked shapes and dtypes against the op's rules, and submits only what
+   * op_supported claimed: add or relu with an f32 first input, which the rules make f32
+   * throughout. The last branch is how a plugin refuses a variant of a claimed op that
+   * op_supported cannot tell apart (another input's dtype, a parameter): UNSUPPORTED,
+   * with a message that names it. */
   if (op->op == PHX_OP_ADD && op->inputs[0].dtype == PHX_DTYPE_F32) {
     add_f32(&op->inputs[0], &op->inputs[1], &op->outputs[0]);
   } else if (op->op == PHX_OP_RELU && op->inputs[0].dtype == PHX_DTYPE_F32) {
@@ -363,11 +366,12 @@ static const phx_plugin_api example_api = {
     .stream_completed = example_stream_completed,
     .memory_stats = example_memory_stats,
     /* The optional entries stay null: the host answers phx_memory_set_limit with
-     * UNSUPPORTED, has nothing to release, and copies between buffers through host
-     * memory. */
+     * UNSUPPORTED, has nothing to release, copies between buffers through host memory,
+     * and gives phx_device_stats only its own figures. */
     .memory_set_limit = NULL,
     .memory_release_cached = NULL,
     .buffer_copy = NULL,
+    .device_stats = NULL,
 };
 
 /* The one exported symbol. It hands over the table and nothing else: it must not call

@@ -1,6 +1,8 @@
 # The installed SDK, as a plugin author and an application writer meet it:
-#  1. installs the build into a fresh prefix and checks the layout;
-#  2. builds examples/plugin against it (find_package + phynexus_add_plugin) and checks
+#  1. installs the build into a fresh prefix and checks the layout, the docs and the
+#     example plugin in share/doc/phynexus among it;
+#  2. builds the installed copy of examples/plugin against it (find_package +
+#     phynexus_add_plugin), as docs/plugin-guide.md tells a plugin author to, and checks
 #     that the module exports phx_plugin_entry alone;
 #  3. runs the installed phx-devices --json with PHX_ADD_PLUGIN_PATH = the plugin's build
 #     folder: the CPU device and the "Example device" must both be listed;
@@ -23,6 +25,7 @@ set(plugin_build ${WORK_DIR}/plugin-build)
 set(consumer_build ${WORK_DIR}/consumer-build)
 set(pkgconfig_consumer ${WORK_DIR}/consumer-pkgconfig)
 set(phx_devices ${prefix}/bin/phx-devices)
+set(doc_dir ${prefix}/share/doc/phynexus)
 
 # Runs a command; stops the test with its output when it fails. The output is left in
 # the variable named by OUTPUT_VARIABLE, when given.
@@ -97,6 +100,8 @@ foreach(file
     bin/phx-devices
     ${LIBDIR}/libphynexus.so
     ${LIBDIR}/phynexus/plugins/phx_cpu.so
+    ${LIBDIR}/phynexus/plugins/phx_tpu_sim.so
+    ${LIBDIR}/phynexus/plugins/phx_npu_sim.so
     include/phynexus/phynexus.h
     include/phynexus/plugin.h
     ${LIBDIR}/cmake/Phynexus/PhynexusConfig.cmake
@@ -104,16 +109,34 @@ foreach(file
     ${LIBDIR}/cmake/Phynexus/PhynexusTargets.cmake
     ${LIBDIR}/cmake/Phynexus/PhynexusPluginHelpers.cmake
     ${LIBDIR}/cmake/Phynexus/plugin.map
-    ${LIBDIR}/pkgconfig/phynexus.pc)
+    ${LIBDIR}/pkgconfig/phynexus.pc
+    share/doc/phynexus/docs/plugin-guide.md
+    share/doc/phynexus/docs/ops.md
+    share/doc/phynexus/examples/plugin/CMakeLists.txt
+    share/doc/phynexus/examples/plugin/example_plugin.c)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "install_test: the install lacks ${file}")
   endif()
 endforeach()
 
-# ---- 2. The out-of-tree plugin -------------------------------------------------------
-run_step("configure examples/plugin"
-  COMMAND ${CMAKE_COMMAND} -S ${PHX_SOURCE_DIR}/examples/plugin -B ${plugin_build} ${configure_flags})
-run_step("build examples/plugin" COMMAND ${CMAKE_COMMAND} --build ${plugin_build})
+# Every doc and every file of the example plugin, as in the source tree.
+file(GLOB docs RELATIVE ${PHX_SOURCE_DIR} ${PHX_SOURCE_DIR}/docs/*.md
+     ${PHX_SOURCE_DIR}/examples/plugin/*)
+foreach(file IN LISTS docs)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${PHX_SOURCE_DIR}/${file}
+                          ${doc_dir}/${file} RESULT_VARIABLE differs)
+  if(NOT differs EQUAL 0)
+    message(FATAL_ERROR "install_test: ${doc_dir}/${file} is missing or differs from the "
+                        "source tree's")
+  endif()
+endforeach()
+
+# ---- 2. The out-of-tree plugin, from the install alone ---------------------------------
+# The installed copy, not the source tree's: what a plugin author who has only the
+# package starts from (docs/plugin-guide.md, "Building out of tree").
+run_step("configure the installed examples/plugin"
+  COMMAND ${CMAKE_COMMAND} -S ${doc_dir}/examples/plugin -B ${plugin_build} ${configure_flags})
+run_step("build the installed examples/plugin" COMMAND ${CMAKE_COMMAND} --build ${plugin_build})
 run_step("list the plugin's symbols"
   COMMAND ${NM} -D --defined-only ${plugin_build}/phx_example.so OUTPUT_VARIABLE symbols)
 string(REGEX MATCHALL "[^\n]+" symbol_lines "${symbols}")

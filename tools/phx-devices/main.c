@@ -4,6 +4,7 @@
  *   phx-devices               the loaded plugins and the devices, as tables
  *   phx-devices --plugins     every plugin candidate, with why it was rejected or shadowed
  *   phx-devices --device N    device N in detail: properties, op support, memory
+ *   phx-devices --ops         op x dtype support per plugin; --markdown: docs/ops.md's table
  *   phx-devices --json [...]  the same as one JSON document (docs/phx-devices.md)
  *
  * Exit status: 0 with at least one device, 1 with none (or when Phynexus fails),
@@ -19,18 +20,20 @@
 
 enum { EXIT_HAS_DEVICE = 0, EXIT_NO_DEVICE = 1, EXIT_USAGE = 2 };
 
-typedef enum report_kind { REPORT_SUMMARY, REPORT_PLUGINS, REPORT_DEVICE } report_kind;
+typedef enum report_kind { REPORT_SUMMARY, REPORT_PLUGINS, REPORT_DEVICE, REPORT_OPS } report_kind;
 
 typedef struct options {
   report_kind kind;
   size_t device; /* for REPORT_DEVICE */
   int json;
+  int markdown; /* for REPORT_OPS */
   int help;
 } options;
 
 static void print_usage(FILE* out) {
   fputs(
       "Usage: phx-devices [--plugins | --device N] [--json] [--help]\n"
+      "       phx-devices --ops [--markdown]\n"
       "\n"
       "Lists the Phynexus plugins and devices found on this machine.\n"
       "\n"
@@ -38,6 +41,9 @@ static void print_usage(FILE* out) {
       "  --plugins     every plugin candidate, loaded, rejected or shadowed, with the\n"
       "                stage the loader reached and the reason\n"
       "  --device N    device N in detail: info, properties, op x dtype support, memory\n"
+      "  --ops         op x dtype support by plugin: a row per op, a column per plugin,\n"
+      "                the dtypes a device of the plugin runs the op with\n"
+      "  --markdown    with --ops: as a Markdown table, the one in docs/ops.md\n"
       "  --json        print JSON instead of text (schema: docs/phx-devices.md); with\n"
       "                --device N just that device's object, otherwise everything\n"
       "  --help        this text\n"
@@ -66,27 +72,45 @@ static int usage_error(const char* message, const char* argument) {
   return -1;
 }
 
+/* Sets the report; the reports exclude each other. */
+static int set_kind(options* parsed, report_kind kind, const char* arg) {
+  if (parsed->kind != REPORT_SUMMARY && parsed->kind != kind) {
+    return usage_error("--plugins, --device and --ops exclude each other", arg);
+  }
+  parsed->kind = kind;
+  return 0;
+}
+
 static int parse_options(int argc, char** argv, options* out_options) {
-  options parsed = {REPORT_SUMMARY, 0, 0, 0};
+  options parsed = {REPORT_SUMMARY, 0, 0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       parsed.help = 1;
     } else if (strcmp(arg, "--json") == 0) {
       parsed.json = 1;
+    } else if (strcmp(arg, "--markdown") == 0) {
+      parsed.markdown = 1;
     } else if (strcmp(arg, "--plugins") == 0) {
-      if (parsed.kind == REPORT_DEVICE) return usage_error("cannot combine with --device", arg);
-      parsed.kind = REPORT_PLUGINS;
+      if (set_kind(&parsed, REPORT_PLUGINS, arg) != 0) return -1;
+    } else if (strcmp(arg, "--ops") == 0) {
+      if (set_kind(&parsed, REPORT_OPS, arg) != 0) return -1;
     } else if (strcmp(arg, "--device") == 0) {
-      if (parsed.kind == REPORT_PLUGINS) return usage_error("cannot combine with --plugins", arg);
+      if (set_kind(&parsed, REPORT_DEVICE, arg) != 0) return -1;
       if (i + 1 == argc) return usage_error("missing the device index after", arg);
       if (parse_index(argv[++i], &parsed.device) != 0) {
         return usage_error("not a device index", argv[i]);
       }
-      parsed.kind = REPORT_DEVICE;
     } else {
       return usage_error("unknown option", arg);
     }
+  }
+  if (parsed.markdown && parsed.kind != REPORT_OPS) {
+    return usage_error("only --ops has a Markdown form", "--markdown");
+  }
+  /* --json --device N holds the same support as data, per device. */
+  if (parsed.json && parsed.kind == REPORT_OPS) {
+    return usage_error("--ops has no JSON form (--json lists every device's ops)", "--json");
   }
   *out_options = parsed;
   return 0;
@@ -102,6 +126,8 @@ static int run_report(phx_context context, const options* opts) {
     case REPORT_DEVICE:
       return opts->json ? report_device_json(context, opts->device)
                         : report_device_text(context, opts->device);
+    case REPORT_OPS:
+      return report_ops(context, opts->markdown);
   }
   return -1;
 }

@@ -12,6 +12,10 @@ int report_summary_text(phx_context context);
 int report_plugins_text(phx_context context);
 int report_device_text(phx_context context, size_t device);
 
+/* The op x dtype support of every plugin, as a table with a column per plugin; markdown
+ * non-zero prints it as docs/ops.md holds it (report_ops.c). */
+int report_ops(phx_context context, int markdown);
+
 /* JSON reports (schema: docs/phx-devices.md). */
 int report_all_json(phx_context context);
 int report_device_json(phx_context context, size_t device);

@@ -37,6 +37,12 @@ expect 2 --device 1x
 expect 2 --device 4294967296
 expect 2 --device 99999999999999999999999
 expect 2 --plugins --device 0
+expect 0 --ops
+expect 0 --ops --markdown
+expect 2 --markdown
+expect 2 --ops --json
+expect 2 --ops --device 0
+expect 2 --plugins --ops
 
 if command -v python3 >/dev/null; then
   expect_json --json
@@ -61,6 +67,39 @@ assert full["devices"][0] == one, "device 0 differs between --json and --json --
 PY
   then
     echo "FAIL: the JSON documents do not match the schema"
+    failures=$((failures + 1))
+  fi
+  # --ops --markdown: a column per plugin, each cell the union of its devices' dtypes
+  # for the op, as --json lists them per device; --ops the same cells as text.
+  if ! python3 - "$tool" <<'PY'
+import json, subprocess, sys
+tool = sys.argv[1]
+def run(*args):
+    return subprocess.run([tool, *args], capture_output=True, check=True, text=True).stdout
+devices = json.loads(run("--json"))["devices"]
+expected = {}
+for device in devices:
+    column = expected.setdefault(device["plugin"], {})
+    for op, dtypes in device["ops"].items():
+        column.setdefault(op, set()).update(dtypes)
+lines = run("--ops", "--markdown").splitlines()
+rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+header, separator, body = rows[0], rows[1], rows[2:]
+assert header[0] == "op", header
+assert header[1:] == sorted(expected), (header, sorted(expected))
+assert all(set(cell) == {"-"} for cell in separator), separator
+assert [row[0] for row in body] == list(devices[0]["ops"]), "not every op, in order"
+for row in body:
+    for plugin, cell in zip(header[1:], row[1:]):
+        dtypes = set() if cell == "-" else set(cell.split())
+        assert dtypes == expected[plugin][row[0]], (plugin, row[0], cell)
+# The text form: the same cells after a title and a blank line, two spaces apart.
+text = run("--ops").split("\n\n", 1)[1].splitlines()
+text_table = [[cell.strip() for cell in line.split("  ") if cell.strip()] for line in text]
+assert text_table == [header] + body, "--ops and --ops --markdown differ"
+PY
+  then
+    echo "FAIL: phx-devices --ops does not match the devices' op support in --json"
     failures=$((failures + 1))
   fi
 else
