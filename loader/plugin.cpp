@@ -36,7 +36,8 @@ Plugin::~Plugin() {
 
 void Plugin::forget_message() { t_plugin_message.clear(); }
 
-void Plugin::raise(phx_status status, const char* entry, std::string detail) {
+void Plugin::raise(phx_status status, int64_t context_device, const char* entry,
+                   std::string detail) {
   std::string said = std::move(t_plugin_message);
   t_plugin_message.clear();
   if (!known_status(status)) {
@@ -44,6 +45,8 @@ void Plugin::raise(phx_status status, const char* entry, std::string detail) {
     status = PHX_STATUS_PLUGIN_ERROR;
   }
   std::string message = name.empty() ? path : name;
+  if (context_device != kNoDevice)
+    message = "device " + std::to_string(context_device) + " (" + message + ")";
   if (!said.empty()) {
     message += ": " + said;
   } else {

@@ -36,16 +36,14 @@ class Plugin {
   // own message (set_error) when it gave one.
   template <typename Call>
   void call(const char* entry, Call&& invoke) {
-    phx_status status;
-    forget_message();
-    try {
-      status = invoke();
-    } catch (const std::exception& e) {
-      raise(PHX_STATUS_PLUGIN_ERROR, entry, std::string("exception escaped: ") + e.what());
-    } catch (...) {
-      raise(PHX_STATUS_PLUGIN_ERROR, entry, "exception escaped");
-    }
-    if (status != PHX_STATUS_OK) raise(status, entry, {});
+    call_about(kNoDevice, entry, invoke);
+  }
+  // As call, for an entry that concerns one device: the failure's message names the
+  // device as the user knows it, by its index in the context ("device 3 (tpu-sim)"),
+  // never by the plugin's own numbering.
+  template <typename Call>
+  void call(const char* entry, uint32_t context_device, Call&& invoke) {
+    call_about(context_device, entry, invoke);
   }
 
   // Calls an entry that returns nothing; an escaping exception is logged, not raised,
@@ -63,8 +61,24 @@ class Plugin {
   friend class PluginLoader;
 
  private:
+  static constexpr int64_t kNoDevice = -1;
+  template <typename Call>
+  void call_about(int64_t context_device, const char* entry, Call& invoke) {
+    phx_status status;
+    forget_message();
+    try {
+      status = invoke();
+    } catch (const std::exception& e) {
+      raise(PHX_STATUS_PLUGIN_ERROR, context_device, entry,
+            std::string("exception escaped: ") + e.what());
+    } catch (...) {
+      raise(PHX_STATUS_PLUGIN_ERROR, context_device, entry, "exception escaped");
+    }
+    if (status != PHX_STATUS_OK) raise(status, context_device, entry, {});
+  }
   static void forget_message();
-  [[noreturn]] void raise(phx_status status, const char* entry, std::string detail);
+  [[noreturn]] void raise(phx_status status, int64_t context_device, const char* entry,
+                          std::string detail);
   static void host_log(void* host_data, phx_log_level level, const char* message);
   static void host_set_error(void* host_data, const char* message);
 

@@ -1,7 +1,8 @@
 // Exhaustion on every device of a default context (cpu, tpu-sim, npu-sim, vulkan where
 // there is one): allocations past every limit fail cleanly, with the right status and a
-// message, and leave the device working and its memory where it was; and 100,000 tensors
-// created and destroyed leave the process's and the device's memory where they were.
+// message that names the device by its index in the context, and leave the device working and its
+// memory where it was; and 100,000 tensors created and destroyed leave the process's and the
+// device's memory where they were.
 //
 // HundredThousandTensorsLeaveMemoryWhereItWas prints, per device, the figures it measured
 // (resident set size and the device's phx_memory_stats) on lines starting "exhaustion:".
@@ -202,6 +203,12 @@ TEST_F(Exhaustion, PastTheLimitIsOutOfMemoryAndTensorsFillItUpToTheLimit) {
     EXPECT_TRUE(Fails(create(device, {int64_t{kLimit}}, &tensor), PHX_STATUS_OUT_OF_MEMORY,
                       "phx_tensor_create"));
     EXPECT_EQ(tensor, nullptr);
+    // The plugin's message reaches the user naming the device by its index in the
+    // context, the one the user passed, and by no other number.
+    const std::string message = phx_last_error();
+    EXPECT_NE(message.find("device " + std::to_string(device) + " ("), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("on device"), std::string::npos) << message;
 
     std::vector<phx_tensor> held;
     phx_status status = PHX_STATUS_OK;

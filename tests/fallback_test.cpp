@@ -101,6 +101,74 @@ TEST_F(Fallback, OnTheOpRunsOnTheCpuInStreamOrder) {
   EXPECT_EQ(phx_stream_synchronize(stream_), PHX_STATUS_OK);
 }
 
+// Every op gets the stream's next ticket, whichever path runs it; each can be waited on
+// and queried, and the plugin's own tickets of later native ops still line up.
+class FallbackTickets : public Fallback {
+ protected:
+  uint64_t run(phx_op_id op, phx_tensor a, phx_tensor b, phx_tensor out) {
+    const phx_tensor in[] = {a, b};
+    phx_op_desc desc = {sizeof(phx_op_desc), op, nullptr, in, op == PHX_OP_ADD ? 2u : 1u, &out, 1};
+    uint64_t ticket = 0;
+    EXPECT_EQ(phx_op_run(stream_, &desc, &ticket), PHX_STATUS_OK) << phx_last_error();
+    return ticket;
+  }
+  void expect_all_done(const std::vector<uint64_t>& tickets) {
+    for (uint64_t ticket : tickets) {
+      EXPECT_EQ(phx_stream_wait(stream_, ticket), PHX_STATUS_OK) << ticket << phx_last_error();
+      int done = 0;
+      EXPECT_EQ(phx_stream_query(stream_, ticket, &done), PHX_STATUS_OK) << phx_last_error();
+      EXPECT_EQ(done, 1) << "ticket " << ticket;
+    }
+    const uint64_t next = tickets.back() + 1;
+    EXPECT_EQ(phx_stream_wait(stream_, next), PHX_STATUS_INVALID_ARGUMENT) << "not issued yet";
+  }
+};
+
+TEST_F(FallbackTickets, FallbackFirstOnAFreshStream) {
+  open(PHX_CONTEXT_FALLBACK_CPU);
+  phx_tensor x = tensor({-1, 2}), y = tensor({0, 0}), z = tensor({0, 0});
+  std::vector<uint64_t> tickets;
+  tickets.push_back(run(PHX_OP_RELU, x, nullptr, y));  // fallback
+  tickets.push_back(run(PHX_OP_ADD, x, y, z));         // native
+  tickets.push_back(run(PHX_OP_RELU, z, nullptr, y));  // fallback
+  tickets.push_back(run(PHX_OP_ADD, y, y, z));         // native
+  EXPECT_EQ(tickets, (std::vector<uint64_t>{1, 2, 3, 4}));
+  expect_all_done(tickets);
+  EXPECT_EQ(values(z, 2), (std::vector<float>{0, 8}));  // relu(relu(x) + x) * 2
+}
+
+TEST_F(FallbackTickets, NativeFirstThenTwoFallbacksInARow) {
+  open(PHX_CONTEXT_FALLBACK_CPU);
+  phx_tensor x = tensor({-1, 2}), y = tensor({0, 0}), z = tensor({0, 0});
+  std::vector<uint64_t> tickets;
+  tickets.push_back(run(PHX_OP_ADD, x, x, y));         // native: y = 2x
+  tickets.push_back(run(PHX_OP_RELU, y, nullptr, z));  // fallback
+  tickets.push_back(run(PHX_OP_SILU, z, nullptr, y));  // fallback
+  tickets.push_back(run(PHX_OP_ADD, y, z, x));         // native
+  tickets.push_back(run(PHX_OP_ADD, x, x, y));         // native
+  EXPECT_EQ(tickets, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  expect_all_done(tickets);
+  EXPECT_EQ(phx_stream_synchronize(stream_), PHX_STATUS_OK);
+  const double silu4 = 4.0 / (1.0 + std::exp(-4.0));
+  const std::vector<float> got = values(y, 2);
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_NEAR(got[1], 2.0 * (silu4 + 4.0), 1e-5);
+}
+
+TEST_F(FallbackTickets, ProfileRecordsCarryTheOpsOwnTickets) {
+  open(PHX_CONTEXT_FALLBACK_CPU | PHX_CONTEXT_PROFILE);
+  phx_tensor x = tensor({-1, 2}), y = tensor({0, 0}), z = tensor({0, 0});
+  const std::vector<uint64_t> tickets = {run(PHX_OP_RELU, x, nullptr, y), run(PHX_OP_ADD, x, y, z)};
+  size_t count = 0;
+  ASSERT_EQ(phx_profile_count(stream_, &count), PHX_STATUS_OK);
+  ASSERT_EQ(count, 2u);
+  for (size_t i = 0; i < count; ++i) {
+    phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+    ASSERT_EQ(phx_profile_get(stream_, i, &record), PHX_STATUS_OK);
+    EXPECT_EQ(record.ticket, tickets[i]);
+  }
+}
+
 TEST_F(Fallback, CountedPerOpAndLoggedOncePerOpAndDtype) {
   fallback_log_lines = 0;
   open(PHX_CONTEXT_FALLBACK_CPU);

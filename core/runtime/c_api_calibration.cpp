@@ -45,7 +45,7 @@ PHX_API phx_status phx_calibrator_observe(phx_calibrator handle, phx_tensor tens
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
     std::lock_guard lock(tensor.host_read_mutex);
-    plugin.call("buffer_read", [&] {
+    plugin.call("buffer_read", tensor.device->index, [&] {
       return plugin.api().buffer_read(plugin.instance(), tensor.buffer, 0, values.data(),
                                       tensor.byte_size);
     });

@@ -20,7 +20,7 @@ PHX_API phx_status phx_memory_stats_get(phx_context handle, size_t device,
     phx_memory_stats stats{};
     stats.struct_size = sizeof stats;
     auto& plugin = *d.plugin;
-    plugin.call("memory_stats", [&] {
+    plugin.call("memory_stats", d.index, [&] {
       return plugin.api().memory_stats(plugin.instance(), d.local_index, &stats);
     });
     write_struct(out_stats, stats, "out_stats");
@@ -34,7 +34,7 @@ PHX_API phx_status phx_memory_set_limit(phx_context handle, size_t device, uint6
     auto& plugin = *d.plugin;
     if (plugin.api().memory_set_limit == nullptr)
       fail(PHX_STATUS_UNSUPPORTED, "plugin '" + plugin.name + "' offers no memory limit");
-    plugin.call("memory_set_limit", [&] {
+    plugin.call("memory_set_limit", d.index, [&] {
       return plugin.api().memory_set_limit(plugin.instance(), d.local_index, limit_bytes);
     });
   });
@@ -47,7 +47,7 @@ PHX_API phx_status phx_memory_release_cached(phx_context handle, size_t device) 
     auto& plugin = *d.plugin;
     // A plugin without pools has nothing cached to release.
     if (plugin.api().memory_release_cached == nullptr) return;
-    plugin.call("memory_release_cached", [&] {
+    plugin.call("memory_release_cached", d.index, [&] {
       return plugin.api().memory_release_cached(plugin.instance(), d.local_index);
     });
   });
@@ -63,7 +63,7 @@ PHX_API phx_status phx_device_stats(phx_context handle, size_t device, phx_metri
     auto& plugin = *d.plugin;
     size_t count = 0;
     if (plugin.api().device_stats != nullptr) {
-      plugin.call("device_stats", [&] {
+      plugin.call("device_stats", d.index, [&] {
         return plugin.api().device_stats(plugin.instance(), d.local_index, out_metrics, capacity,
                                          &count);
       });

@@ -82,7 +82,7 @@ PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const voi
     if (size == 0) return;
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
-    plugin.call("buffer_write", [&] {
+    plugin.call("buffer_write", tensor.device->index, [&] {
       return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
     });
   });
@@ -96,7 +96,7 @@ PHX_API phx_status phx_tensor_download(phx_tensor handle, size_t offset, void* d
     if (size == 0) return;
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
-    plugin.call("buffer_read", [&] {
+    plugin.call("buffer_read", tensor.device->index, [&] {
       return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
     });
   });
@@ -117,7 +117,7 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
     dst.device->wait_for_streams();
     auto& plugin = *src.device->plugin;
     if (dst.device->plugin == &plugin && plugin.api().buffer_copy != nullptr) {
-      plugin.call("buffer_copy", [&] {
+      plugin.call("buffer_copy", dst.device->index, [&] {
         return plugin.api().buffer_copy(plugin.instance(), dst.buffer, 0, src.buffer, 0,
                                         src.byte_size);
       });

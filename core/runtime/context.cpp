@@ -196,7 +196,7 @@ void Context::add_devices(Plugin& plugin) {
       device->index = static_cast<uint32_t>(devices.size() + found.size());
       phx_plugin_device_info info{};
       info.struct_size = sizeof info;
-      plugin.call("device_info",
+      plugin.call("device_info", device->index,
                   [&] { return plugin.api().device_info(plugin.instance(), local, &info); });
       auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
       if (enum_value(info.type) < PHX_DEVICE_CPU || enum_value(info.type) > PHX_DEVICE_NPU)
@@ -220,7 +220,7 @@ void Context::add_devices(Plugin& plugin) {
       for (int op = 1; op < op_end; ++op) {
         for (int dtype = 1; dtype < PHX_DTYPE_COUNT; ++dtype) {
           int yes = 0;
-          plugin.call("op_supported", [&] {
+          plugin.call("op_supported", device->index, [&] {
             return plugin.api().op_supported(plugin.instance(), local, static_cast<phx_op_id>(op),
                                              static_cast<phx_dtype>(dtype), &yes);
           });
@@ -284,7 +284,7 @@ Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, con
   tensor->element_count = elements;
   tensor->byte_size = bytes;
   auto& plugin = *device.plugin;
-  plugin.call("buffer_allocate", [&] {
+  plugin.call("buffer_allocate", device.index, [&] {
     return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes,
                                         &tensor->buffer);
   });
@@ -328,7 +328,7 @@ Stream& Context::create_stream(Device& device) {
   stream->device = &device;
   stream->profiling = profiling;
   auto& plugin = *device.plugin;
-  plugin.call("stream_create", [&] {
+  plugin.call("stream_create", device.index, [&] {
     return plugin.api().stream_create(plugin.instance(), device.local_index,
                                       &stream->plugin_stream);
   });

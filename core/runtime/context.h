@@ -78,13 +78,24 @@ struct Stream {
   Device* device = nullptr;
   uintptr_t handle = 0;
   void* plugin_stream = nullptr;
+  // The last ticket the stream gave out, whichever path ran the op. The plugin numbers
+  // only the ops it ran: an op the CPU fallback ran takes a ticket of the host's own.
+  // The fallback drains the device before it runs, so every ticket up to its own has
+  // finished (drained_through), and the plugin's ticket of a later op is the stream's
+  // minus ticket_offset (the fallback ops so far). Changed under mutex.
   uint64_t last_ticket = 0;
+  uint64_t drained_through = 0;
+  uint64_t ticket_offset = 0;
   std::mutex mutex;  // serializes the plugin's calls on this stream
   bool profiling = false;
   std::deque<ProfileEntry> records;  // a deque: entries stay put while the plugin fills them
 
   void wait(uint64_t ticket);  // UINT64_MAX: everything
   uint64_t completed();        // the highest finished ticket
+
+  // Gives out the ticket of an op the host ran to its end itself, after the stream's
+  // earlier work had finished (the CPU fallback).
+  uint64_t issue_finished_ticket();
 
   // Hands a checked op to the plugin and returns its ticket; keeps a profile record
   // when profiling.

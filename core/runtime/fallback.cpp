@@ -80,10 +80,11 @@ uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params
   cpu_stream.wait(UINT64_MAX);
   for (size_t i = 0; i < output_count; ++i) copy_through_host(*outputs[i], *cpu_outputs[i]);
   device.fallback_ops.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t ticket = stream.issue_finished_ticket();
 
   if (stream.profiling) {
     ProfileEntry& record = stream.records.emplace_back();
-    record.ticket = stream.last_ticket;
+    record.ticket = ticket;
     record.op = op;
     record.signature = op_signature(inputs, input_count, outputs, output_count);
     record.host_time_ns =
@@ -94,7 +95,7 @@ uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params
     record.plugin.metrics[0] = {"fallback_to_cpu", 1.0};
     record.plugin.metric_count = 1;
   }
-  return stream.last_ticket;
+  return ticket;
 }
 
 }  // namespace phx

@@ -10,8 +10,8 @@ bool needs_fallback(const Stream& stream, phx_op_id op, phx_dtype dtype);
 
 // Runs a checked op on the context's fallback device, in the stream's order: waits for
 // the stream's work, copies the inputs to the CPU device, runs the op there, copies the
-// outputs back, and returns when they are in place. Returns the ticket of the last op
-// queued on the stream before it (all of them finished). Counts and logs the fallback.
+// outputs back, and returns when they are in place. Returns the op's own ticket, the
+// stream's next (it has finished). Counts and logs the fallback.
 uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params,
                                 const Tensor* const* inputs, size_t input_count,
                                 const Tensor* const* outputs, size_t output_count);

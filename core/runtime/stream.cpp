@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include "context.h"
@@ -8,19 +9,29 @@ namespace phx {
 
 void Stream::wait(uint64_t ticket) {
   std::lock_guard lock(mutex);
+  if (ticket != UINT64_MAX && ticket <= drained_through) return;
+  const uint64_t plugin_ticket = ticket == UINT64_MAX ? ticket : ticket - ticket_offset;
   auto& plugin = *device->plugin;
-  plugin.call("stream_wait",
-              [&] { return plugin.api().stream_wait(plugin.instance(), plugin_stream, ticket); });
+  plugin.call("stream_wait", device->index, [&] {
+    return plugin.api().stream_wait(plugin.instance(), plugin_stream, plugin_ticket);
+  });
 }
 
 uint64_t Stream::completed() {
   std::lock_guard lock(mutex);
   auto& plugin = *device->plugin;
   uint64_t done = 0;
-  plugin.call("stream_completed", [&] {
+  plugin.call("stream_completed", device->index, [&] {
     return plugin.api().stream_completed(plugin.instance(), plugin_stream, &done);
   });
-  return done;
+  return std::max(drained_through, done + ticket_offset);
+}
+
+uint64_t Stream::issue_finished_ticket() {
+  std::lock_guard lock(mutex);
+  ++ticket_offset;
+  drained_through = ++last_ticket;
+  return last_ticket;
 }
 
 uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* inputs,
@@ -61,26 +72,27 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
                                        : std::chrono::steady_clock::time_point{};
   uint64_t ticket = 0;
   try {
-    plugin.call("stream_submit", [&] {
+    plugin.call("stream_submit", device->index, [&] {
       return plugin.api().stream_submit(plugin.instance(), plugin_stream, &call, &ticket);
     });
   } catch (...) {
     if (record != nullptr) records.pop_back();
     throw;
   }
-  if (ticket != last_ticket + 1)
+  const uint64_t expected = last_ticket - ticket_offset + 1;
+  if (ticket != expected)
     fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": stream_submit returned ticket " +
                                       std::to_string(ticket) + ", expected " +
-                                      std::to_string(last_ticket + 1));
-  last_ticket = ticket;
+                                      std::to_string(expected));
+  last_ticket = ticket + ticket_offset;
   if (record != nullptr) {
-    record->ticket = ticket;
+    record->ticket = last_ticket;
     record->host_time_ns =
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::steady_clock::now() - start)
                                   .count());
   }
-  return ticket;
+  return last_ticket;
 }
 
 }  // namespace phx

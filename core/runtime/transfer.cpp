@@ -15,11 +15,11 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
     uint64_t size = std::min(kChunk, src.byte_size - offset);
     {
       std::lock_guard lock(src.host_read_mutex);
-      from.call("buffer_read", [&] {
+      from.call("buffer_read", src.device->index, [&] {
         return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
       });
     }
-    to.call("buffer_write", [&] {
+    to.call("buffer_write", dst.device->index, [&] {
       return to.api().buffer_write(to.instance(), dst.buffer, offset, staging.data(), size);
     });
   }

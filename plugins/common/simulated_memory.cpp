@@ -28,8 +28,9 @@ uint64_t SimulatedMemory::size_class(uint64_t size) {
 }
 
 SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
-  const std::string out_of_memory =
-      std::string("out of ") + options_.memory_name + " on device " + std::to_string(device_);
+  // No device number: the plugin's own numbering is not the one the user knows, and the
+  // host names the device in the message it returns.
+  const std::string out_of_memory = std::string("out of ") + options_.memory_name;
   if (size > kLargestRequest) {
     error = out_of_memory + ": requested " + std::to_string(size) + " bytes";
     return nullptr;
