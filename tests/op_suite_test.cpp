@@ -12,7 +12,8 @@ namespace {
 
 TEST(Devices, AtLeastOneIsFound) {
   phx_context context = nullptr;
-  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_context_create(suite_context_options(), &context), PHX_STATUS_OK)
+      << phx_last_error();
   size_t count = 0;
   EXPECT_EQ(phx_device_count(context, &count), PHX_STATUS_OK);
   EXPECT_GE(count, 1u) << "no device: the CPU plugin was not found beside the library";
@@ -953,7 +954,8 @@ TEST_P(OpSuite, StreamsRunInOrderAndTicketsCanBeWaitedOn) {
 
 TEST_P(OpSuite, ProfileRecordsOneEntryPerOp) {
   phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-  options.flags = PHX_CONTEXT_PROFILE;
+  if (suite_context_options() != nullptr) options = *suite_context_options();
+  options.flags |= PHX_CONTEXT_PROFILE;
   phx_context context = nullptr;
   ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
   // Destroyed however the test ends (a skip or a failed assertion returns early), with

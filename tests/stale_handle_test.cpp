@@ -201,6 +201,13 @@ const std::vector<Row>& rows() {
          int supported = 0;
          return phx_device_supports(as<phx_context>(h), 0, PHX_OP_ADD, PHX_DTYPE_F32, &supported);
        }},
+      {"phx_device_supports_op", K::kContext, false,
+       [](W, uintptr_t h) {
+         const phx_dtype in[] = {PHX_DTYPE_F32, PHX_DTYPE_F32}, out[] = {PHX_DTYPE_F32};
+         const phx_op_variant variant = {sizeof variant, PHX_OP_ADD, nullptr, in, 2, out, 1};
+         int supported = 0;
+         return phx_device_supports_op(as<phx_context>(h), 0, &variant, &supported);
+       }},
       {"phx_profile_count", K::kStream, false,
        [](W, uintptr_t h) {
          size_t count = 0;

@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "op_rules.h"
+#include "op_support.h"
 #include "transfer.h"
 
 namespace phx {
@@ -49,10 +50,10 @@ void log_once(Device& device, Device& cpu, phx_op_id op, phx_dtype dtype, spdlog
 
 }  // namespace
 
-bool needs_fallback(const Stream& stream, phx_op_id op, phx_dtype dtype) {
-  const Device* cpu = stream.context->fallback_device;
-  return cpu != nullptr && cpu != stream.device && !stream.device->supported[op][dtype] &&
-         cpu->supported[op][dtype];
+bool needs_fallback(const Stream& stream, const OpVariant& variant) {
+  Device* cpu = stream.context->fallback_device;
+  return cpu != nullptr && cpu != stream.device && !device_runs(*stream.device, variant) &&
+         device_runs(*cpu, variant);
 }
 
 uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params,

@@ -2,11 +2,13 @@
 #pragma once
 
 #include "context.h"
+#include "op_rules.h"
 
 namespace phx {
 
-// Whether op (inputs of dtype) can run on stream's device only through the fallback.
-bool needs_fallback(const Stream& stream, phx_op_id op, phx_dtype dtype);
+// Whether variant runs on stream's device only through the fallback: the device does not
+// run it, the fallback device does.
+bool needs_fallback(const Stream& stream, const OpVariant& variant);
 
 // Runs a checked op on the context's fallback device, in the stream's order: waits for
 // the stream's work, copies the inputs to the CPU device, runs the op there, copies the

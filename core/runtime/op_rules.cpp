@@ -140,9 +140,92 @@ void check_activation(phx_op_id op, const phx_activation& activation) {
     broken(op, "unknown activation " + std::to_string(enum_value(activation)));
 }
 
-void same_dtype(phx_op_id op, const Tensor& a, const Tensor& b, const char* what) {
-  if (a.dtype != b.dtype)
-    broken(op, std::string(what) + " must have the same dtype, got " + text(a) + " and " + text(b));
+void same_dtype(phx_op_id op, phx_dtype a, phx_dtype b, const char* what) {
+  if (a != b)
+    broken(op, std::string(what) + " must have the same dtype, got " + phx_dtype_name(a) + " and " +
+                   phx_dtype_name(b));
+}
+
+// An optional input's dtype when it is present.
+void same_dtype_if_present(phx_op_id op, phx_dtype a, phx_dtype b, const char* what) {
+  if (b != PHX_DTYPE_INVALID) same_dtype(op, a, b, what);
+}
+
+void dtype_is(phx_op_id op, phx_dtype got, phx_dtype want, const char* name) {
+  if (got != want)
+    broken(op,
+           std::string(name) + " must be " + phx_dtype_name(want) + ", got " + phx_dtype_name(got));
+}
+
+void dtype_is_if_present(phx_op_id op, phx_dtype got, phx_dtype want, const char* name) {
+  if (got != PHX_DTYPE_INVALID) dtype_is(op, got, want, name);
+}
+
+void dtype_in(phx_op_id op, phx_dtype got, uint32_t mask, const char* name) {
+  if (!(mask & PHX_DTYPE_BIT(got)))
+    broken(op, std::string(name) + " must be " + dtype_list(mask) + ", got " + phx_dtype_name(got));
+}
+
+// The dtypes of qmatmul and qconv2d: a (or x), b (or the weight), their scales and zero
+// points, the bias, and the output with y_scale and y_zero_point when it is requantized.
+void check_quantized_product_dtypes(const OpVariant& v) {
+  const phx_op_id op = v.op;
+  auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
+  const phx_dtype out = v.outputs[0];
+  dtype_is(op, in(1), PHX_DTYPE_I8, "the weights (b)");
+  dtype_is(op, in(2), PHX_DTYPE_F32, "a_scale");
+  dtype_is_if_present(op, in(3), PHX_DTYPE_I32, "a_zero_point");
+  dtype_is(op, in(4), PHX_DTYPE_F32, "b_scale");
+  dtype_is_if_present(op, in(5), PHX_DTYPE_I32, "b_zero_point");
+  dtype_is_if_present(op, in(6), PHX_DTYPE_I32, "bias");
+  const bool requantized = (kQuantized & PHX_DTYPE_BIT(out)) != 0;
+  if (!requantized && out != PHX_DTYPE_I32 && out != PHX_DTYPE_F32)
+    broken(op,
+           std::string("the output must be i8, u8, i16, i32 or f32, got ") + phx_dtype_name(out));
+  if (out == PHX_DTYPE_I32 && v.inputs[0] == PHX_DTYPE_I16)
+    broken(op, "an i32 output needs 8-bit inputs: the 16x8 accumulator is 64-bit");
+  if (requantized && in(7) == PHX_DTYPE_INVALID)
+    broken(op, "a " + std::string(phx_dtype_name(out)) + " output needs y_scale");
+  if (!requantized && (in(7) != PHX_DTYPE_INVALID || in(8) != PHX_DTYPE_INVALID))
+    broken(op, std::string("y_scale and y_zero_point are for an i8, u8 or i16 output, not ") +
+                   phx_dtype_name(out));
+  dtype_is_if_present(op, in(7), PHX_DTYPE_F32, "y_scale");
+  dtype_is_if_present(op, in(8), PHX_DTYPE_I32, "y_zero_point");
+}
+
+// What the rules say of an op's parameters that does not depend on shapes.
+void check_params(phx_op_id op, const void* params) {
+  switch (op) {
+    case PHX_OP_QMATMUL: {
+      auto& p = *static_cast<const phx_matmul_params*>(params);
+      if (p.transpose_a) broken(op, "a cannot be transposed");
+      if (p.activation != PHX_ACTIVATION_NONE && p.activation != PHX_ACTIVATION_RELU)
+        broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
+      break;
+    }
+    case PHX_OP_QCONV2D:
+    case PHX_OP_CONV2D: {
+      auto& p = *static_cast<const phx_conv2d_params*>(params);
+      if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
+        broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
+      if (op == PHX_OP_QCONV2D && p.activation != PHX_ACTIVATION_NONE &&
+          p.activation != PHX_ACTIVATION_RELU)
+        broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
+      break;
+    }
+    case PHX_OP_ATTENTION: {
+      auto& p = *static_cast<const phx_attention_params*>(params);
+      const int mask = enum_value(p.mask);
+      if (mask < PHX_ATTENTION_MASK_NONE || mask > PHX_ATTENTION_MASK_SLIDING_WINDOW)
+        broken(op, "unknown mask " + std::to_string(mask));
+      if (mask == PHX_ATTENTION_MASK_SLIDING_WINDOW && p.window < 1)
+        broken(op, "a sliding window needs window >= 1");
+      if (!std::isfinite(p.scale)) broken(op, "scale must be finite");
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 void check_output_shape(phx_op_id op, const Shape& expected, const Tensor& out) {
@@ -155,9 +238,6 @@ void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, 
   const phx_op_id op = PHX_OP_MATMUL;
   if (a->rank < 2 || b->rank < 2)
     broken(op, "a and b need rank >= 2, got " + text(*a) + " and " + text(*b));
-  same_dtype(op, *a, *b, "a and b");
-  if (out.dtype != a->dtype && out.dtype != PHX_DTYPE_F32)
-    broken(op, "the output dtype must be a's or f32, got " + text(out));
   Shape sa = shape_of(*a), sb = shape_of(*b);
   int64_t m = p.transpose_a ? sa[sa.size() - 1] : sa[sa.size() - 2];
   int64_t ka = p.transpose_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
@@ -174,7 +254,6 @@ void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, 
   batch.push_back(n);
   check_output_shape(op, batch, out);
   if (bias != nullptr) {
-    same_dtype(op, *bias, out, "bias and output");
     if (!broadcasts_to(shape_of(*bias), batch))
       broken(op,
              "bias " + text(shape_of(*bias)) + " does not broadcast to the output " + text(batch));
@@ -188,20 +267,16 @@ void check_norm(phx_op_id op, const Tensor* const* in, size_t count, const Tenso
   for (size_t i = 1; i < count; ++i) {
     if (in[i] == nullptr) continue;
     const char* name = i == 1 ? "gamma" : "beta";
-    same_dtype(op, x, *in[i], name);
     if (shape_of(*in[i]) != last)
       broken(op, std::string(name) + " must be " + text(last) + " (x's last dimension), got " +
                      text(shape_of(*in[i])));
   }
-  same_dtype(op, x, out, "x and output");
   check_output_shape(op, shape_of(x), out);
 }
 
 // The output shape of a conv2d of x with weight w (float or quantized alike).
 Shape conv2d_output_shape(phx_op_id op, const phx_conv2d_params& p, const Tensor& x,
                           const Tensor& w) {
-  if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
-    broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
   if (x.rank != 4 || w.rank != 4)
     broken(op, "x and weight need rank 4, got " + text(x) + " and " + text(w));
   const bool nchw = p.layout == PHX_LAYOUT_NCHW;
@@ -238,27 +313,20 @@ void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, 
                   const Tensor& out) {
   const phx_op_id op = PHX_OP_CONV2D;
   Shape expected = conv2d_output_shape(op, p, *x, *w);
-  same_dtype(op, *x, *w, "x and weight");
-  same_dtype(op, *x, out, "x and output");
   check_output_shape(op, expected, out);
   const int64_t c_out = w->shape[0];
   if (bias != nullptr) {
-    same_dtype(op, *x, *bias, "x and bias");
     if (shape_of(*bias) != Shape{c_out})
       broken(op, "bias must be " + std::to_string(c_out) + " (the output channels), got " +
                      text(shape_of(*bias)));
   }
 }
 
-void check_attention(const phx_attention_params& p, const Tensor& q, const Tensor& k,
-                     const Tensor& v, const Tensor& out) {
+void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out) {
   const phx_op_id op = PHX_OP_ATTENTION;
   if (q.rank != 4 || k.rank != 4 || v.rank != 4)
     broken(op,
            "q, k and v need rank 4 [B, H, S, D], got " + text(q) + ", " + text(k) + ", " + text(v));
-  same_dtype(op, q, k, "q and k");
-  same_dtype(op, q, v, "q and v");
-  same_dtype(op, q, out, "q and output");
   if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])
     broken(op,
            "q, k and v must have the same batch, got " + text(q) + ", " + text(k) + ", " + text(v));
@@ -270,47 +338,32 @@ void check_attention(const phx_attention_params& p, const Tensor& q, const Tenso
                    ")");
   if (k.shape[3] != q.shape[3])
     broken(op, "q and k must have the same head size, got " + text(q) + " and " + text(k));
-  const int mask = enum_value(p.mask);
-  if (mask < PHX_ATTENTION_MASK_NONE || mask > PHX_ATTENTION_MASK_SLIDING_WINDOW)
-    broken(op, "unknown mask " + std::to_string(mask));
-  if (mask == PHX_ATTENTION_MASK_SLIDING_WINDOW && p.window < 1)
-    broken(op, "a sliding window needs window >= 1");
-  if (!std::isfinite(p.scale)) broken(op, "scale must be finite");
   check_output_shape(op, Shape{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, out);
 }
 
 void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
   const phx_op_id op = PHX_OP_ROPE;
   if (x.rank < 2) broken(op, "x needs rank >= 2 [..., S, D], got " + text(x));
-  if (cos.dtype != PHX_DTYPE_F32 || sin.dtype != PHX_DTYPE_F32 || cos.rank != 2 ||
-      shape_of(cos) != shape_of(sin))
-    broken(op, "cos and sin must be f32 [S, R] alike, got " + text(cos) + " and " + text(sin));
+  if (cos.rank != 2 || shape_of(cos) != shape_of(sin))
+    broken(op, "cos and sin must be [S, R] alike, got " + text(cos) + " and " + text(sin));
   const int64_t s = x.shape[x.rank - 2], d = x.shape[x.rank - 1];
   if (cos.shape[0] != s)
     broken(op, "the table " + text(cos) + " must have a row per position of x " + text(x));
   if (2 * cos.shape[1] > d)
     broken(op, "the table rotates " + std::to_string(2 * cos.shape[1]) +
                    " features, more than x's " + std::to_string(d));
-  same_dtype(op, x, out, "x and output");
   check_output_shape(op, shape_of(x), out);
 }
 
 bool one_element(const Tensor& t) { return t.element_count == 1; }
 
-void check_dtype(phx_op_id op, const Tensor& t, phx_dtype dtype, const char* name) {
-  if (t.dtype != dtype)
-    broken(op, std::string(name) + " must be " + phx_dtype_name(dtype) + ", got " + text(t));
-}
-
 // A quantization scale and its optional zero point: one element (per tensor) or [C].
 void check_scale(phx_op_id op, const Tensor& scale, const Tensor* zero_point, int64_t channels,
                  const char* name) {
-  check_dtype(op, scale, PHX_DTYPE_F32, name);
   if (!one_element(scale) && shape_of(scale) != Shape{channels})
     broken(op, std::string(name) + " must have one element or " + std::to_string(channels) +
                    " (one per channel), got " + text(scale));
   if (zero_point == nullptr) return;
-  check_dtype(op, *zero_point, PHX_DTYPE_I32, "its zero point");
   if (shape_of(*zero_point) != shape_of(scale))
     broken(op, std::string("the zero point of ") + name + " must have its shape, got " +
                    text(*zero_point) + " and " + text(scale));
@@ -328,41 +381,18 @@ void check_quantize(phx_op_id op, const phx_quantize_params& p, const Tensor* co
     channels = x.shape[p.axis < 0 ? p.axis + rank : p.axis];
   }
   check_scale(op, *in[1], zero_point, channels, "scale");
-  const uint32_t outputs = op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32);
-  if (!(outputs & PHX_DTYPE_BIT(out.dtype)))
-    broken(op, "the output must be " + dtype_list(outputs) + ", got " + text(out));
   check_output_shape(op, shape_of(x), out);
 }
 
-// The output dtypes and quantization inputs shared by qmatmul and qconv2d. x is a (or
-// the conv input), w is b (or the weight), channels is N (or C_out).
-void check_quantized_product(phx_op_id op, const phx_activation& activation,
-                             const Tensor* const* in, size_t in_count, int64_t channels,
-                             const Tensor& out) {
+// The quantization inputs shared by qmatmul and qconv2d. channels is N (or C_out).
+void check_quantized_product(phx_op_id op, const Tensor* const* in, size_t in_count,
+                             int64_t channels) {
   auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
-  const Tensor& x = *in[0];
-  check_dtype(op, *in[1], PHX_DTYPE_I8, "the weights (b)");
-  const int act = enum_value(activation);
-  if (act != PHX_ACTIVATION_NONE && act != PHX_ACTIVATION_RELU)
-    broken(op, "takes no activation but relu, got " + std::to_string(act));
   check_scale(op, *in[2], input(3), 1, "a_scale");
   check_scale(op, *in[4], input(5), channels, "b_scale");
-  if (const Tensor* bias = input(6)) {
-    check_dtype(op, *bias, PHX_DTYPE_I32, "bias");
-    if (shape_of(*bias) != Shape{channels})
-      broken(op, "bias must be [" + std::to_string(channels) + "], got " + text(*bias));
-  }
-  const bool requantized = (kQuantized & PHX_DTYPE_BIT(out.dtype)) != 0;
-  if (!requantized && out.dtype != PHX_DTYPE_I32 && out.dtype != PHX_DTYPE_F32)
-    broken(op, "the output must be i8, u8, i16, i32 or f32, got " + text(out));
-  if (out.dtype == PHX_DTYPE_I32 && x.dtype == PHX_DTYPE_I16)
-    broken(op, "an i32 output needs 8-bit inputs: the 16x8 accumulator is 64-bit");
-  const Tensor* y_scale = input(7);
-  if (requantized && y_scale == nullptr)
-    broken(op, "a " + std::string(phx_dtype_name(out.dtype)) + " output needs y_scale");
-  if (!requantized && (y_scale != nullptr || input(8) != nullptr))
-    broken(op, "y_scale and y_zero_point are for an i8, u8 or i16 output, not " + text(out));
-  if (y_scale != nullptr) check_scale(op, *y_scale, input(8), 1, "y_scale");
+  if (const Tensor* bias = input(6); bias != nullptr && shape_of(*bias) != Shape{channels})
+    broken(op, "bias must be [" + std::to_string(channels) + "], got " + text(*bias));
+  if (const Tensor* y_scale = input(7)) check_scale(op, *y_scale, input(8), 1, "y_scale");
 }
 
 void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t in_count,
@@ -370,7 +400,6 @@ void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t i
   const phx_op_id op = PHX_OP_QMATMUL;
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
-  if (p.transpose_a) broken(op, "a cannot be transposed");
   if (a.rank < 2 || b.rank != 2)
     broken(op, "a needs rank >= 2 and b rank 2, got " + text(a) + " and " + text(b));
   const int64_t k = a.shape[a.rank - 1];
@@ -379,7 +408,7 @@ void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t i
   if (k != kb)
     broken(op, "K mismatch: a is " + text(a) + ", b is " + text(b) +
                    (p.transpose_b ? " (transposed)" : ""));
-  check_quantized_product(op, p.activation, in, in_count, n, out);
+  check_quantized_product(op, in, in_count, n);
   Shape expected = shape_of(a);
   expected.back() = n;
   check_output_shape(op, expected, out);
@@ -389,17 +418,13 @@ void check_qconv2d(const phx_conv2d_params& p, const Tensor* const* in, size_t i
                    const Tensor& out) {
   const phx_op_id op = PHX_OP_QCONV2D;
   Shape expected = conv2d_output_shape(op, p, *in[0], *in[1]);
-  check_quantized_product(op, p.activation, in, in_count, in[1]->shape[0], out);
+  check_quantized_product(op, in, in_count, in[1]->shape[0]);
   check_output_shape(op, expected, out);
 }
 
 void check_dynamic_quantize(const Tensor& x, const Tensor* const* out) {
   const phx_op_id op = PHX_OP_DYNAMIC_QUANTIZE;
-  if (!(kQuantized & PHX_DTYPE_BIT(out[0]->dtype)))
-    broken(op, "y must be i8, u8 or i16, got " + text(*out[0]));
   check_output_shape(op, shape_of(x), *out[0]);
-  check_dtype(op, *out[1], PHX_DTYPE_F32, "the scale output");
-  check_dtype(op, *out[2], PHX_DTYPE_I32, "the zero point output");
   if (!one_element(*out[1]) || !one_element(*out[2]))
     broken(op, "the scale and zero point outputs must have one element, got " + text(*out[1]) +
                    " and " + text(*out[2]));
@@ -468,24 +493,115 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
   }
 }
 
-void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
-              const Tensor* const* out, size_t out_count) {
-  Arity a = arity(op);
-  if (in_count < a.min_inputs || in_count > a.max_inputs)
+void check_variant(const OpVariant& v) {
+  const phx_op_id op = v.op;
+  const Arity a = arity(op);
+  if (v.input_count < a.min_inputs || v.input_count > a.max_inputs)
     broken(op, "takes " + std::to_string(a.min_inputs) +
                    (a.max_inputs != a.min_inputs ? " to " + std::to_string(a.max_inputs) : "") +
-                   " inputs, got " + std::to_string(in_count));
-  if (out_count != a.outputs)
+                   " inputs, got " + std::to_string(v.input_count));
+  if (v.output_count != a.outputs)
     broken(op, "takes " + std::to_string(a.outputs) + " output" + (a.outputs > 1 ? "s" : "") +
-                   ", got " + std::to_string(out_count));
-  for (size_t i = 0; i < in_count; ++i)
-    if (in[i] == nullptr && (a.required_inputs >> i & 1u))
+                   ", got " + std::to_string(v.output_count));
+  for (size_t i = 0; i < v.input_count; ++i)
+    if (v.inputs[i] == PHX_DTYPE_INVALID && (a.required_inputs >> i & 1u))
       broken(op, "input " + std::to_string(i) + " is required but null");
+  for (size_t i = 0; i < v.output_count; ++i)
+    if (v.outputs[i] == PHX_DTYPE_INVALID) broken(op, "output " + std::to_string(i) + " is null");
+  check_params(op, v.params);
+
+  auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
+  const phx_dtype x = v.inputs[0], y = v.outputs[0];
+  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(x)))
+    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + phx_dtype_name(x));
+  switch (op) {
+    case PHX_OP_MATMUL:
+      same_dtype(op, x, in(1), "a and b");
+      if (y != x && y != PHX_DTYPE_F32)
+        broken(op, std::string("the output dtype must be a's or f32, got ") + phx_dtype_name(y));
+      same_dtype_if_present(op, y, in(2), "output and bias");
+      break;
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV:
+      same_dtype(op, x, in(1), "a and b");
+      same_dtype(op, x, y, "inputs and output");
+      break;
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+      same_dtype_if_present(op, x, in(1), "x and gamma");
+      same_dtype_if_present(op, x, in(2), "x and beta");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_CONV2D:
+      same_dtype(op, x, in(1), "x and weight");
+      same_dtype_if_present(op, x, in(2), "x and bias");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_ATTENTION:
+      same_dtype(op, x, in(1), "q and k");
+      same_dtype(op, x, in(2), "q and v");
+      same_dtype(op, x, y, "q and output");
+      break;
+    case PHX_OP_ROPE:
+      dtype_is(op, in(1), PHX_DTYPE_F32, "cos");
+      dtype_is(op, in(2), PHX_DTYPE_F32, "sin");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_CAST:
+      break;
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      dtype_is(op, in(1), PHX_DTYPE_F32, "scale");
+      dtype_is_if_present(op, in(2), PHX_DTYPE_I32, "the zero point");
+      dtype_in(op, y, op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32),
+               "the output");
+      break;
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D:
+      check_quantized_product_dtypes(v);
+      break;
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      dtype_in(op, y, kQuantized, "y");
+      dtype_is(op, v.outputs[1], PHX_DTYPE_F32, "the scale output");
+      dtype_is(op, v.outputs[2], PHX_DTYPE_I32, "the zero point output");
+      break;
+    default:  // one input, and an output of its dtype
+      same_dtype(op, x, y, "input and output");
+      break;
+  }
+}
+
+OpVariant variant_of(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
+                     const Tensor* const* out, size_t out_count) {
+  OpVariant v{};
+  v.op = op;
+  v.params = params;
+  v.input_count = in_count;
+  v.output_count = out_count;
+  for (size_t i = 0; i < in_count; ++i)
+    v.inputs[i] = in[i] != nullptr ? in[i]->dtype : PHX_DTYPE_INVALID;
   for (size_t i = 0; i < out_count; ++i)
-    if (out[i] == nullptr) broken(op, "output " + std::to_string(i) + " is null");
+    v.outputs[i] = out[i] != nullptr ? out[i]->dtype : PHX_DTYPE_INVALID;
+  return v;
+}
+
+std::string variant_text(const OpVariant& v) {
+  std::string s = std::string(phx_op_name(v.op)) + " (";
+  for (size_t i = 0; i < v.input_count; ++i) {
+    if (i) s += ", ";
+    s += v.inputs[i] != PHX_DTYPE_INVALID ? phx_dtype_name(v.inputs[i]) : "none";
+  }
+  s += " ->";
+  for (size_t i = 0; i < v.output_count; ++i) s += std::string(" ") + phx_dtype_name(v.outputs[i]);
+  return s + ")";
+}
+
+void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
+              const Tensor* const* out, size_t out_count) {
+  check_variant(variant_of(op, params, in, in_count, out, out_count));
   const Tensor& y = *out[0];
-  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(in[0]->dtype)))
-    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + text(*in[0]));
 
   switch (op) {
     case PHX_OP_MATMUL:
@@ -496,8 +612,6 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     case PHX_OP_SUB:
     case PHX_OP_MUL:
     case PHX_OP_DIV: {
-      same_dtype(op, *in[0], *in[1], "a and b");
-      same_dtype(op, *in[0], y, "inputs and output");
       Shape joined;
       if (!broadcast(shape_of(*in[0]), shape_of(*in[1]), joined))
         broken(op, "shapes " + text(shape_of(*in[0])) + " and " + text(shape_of(*in[1])) +
@@ -508,7 +622,6 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     case PHX_OP_RELU:
     case PHX_OP_GELU:
     case PHX_OP_SILU:
-      same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, shape_of(*in[0]), y);
       break;
     case PHX_OP_SOFTMAX: {
@@ -516,7 +629,6 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
       int32_t rank = static_cast<int32_t>(in[0]->rank);
       if (rank < 1 || axis < -rank || axis >= rank)
         broken(op, "axis " + std::to_string(axis) + " is out of range for " + text(*in[0]));
-      same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, shape_of(*in[0]), y);
       break;
     }
@@ -535,7 +647,6 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
         seen[p.perm[i]] = true;
         expected.push_back(in[0]->shape[p.perm[i]]);
       }
-      same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, expected, y);
       break;
     }
@@ -553,7 +664,6 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
         else if (p.keep_dims)
           expected.push_back(1);
       }
-      same_dtype(op, *in[0], y, "input and output");
       check_output_shape(op, expected, y);
       break;
     }
@@ -565,7 +675,7 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
                    in_count > 2 ? in[2] : nullptr, y);
       break;
     case PHX_OP_ATTENTION:
-      check_attention(*static_cast<const phx_attention_params*>(params), *in[0], *in[1], *in[2], y);
+      check_attention(*in[0], *in[1], *in[2], y);
       break;
     case PHX_OP_ROPE:
       check_rope(*in[0], *in[1], *in[2], y);

@@ -33,8 +33,32 @@ union OpParams {
 const void* normalize_params(phx_op_id op, const void* user_params, uint32_t input_rank,
                              OpParams& params);
 
-// Checks the op's tensors against its rules. inputs may hold null for absent optional
-// inputs; outputs may not. Throws INVALID_ARGUMENT naming the op and the shapes.
+// An op without its tensors: its parameters and the dtypes of its inputs and outputs.
+// This is what decides whether a device runs an op (phx_device_supports_op); the shapes
+// only decide whether the op is well formed.
+struct OpVariant {
+  phx_op_id op = PHX_OP_INVALID;
+  const void* params = nullptr;         // normalized (normalize_params)
+  phx_dtype inputs[kMaxOpInputs] = {};  // PHX_DTYPE_INVALID: an absent optional input
+  size_t input_count = 0;
+  phx_dtype outputs[kMaxOpOutputs] = {};
+  size_t output_count = 0;
+};
+
+OpVariant variant_of(phx_op_id op, const void* params, const Tensor* const* inputs,
+                     size_t input_count, const Tensor* const* outputs, size_t output_count);
+
+// Checks the variant against the op's rules that do not depend on shapes: the counts,
+// the required inputs, the parameters and the dtypes. Throws INVALID_ARGUMENT naming the
+// op and the rule.
+void check_variant(const OpVariant& variant);
+
+// "qmatmul (u8, i8, f32, none, f32 -> f32)", for messages.
+std::string variant_text(const OpVariant& variant);
+
+// Checks the op's tensors against its rules (check_variant, then the shapes). inputs may hold null
+// for absent optional inputs; outputs may not. Throws INVALID_ARGUMENT naming the op and the
+// shapes.
 void check_op(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
               const Tensor* const* outputs, size_t output_count);
 

@@ -56,7 +56,7 @@ extern "C" {
 /* ---- Version -------------------------------------------------------------------- */
 
 #define PHX_API_VERSION_MAJOR 0
-#define PHX_API_VERSION_MINOR 2
+#define PHX_API_VERSION_MINOR 3
 #define PHX_API_VERSION_PATCH 0
 /* The version as one number: major * 10000 + minor * 100 + patch. */
 #define PHX_API_VERSION \
@@ -574,12 +574,43 @@ typedef struct phx_op_desc {
  * at once). */
 PHX_API phx_status phx_op_run(phx_stream stream, const phx_op_desc* desc, uint64_t* out_ticket);
 
-/* Sets *out_supported to 1 if device implements op with inputs of dtype (its first
- * input's), else 0. This is the device's own answer: with CPU fallback on (see
- * PHX_CONTEXT_FALLBACK_CPU) phx_op_run may still run an op it does not support.
+/* Sets *out_supported to 1 if device implements op for some variant whose first input
+ * is of dtype, else 0: a coarse question, for listing what a device offers. Whether one
+ * exact variant runs (the other inputs' and the outputs' dtypes, the parameters) is
+ * phx_device_supports_op's to answer. This is the device's own answer: with CPU
+ * fallback on (see PHX_CONTEXT_FALLBACK_CPU) phx_op_run may still run an op it does
+ * not support.
  * Returns INVALID_ARGUMENT (unknown op or dtype), NOT_FOUND. Thread-safe. */
 PHX_API phx_status phx_device_supports(phx_context context, size_t device, phx_op_id op,
                                        phx_dtype dtype, int* out_supported);
+
+/* An op without its tensors, as phx_device_supports_op asks about it: the op, its
+ * parameters and the dtypes its tensors would have. Since API 0.3. */
+typedef struct phx_op_variant {
+  size_t struct_size;
+  phx_op_id op;
+  /* The op's parameter struct (its struct_size set), or null for the defaults. */
+  const void* params;
+  /* input_count entries, in the op's input order; PHX_DTYPE_INVALID for an optional
+   * input left out (as a null tensor in phx_op_desc). */
+  const phx_dtype* input_dtypes;
+  size_t input_count;
+  const phx_dtype* output_dtypes; /* output_count entries */
+  size_t output_count;
+} phx_op_variant;
+
+/* Sets *out_supported to 1 if device runs the op variant, else 0. The answer is the one
+ * phx_op_run then gives: for tensors of these dtypes, in shapes the op's rules accept,
+ * on a context without CPU fallback, phx_op_run returns UNSUPPORTED exactly when this
+ * says 0 (a device may still refuse a tensor too large for it, which shapes decide).
+ * A variant that the op's rules refuse (say, matmul of f32 by f16) is answered 0 and
+ * phx_op_run refuses it with INVALID_ARGUMENT. A plugin of plugin ABI 1.1 or older
+ * answers for the first input's dtype only.
+ * Returns INVALID_ARGUMENT (null variant, bad struct_size, unknown op or dtype, counts
+ * past PHX_MAX_OP_INPUTS or PHX_MAX_OP_OUTPUTS, null dtype arrays with a count, a bad
+ * parameter struct), NOT_FOUND (no such device), PLUGIN_ERROR. Thread-safe. Since API 0.3. */
+PHX_API phx_status phx_device_supports_op(phx_context context, size_t device,
+                                          const phx_op_variant* variant, int* out_supported);
 
 /* ---- Profiling -------------------------------------------------------------------------
  * With PHX_CONTEXT_PROFILE (or PHX_PROFILE=1), every stream keeps a record per op.

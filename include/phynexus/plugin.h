@@ -53,7 +53,7 @@ extern "C" {
 /* ---- ABI version ------------------------------------------------------------------ */
 
 #define PHX_PLUGIN_ABI_MAJOR 1
-#define PHX_PLUGIN_ABI_MINOR 1
+#define PHX_PLUGIN_ABI_MINOR 2
 /* The oldest minor of this major the host still loads. */
 #define PHX_PLUGIN_ABI_MIN_MINOR 0
 
@@ -184,6 +184,21 @@ typedef struct phx_plugin_op {
   phx_plugin_profile* profile;
 } phx_plugin_op;
 
+/* An op without its tensors: what op_variant_supported is asked about. Since ABI 1.2. */
+typedef struct phx_plugin_op_variant {
+  size_t struct_size;
+  phx_op_id op;
+  /* As in phx_plugin_op: this header's layout, defaults filled in; null for ops without
+   * parameters. */
+  const void* params;
+  /* The dtypes of the inputs, in the op's order; PHX_DTYPE_INVALID for an absent
+   * optional input. */
+  const phx_dtype* input_dtypes;
+  size_t input_count;
+  const phx_dtype* output_dtypes;
+  size_t output_count;
+} phx_plugin_op_variant;
+
 /* ---- The plugin's function table ------------------------------------------------------
  * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its
  * own; the host never looks inside.
@@ -272,6 +287,18 @@ typedef struct phx_plugin_api {
    * *out_count to how many the device has, which may exceed capacity. Thread-safe. */
   phx_status (*device_stats)(void* plugin, uint32_t device, phx_metric* out_metrics,
                              size_t capacity, size_t* out_count);
+
+  /* ---- Since ABI 1.2 ---- */
+
+  /* (optional) Sets *out_supported to 1 if device runs this exact variant of an op: the
+   * dtypes of all its tensors and its parameters, which the host has checked against the
+   * op's rules. The host asks it only of variants whose op and first input dtype
+   * op_supported accepted, before every stream_submit and for phx_device_supports_op,
+   * and submits only the variants it accepts. Without it the host takes op_supported's
+   * answer for every variant, and stream_submit answers UNSUPPORTED for one the device
+   * cannot run (docs/plugin-guide.md, "Supporting part of an op"). Thread-safe. */
+  phx_status (*op_variant_supported)(void* plugin, uint32_t device,
+                                     const phx_plugin_op_variant* variant, int* out_supported);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.

@@ -159,6 +159,7 @@ constexpr phx_plugin_api kApi = {
     memory_release_cached,
     host_buffer_copy<buffer_is_data>,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
+    nullptr,  // op_variant_supported: the host kernels run every variant of an op they claim
 };
 
 }  // namespace

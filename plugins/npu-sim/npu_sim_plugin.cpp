@@ -311,6 +311,7 @@ constexpr phx_plugin_api kApi = {
     memory_release_cached,
     host_buffer_copy<simulated_block_data>,
     device_stats,
+    nullptr,  // op_variant_supported: every variant of a claimed op runs
 };
 
 }  // namespace

@@ -274,6 +274,7 @@ constexpr phx_plugin_api kApi = {
     memory_release_cached,
     buffer_copy,
     device_stats,
+    nullptr,  // op_variant_supported: every variant of a claimed op runs
 };
 
 }  // namespace

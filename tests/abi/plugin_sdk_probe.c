@@ -21,3 +21,4 @@ PROBE_EXPORT void phx_abi_probe_device_info(const phx_plugin_device_info* info) 
 PROBE_EXPORT void phx_abi_probe_tensor(const phx_plugin_tensor* tensor) { (void)tensor; }
 PROBE_EXPORT void phx_abi_probe_profile(const phx_plugin_profile* profile) { (void)profile; }
 PROBE_EXPORT void phx_abi_probe_op(const phx_plugin_op* op) { (void)op; }
+PROBE_EXPORT void phx_abi_probe_op_variant(const phx_plugin_op_variant* variant) { (void)variant; }

@@ -64,6 +64,11 @@ struct Stream {
 };
 
 constexpr uint64_t kDeviceMemory = uint64_t{1} << 30;
+#if defined(PHX_TEST_FAULT_VARIANTS)
+constexpr bool kRunsMatmul = true;  // plain f32 matmul, next to add
+#else
+constexpr bool kRunsMatmul = false;
+#endif
 
 phx_status fail(Plugin* plugin, phx_status status, const char* message) {
   plugin->host->set_error(plugin->host->host_data, message);
@@ -158,7 +163,8 @@ phx_status op_supported(void* plugin, uint32_t device, phx_op_id op, phx_dtype d
   // A plugin of ABI 1.0 has never heard of the ops of 1.1: being asked is a host bug.
   if (op > PHX_OP_CONV2D) return PHX_STATUS_INTERNAL;
 #endif
-  *out_supported = op == PHX_OP_ADD && dtype == PHX_DTYPE_F32;
+  *out_supported = (op == PHX_OP_ADD && dtype == PHX_DTYPE_F32) ||
+                   (kRunsMatmul && op == PHX_OP_MATMUL && dtype == PHX_DTYPE_F32);
   return PHX_STATUS_OK;
 }
 
@@ -250,10 +256,55 @@ uint64_t broadcast_index(const phx_plugin_tensor& in, const phx_plugin_tensor& o
   return result;
 }
 
+#if defined(PHX_TEST_FAULT_VARIANTS)
+// Of f32 matmul, only the plain variant: no bias, no activation (plugin ABI 1.2).
+bool plain_matmul(const void* params, size_t input_count, bool bias_present) {
+  const auto* p = static_cast<const phx_matmul_params*>(params);
+  return input_count >= 2 && !bias_present && p != nullptr && p->activation == PHX_ACTIVATION_NONE;
+}
+
+phx_status op_variant_supported(void* plugin, uint32_t device, const phx_plugin_op_variant* variant,
+                                int* out_supported) {
+  (void)plugin;
+  (void)device;
+  const bool bias = variant->input_count > 2 && variant->input_dtypes[2] != PHX_DTYPE_INVALID;
+  *out_supported =
+      variant->op == PHX_OP_ADD ||
+      (variant->op == PHX_OP_MATMUL && plain_matmul(variant->params, variant->input_count, bias));
+  return PHX_STATUS_OK;
+}
+
+// a [M, K] x b [K, N], f32.
+void run_matmul(const phx_plugin_op& op) {
+  const phx_plugin_tensor& a = op.inputs[0];
+  const phx_plugin_tensor& b = op.inputs[1];
+  const phx_plugin_tensor& out = op.outputs[0];
+  const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  float* dst = reinterpret_cast<float*>(static_cast<Buffer*>(out.buffer)->data + out.offset);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int64_t l = 0; l < k; ++l) sum += f32_data(a)[i * k + l] * f32_data(b)[l * n + j];
+      dst[i * n + j] = sum;
+    }
+}
+#endif
+
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin* p = static_cast<Plugin*>(plugin);
   if (phx_status status = device_present(p); status != PHX_STATUS_OK) return status;
+#if defined(PHX_TEST_FAULT_VARIANTS)
+  if (op->op == PHX_OP_MATMUL) {
+    const bool bias = op->input_count > 2 && op->inputs[2].buffer != nullptr;
+    if (!plain_matmul(op->params, op->input_count, bias) || op->inputs[0].rank != 2 ||
+        op->inputs[1].rank != 2)
+      return fail(p, PHX_STATUS_INTERNAL, "test plugin: the host submitted a matmul it refused");
+    run_matmul(*op);
+    *out_ticket = ++static_cast<Stream*>(stream)->last_ticket;
+    return PHX_STATUS_OK;
+  }
+#endif
   if (op->op != PHX_OP_ADD || op->input_count != 2 || op->output_count != 1 ||
       op->inputs[0].dtype != PHX_DTYPE_F32 || op->inputs[1].dtype != PHX_DTYPE_F32 ||
       op->outputs[0].dtype != PHX_DTYPE_F32) {
@@ -267,6 +318,9 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   float* dst = reinterpret_cast<float*>(static_cast<Buffer*>(out.buffer)->data + out.offset);
   for (uint64_t i = 0; i < count; ++i) {
     dst[i] = f32_data(a)[broadcast_index(a, out, i)] + f32_data(b)[broadcast_index(b, out, i)];
+#if defined(PHX_TEST_FAULT_WRONG_RESULT)
+    dst[i] += 1.0f;  // what phx-conformance must catch
+#endif
   }
   *out_ticket = ++static_cast<Stream*>(stream)->last_ticket;
   return PHX_STATUS_OK;
@@ -324,6 +378,9 @@ constexpr phx_plugin_api make_api() {
   api.device_count = device_count;
   api.device_info = device_info;
   api.op_supported = op_supported;
+#if defined(PHX_TEST_FAULT_VARIANTS)
+  api.op_variant_supported = op_variant_supported;
+#endif
   api.buffer_allocate = buffer_allocate;
   api.buffer_free = buffer_free;
   api.buffer_write = buffer_write;
