@@ -33,10 +33,15 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/phynexus
   COMPONENT development
   FILES_MATCHING PATTERN "*.h" PATTERN "CHANGELOG-*.md")
 
-# phx-devices (installed by tools/phx-devices) links libphynexus: it finds it relative
-# to its own file, so that the prefix can be moved and no LD_LIBRARY_PATH is needed.
+# The installed programs (phx-devices, phx-conformance) link libphynexus: they find it
+# relative to their own file, so that the prefix can be moved and no LD_LIBRARY_PATH is
+# needed.
 file(RELATIVE_PATH phx_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-set_target_properties(phx-devices PROPERTIES INSTALL_RPATH "$ORIGIN/${phx_bin_to_lib}")
+foreach(program phx-devices phx-conformance)
+  if(TARGET ${program})
+    set_target_properties(${program} PROPERTIES INSTALL_RPATH "$ORIGIN/${phx_bin_to_lib}")
+  endif()
+endforeach()
 
 # ---- CMake package -----------------------------------------------------------------
 install(EXPORT PhynexusTargets

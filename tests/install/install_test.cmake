@@ -5,7 +5,8 @@
 #     phynexus_add_plugin), as docs/plugin-guide.md tells a plugin author to, and checks
 #     that the module exports phx_plugin_entry alone;
 #  3. runs the installed phx-devices --json with PHX_ADD_PLUGIN_PATH = the plugin's build
-#     folder: the CPU device and the "Example device" must both be listed;
+#     folder: the CPU device and the "Example device" must both be listed; and the
+#     installed phx-conformance on the built plugin file, which must pass;
 #  4. builds a consumer with find_package(Phynexus) and another with pkg-config, and runs
 #     both: each runs ADD and RELU on the Example device and checks the results;
 #  5. installs the example plugin (into the package's plugin folder, the helper's
@@ -98,6 +99,7 @@ file(REMOVE_RECURSE ${WORK_DIR})
 run_step("install into ${prefix}" COMMAND ${CMAKE_COMMAND} --install ${PHX_BUILD_DIR} --prefix ${prefix})
 foreach(file
     bin/phx-devices
+    bin/phx-conformance
     ${LIBDIR}/libphynexus.so
     ${LIBDIR}/phynexus/plugins/phx_cpu.so
     ${LIBDIR}/phynexus/plugins/phx_tpu_sim.so
@@ -150,6 +152,14 @@ endforeach()
 # ---- 3. phx-devices finds both devices -----------------------------------------------
 set(ENV{PHX_ADD_PLUGIN_PATH} ${plugin_build})
 expect_devices("with PHX_ADD_PLUGIN_PATH")
+# The guide's conformance command, from the install alone.
+run_step("phx-conformance on the example plugin"
+  COMMAND ${prefix}/bin/phx-conformance --plugin ${plugin_build}/phx_example.so
+  OUTPUT_VARIABLE conformance)
+if(NOT conformance MATCHES "\nphx-conformance: passed\n")
+  message(FATAL_ERROR "install_test: phx-conformance did not pass the example plugin:\n"
+                      "${conformance}")
+endif()
 
 # ---- 4. Consumers ----------------------------------------------------------------------
 run_step("configure the find_package consumer"
