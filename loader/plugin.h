@@ -72,6 +72,7 @@ class Plugin {
   phx_plugin_host host_{};
   void* library_ = nullptr;
   phx_plugin_api api_{};
+  size_t table_size_ = 0;  // the struct_size of the plugin's own table
   void* instance_ = nullptr;
 };
 

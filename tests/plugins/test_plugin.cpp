@@ -314,6 +314,8 @@ constexpr phx_plugin_api make_api() {
   api.abi_major = PHX_PLUGIN_ABI_MAJOR;
 #if defined(PHX_TEST_FAULT_ABI_1_0)
   api.abi_minor = 0;
+#elif defined(PHX_TEST_FAULT_ABI_1_99)
+  api.abi_minor = 99;
 #else
   api.abi_minor = PHX_PLUGIN_ABI_MINOR;
 #endif
@@ -343,6 +345,9 @@ constexpr phx_plugin_api make_api() {
   api.stream_submit = nullptr;
 #elif defined(PHX_TEST_FAULT_TABLE_TOO_SMALL)
   api.struct_size = offsetof(phx_plugin_api, initialize);
+#elif defined(PHX_TEST_FAULT_SHORT_REQUIRED)
+  // Ends just before the last required entry, although the memory behind holds it.
+  api.struct_size = offsetof(phx_plugin_api, memory_stats);
 #elif defined(PHX_TEST_FAULT_SHORT_OPTIONAL)
   // A plugin built against a header that ended before the optional entries: the host
   // must treat them as absent although the memory behind the table holds them.
