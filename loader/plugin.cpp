@@ -1,7 +1,7 @@
 #include "plugin.h"
 
 #include <dlfcn.h>
-#include <stdlib.h>
+#include <phx/env.h>
 
 #include "errors.h"
 #include "logging.h"
@@ -30,8 +30,7 @@ Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_
 Plugin::~Plugin() {
   if (instance_ != nullptr) call_void("shutdown", [&] { api_.shutdown(instance_); });
   // Leak checkers need the library mapped to name the frames of what it leaked.
-  const char* keep = getenv("PHX_DISABLE_UNLOAD");
-  if (library_ != nullptr && !(keep != nullptr && keep[0] == '1')) dlclose(library_);
+  if (library_ != nullptr && !env_is_one("PHX_DISABLE_UNLOAD")) dlclose(library_);
 }
 
 void Plugin::forget_message() { t_plugin_message.clear(); }

@@ -1,7 +1,7 @@
 #include "search_path.h"
 
 #include <dlfcn.h>
-#include <stdlib.h>
+#include <phx/env.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -45,9 +45,9 @@ std::vector<SearchPathEntry> plugin_search_path(const std::vector<std::string>& 
   std::vector<SearchPathEntry> path;
   for (const auto& p : explicit_paths) path.push_back({p, "plugin_paths"});
   if (!use_default) return path;
-  const char* replace = secure_getenv("PHX_PLUGIN_PATH");
+  const char* replace = env_value("PHX_PLUGIN_PATH");
   for (auto& p : split_colons(replace)) path.push_back({p, "PHX_PLUGIN_PATH"});
-  for (auto& p : split_colons(secure_getenv("PHX_ADD_PLUGIN_PATH")))
+  for (auto& p : split_colons(env_value("PHX_ADD_PLUGIN_PATH")))
     path.push_back({p, "PHX_ADD_PLUGIN_PATH"});
   if (replace == nullptr || *replace == '\0') {
     std::string folder = default_plugin_folder();

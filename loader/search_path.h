@@ -15,7 +15,7 @@ struct SearchPathEntry {
 
 // The entries to search: explicit ones first; then, when use_default, PHX_PLUGIN_PATH
 // (which replaces the default folder) and PHX_ADD_PLUGIN_PATH, and the folder
-// phynexus/plugins beside libphynexus. Environment is read with secure_getenv, so
+// phynexus/plugins beside libphynexus. The environment is read with phx::env_value, so
 // set-uid programs ignore it.
 std::vector<SearchPathEntry> plugin_search_path(const std::vector<std::string>& explicit_paths,
                                                 bool use_default);

@@ -934,9 +934,9 @@ std::string unreachable_by_nobody(const fs::path& path) {
 }
 
 // Set-uid and set-gid programs must not take plugin folders from the environment of the
-// user who runs them (secure_getenv). The real thing: a root-owned set-uid copy of a probe
-// program, run as nobody with PHX_PLUGIN_PATH naming a folder with the good plugin, must
-// not load it; the same probe without the set-uid bit, run the same way, does.
+// user who runs them (phx::env_value, which is secure_getenv). The real thing: a root-owned set-uid
+// copy of a probe program, run as nobody with PHX_PLUGIN_PATH naming a folder with the good plugin,
+// must not load it; the same probe without the set-uid bit, run the same way, does.
 TEST_F(Loader, SetUidProgramsIgnorePhxPluginPath) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to make a set-uid-root copy of the probe";
   const char* setpriv = "/usr/bin/setpriv";
@@ -986,11 +986,14 @@ TEST_F(Loader, SetUidProgramsIgnorePhxPluginPath) {
   auto [plain_output, plain_status] = as_nobody(plain);
   ASSERT_EQ(plain_status, 0) << plain_output;
   EXPECT_TRUE(contains(plain_output, "ruid 65534 euid 65534 secure 0")) << plain_output;
+  EXPECT_TRUE(contains(plain_output, "env_value PHX_PLUGIN_PATH " + plugins + "\n"))
+      << plain_output;
   EXPECT_TRUE(contains(plain_output, loaded_line)) << plain_output;
 
   auto [setuid_output, setuid_status] = as_nobody(set_uid);
   ASSERT_EQ(setuid_status, 0) << setuid_output;
   EXPECT_TRUE(contains(setuid_output, "ruid 65534 euid 0 secure 1")) << setuid_output;
+  EXPECT_TRUE(contains(setuid_output, "env_value PHX_PLUGIN_PATH <unset>\n")) << setuid_output;
   EXPECT_FALSE(contains(setuid_output, plugins)) << setuid_output;
   // It did search: the default folder, which no environment can take away.
   EXPECT_TRUE(contains(setuid_output, "plugin loaded " PHX_TEST_DEFAULT_PLUGIN_DIR "/"))
