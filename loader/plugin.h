@@ -31,6 +31,13 @@ class Plugin {
   const phx_plugin_api& api() const { return api_; }
   void* instance() const { return instance_; }
 
+  // The type to list a device with, from the value its device_info gave
+  // (docs/loader.md, "Device types"). A type this host knows is kept. An unknown one is
+  // listed as PHX_DEVICE_ACCELERATOR, with a warning, when the plugin is of a newer minor
+  // (a type its ABI added); from any other plugin it is a bug, and throws phx::Error
+  // PLUGIN_ERROR. device is the context's index of the device, for the messages.
+  phx_device_type device_type(int reported, uint32_t device) const;
+
   // Calls a plugin entry. An exception escaping it becomes PLUGIN_ERROR; an unknown
   // status value becomes PLUGIN_ERROR. Any failure throws phx::Error with the plugin's
   // own message (set_error) when it gave one.

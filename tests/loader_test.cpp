@@ -588,6 +588,54 @@ TEST_F(Loader, ANewerMinorLoadsWithAWarningNamingBothVersions) {
   EXPECT_EQ(ctx.devices().size(), 1u) << ctx.describe();
 }
 
+// ---- Device types ---------------------------------------------------------------------
+
+TEST_F(Loader, AnAcceleratorIsListedWithItsType) {
+  Context ctx({case_dir("accelerator"), case_dir("good")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::vector<DeviceRecord> devices = ctx.devices();
+  ASSERT_EQ(devices.size(), 2u) << ctx.describe();
+  EXPECT_EQ(devices[0].plugin, "testaccelerator");
+  EXPECT_EQ(devices[0].type, PHX_DEVICE_ACCELERATOR);
+  EXPECT_STREQ(phx_device_type_name(devices[0].type), "accelerator");
+  EXPECT_EQ(devices[1].type, PHX_DEVICE_CPU);
+}
+
+// A type that a later minor added, from a plugin of that minor: listed as an accelerator,
+// with a warning that names the value and both ABIs.
+TEST_F(Loader, ATypeOfANewerMinorIsListedAsAnAccelerator) {
+  const std::vector<LogLine> lines = log_of_loading({case_dir("newer_device_type")});
+  const std::string newer_abi =
+      std::to_string(PHX_PLUGIN_ABI_MAJOR) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR + 1);
+  EXPECT_TRUE(logged(lines, PHX_LOG_WARN,
+                     {"testnewertype: device_info gave device 0 the type " +
+                          std::to_string(PHX_DEVICE_ACCELERATOR + 1),
+                      "unknown to this host (plugin ABI " + kAbi + "; the plugin's is " +
+                          newer_abi + "): listed as accelerator"}))
+      << lines;
+  Context ctx({case_dir("newer_device_type")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::vector<DeviceRecord> devices = ctx.devices();
+  ASSERT_EQ(devices.size(), 1u) << ctx.describe();
+  EXPECT_EQ(devices[0].type, PHX_DEVICE_ACCELERATOR);
+}
+
+// The same from a plugin of the host's own minor is a bug: the plugin offers no device,
+// with the reason recorded, and the others are unaffected.
+TEST_F(Loader, AnUnknownTypeFromAPluginOfTheHostsMinorIsRejected) {
+  Context ctx({case_dir("unknown_device_type"), case_dir("good")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::optional<PluginRecord> bad =
+      ctx.plugin_at(case_file("unknown_device_type", "unknown_device_type"));
+  ASSERT_TRUE(bad.has_value()) << ctx.describe();
+  EXPECT_EQ(bad->state, PHX_PLUGIN_REJECTED) << *bad;
+  EXPECT_TRUE(contains(bad->reason, "device_info gave device 0 the type 99")) << *bad;
+  EXPECT_TRUE(contains(bad->reason, "none of phx_device_type's (0 to " +
+                                        std::to_string(PHX_DEVICE_ACCELERATOR) + ")"))
+      << *bad;
+  expect_good_loaded(ctx);
+}
+
 TEST_F(Loader, AsksAnAbi10PluginOnlyAboutTheOpsOf10) {
   // The plugin fails op_supported for any op past conv2d, which would reject it.
   Context ctx({case_dir("abi_1_0")});

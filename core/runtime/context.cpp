@@ -194,10 +194,7 @@ void Context::add_devices(Plugin& plugin) {
       plugin.call("device_info",
                   [&] { return plugin.api().device_info(plugin.instance(), local, &info); });
       auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
-      if (enum_value(info.type) < PHX_DEVICE_CPU || enum_value(info.type) > PHX_DEVICE_NPU)
-        fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": device_info gave an unknown device type " +
-                                          std::to_string(enum_value(info.type)));
-      device->type = info.type;
+      device->type = plugin.device_type(enum_value(info.type), device->index);
       device->name = text(info.name);
       device->vendor = text(info.vendor);
       device->memory_total_bytes = info.memory_total_bytes;

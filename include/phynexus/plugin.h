@@ -53,7 +53,7 @@ extern "C" {
 /* ---- ABI version ------------------------------------------------------------------ */
 
 #define PHX_PLUGIN_ABI_MAJOR 1
-#define PHX_PLUGIN_ABI_MINOR 1
+#define PHX_PLUGIN_ABI_MINOR 2
 /* The oldest minor of this major the host still loads. */
 #define PHX_PLUGIN_ABI_MIN_MINOR 0
 
