@@ -1067,19 +1067,27 @@ TEST_F(Loader, ContextsCanBeCreatedAndDestroyedRepeatedly) {
                                             case_dir("duplicate"),
                                             case_dir("newer_minor"),
                                             case_dir("short_optional"),
-                                            case_dir("order")};
+                                            case_dir("order"),
+                                            case_dir("short_required"),
+                                            case_dir("abi_1_99"),
+                                            case_dir("accelerator"),
+                                            case_dir("newer_device_type"),
+                                            case_dir("unknown_device_type")};
   constexpr int kRounds = 20;
   for (int round = 0; round < kRounds; ++round) {
     Context ctx(folders);
     ASSERT_TRUE(ctx.ok()) << ctx.error();
-    ASSERT_EQ(ctx.plugins().size(), 17u) << ctx.describe();
-    // good, newer_minor, short_optional, order_a.
-    ASSERT_EQ(ctx.devices().size(), 4u) << ctx.describe();
+    ASSERT_EQ(ctx.plugins().size(), 22u) << ctx.describe();
+    // good, newer_minor, short_optional, order_a, abi_1_99, accelerator, newer_device_type.
+    ASSERT_EQ(ctx.devices().size(), 7u) << ctx.describe();
   }
   EXPECT_EQ(calls("good", "initialize"), kRounds);
   EXPECT_EQ(calls("good", "shutdown"), kRounds);
   EXPECT_EQ(calls("no_devices", "shutdown"), calls("no_devices", "initialize"));
   EXPECT_EQ(calls("init_fails", "shutdown"), 0);
+  // Initialized, then its devices refused: still shut down with the context.
+  EXPECT_EQ(calls("unknown_device_type", "initialize"), kRounds);
+  EXPECT_EQ(calls("unknown_device_type", "shutdown"), kRounds);
 }
 
 // ---- Calling conventions of phx_plugin_get ---------------------------------------------
