@@ -7,9 +7,9 @@
 #include <cstring>
 #include <iterator>
 
-#include "errors.h"
 #include "file_safety.h"
 #include "search_path.h"
+#include "status_error.h"
 
 namespace phx {
 namespace {

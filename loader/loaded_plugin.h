@@ -1,4 +1,5 @@
-// One candidate plugin file: what the loader found out about it and, when it loaded,
+// One candidate plugin file as the host holds it (not the SDK: that is
+// include/phynexus/plugin.h): what the loader found out about it and, when it loaded,
 // the live library, its function table and its instance. Every call into the plugin
 // goes through call(), so that a throwing or misbehaving plugin becomes a status.
 #pragma once

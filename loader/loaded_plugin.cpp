@@ -1,10 +1,10 @@
-#include "plugin.h"
+#include "loaded_plugin.h"
 
 #include <dlfcn.h>
 #include <phx/env.h>
 
-#include "errors.h"
-#include "logging.h"
+#include "spdlog_level.h"
+#include "status_error.h"
 
 namespace phx {
 namespace {
