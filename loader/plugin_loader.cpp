@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 
-#include "errors.h"
 #include "file_safety.h"
 #include "search_path.h"
+#include "status_error.h"
 
 namespace phx {
 namespace {
@@ -33,31 +35,72 @@ constexpr RequiredEntry kRequiredEntries[] = {
 };
 #undef PHX_REQUIRED
 
+// The smallest struct_size whose table holds every required entry.
+constexpr size_t required_table_size() {
+  size_t end = 0;
+  for (const auto& required : kRequiredEntries)
+    end = std::max(end, required.offset + sizeof(void (*)()));
+  return end;
+}
+
 std::string version_text(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+const char* stage_name(phx_plugin_stage stage) {
+  switch (stage) {
+    case PHX_PLUGIN_STAGE_FOUND:
+      return "found";
+    case PHX_PLUGIN_STAGE_OPENED:
+      return "opened";
+    case PHX_PLUGIN_STAGE_ENTRY:
+      return "entry";
+    case PHX_PLUGIN_STAGE_VERSION:
+      return "version";
+    case PHX_PLUGIN_STAGE_VALIDATED:
+      return "validated";
+    case PHX_PLUGIN_STAGE_INITIALIZED:
+      return "initialized";
+    case PHX_PLUGIN_STAGE_READY:
+      return "ready";
+  }
+  return "unknown";
+}
+
+// The debug line that says what became of a candidate file.
+void log_outcome(spdlog::logger& logger, const Plugin& plugin) {
+  if (plugin.loaded()) {
+    logger.debug("loader: {}: loaded '{}' {} (plugin ABI {}), {} device(s)", plugin.path,
+                 plugin.name, plugin.version, version_text(plugin.abi_major, plugin.abi_minor),
+                 plugin.device_count);
+  } else if (plugin.state == PHX_PLUGIN_SHADOWED) {
+    logger.debug("loader: {}: shadowed: {}", plugin.path, plugin.reason);
+  } else {
+    logger.debug("loader: {}: rejected at stage '{}': {}", plugin.path, stage_name(plugin.stage),
+                 plugin.reason);
+  }
 }
 
 }  // namespace
 
 std::vector<std::unique_ptr<Plugin>> PluginLoader::load_all(const LoaderOptions& options) {
   std::vector<std::unique_ptr<Plugin>> plugins;
+  spdlog::logger& logger = *options.logger;
   for (const auto& entry :
        plugin_search_path(options.explicit_paths, options.use_default_search_path)) {
-    auto files = plugin_candidates(entry);
-    if (files.empty()) options.logger->debug("loader: nothing in '{}'", entry);
-    for (auto& file : files) {
+    EntryListing listing = list_search_entry(entry.path);
+    if (!listing.problem.empty()) {
+      logger.debug("loader: searching {} (from {}): {}", entry.path, entry.origin, listing.problem);
+      continue;
+    }
+    logger.debug("loader: searching {} (from {}): {} candidate(s), {} other file(s)", entry.path,
+                 entry.origin, listing.candidates.size(), listing.skipped.size());
+    for (const auto& [file, why] : listing.skipped)
+      logger.debug("loader: {}: skipped: {}", file, why);
+    for (auto& file : listing.candidates) {
       auto plugin = std::make_unique<Plugin>(file, options.logger, options.num_threads);
       load(*plugin, plugins);
-      if (plugin->loaded()) {
-        options.logger->debug("loader: {}: loaded '{}' {} (ABI {}), {} device(s)", file,
-                              plugin->name, plugin->version,
-                              version_text(plugin->abi_major, plugin->abi_minor),
-                              plugin->device_count);
-      } else {
-        options.logger->debug("loader: {}: {} at stage {}: {}", file,
-                              plugin->state == PHX_PLUGIN_SHADOWED ? "shadowed" : "rejected",
-                              static_cast<int>(plugin->stage), plugin->reason);
-      }
+      log_outcome(logger, *plugin);
       plugins.push_back(std::move(plugin));
     }
   }
@@ -79,6 +122,14 @@ void PluginLoader::load(Plugin& plugin, const std::vector<std::unique_ptr<Plugin
     }
     start(plugin);
     plugin.state = PHX_PLUGIN_LOADED;
+    if (plugin.abi_minor > PHX_PLUGIN_ABI_MINOR) {
+      plugin.logger_->warn(
+          "loader: {}: plugin '{}' was built for plugin ABI {}, newer than this host's {}: "
+          "loaded, using only what {} offers",
+          plugin.path, plugin.name, version_text(plugin.abi_major, plugin.abi_minor),
+          version_text(PHX_PLUGIN_ABI_MAJOR, PHX_PLUGIN_ABI_MINOR),
+          version_text(PHX_PLUGIN_ABI_MAJOR, PHX_PLUGIN_ABI_MINOR));
+    }
   } catch (const Rejection& r) {
     plugin.state = PHX_PLUGIN_REJECTED;
     plugin.reason = r.reason;
@@ -117,8 +168,10 @@ void PluginLoader::negotiate(Plugin& plugin) {
 
   constexpr size_t kVersionEnd = offsetof(phx_plugin_api, abi_minor) + sizeof(uint32_t);
   if (table->struct_size < kVersionEnd)
-    throw Rejection{"function table too small to hold its ABI version (struct_size " +
-                    std::to_string(table->struct_size) + ")"};
+    throw Rejection{"function table too small to hold its ABI version: struct_size " +
+                    std::to_string(table->struct_size) + ", needs at least " +
+                    std::to_string(kVersionEnd)};
+  plugin.table_size_ = table->struct_size;
   plugin.abi_major = table->abi_major;
   plugin.abi_minor = table->abi_minor;
   // Signed: with a minimum minor of 0 an unsigned comparison would always be false.
@@ -139,9 +192,20 @@ void PluginLoader::negotiate(Plugin& plugin) {
 void PluginLoader::validate(Plugin& plugin) {
   const auto& api = plugin.api_;
   auto text = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
-  if (api.name == nullptr || api.name[0] == '\0') throw Rejection{"the plugin has no name"};
   plugin.name = text(api.name);
   plugin.version = text(api.version);
+  // Said as such, not as a missing entry: the plugin was built against a header whose
+  // table ended earlier, or set struct_size wrongly.
+  constexpr size_t kNeeded = required_table_size();
+  if (plugin.table_size_ < kNeeded) {
+    const RequiredEntry* first_cut = std::find_if(
+        std::begin(kRequiredEntries), std::end(kRequiredEntries),
+        [&](const RequiredEntry& r) { return r.offset + sizeof(void (*)()) > plugin.table_size_; });
+    throw Rejection{"function table too small: struct_size " + std::to_string(plugin.table_size_) +
+                    " ends before the required entry '" + first_cut->name +
+                    "'; the required entries need struct_size " + std::to_string(kNeeded)};
+  }
+  if (plugin.name.empty()) throw Rejection{"the plugin has no name"};
   for (const auto& required : kRequiredEntries) {
     void* pointer = nullptr;
     std::memcpy(&pointer, reinterpret_cast<const char*>(&api) + required.offset, sizeof pointer);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin.h"
+#include "loaded_plugin.h"
 
 namespace phx {
 

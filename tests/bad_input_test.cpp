@@ -189,6 +189,7 @@ TEST(Names, DeviceTypeNamesAndTheirFallback) {
   EXPECT_STREQ(phx_device_type_name(PHX_DEVICE_GPU), "gpu");
   EXPECT_STREQ(phx_device_type_name(PHX_DEVICE_TPU), "tpu");
   EXPECT_STREQ(phx_device_type_name(PHX_DEVICE_NPU), "npu");
+  EXPECT_STREQ(phx_device_type_name(PHX_DEVICE_ACCELERATOR), "accelerator");
   for (int unknown : kUnknownEnumValues) {
     EXPECT_STREQ(device_type_name(unknown), "unknown") << unknown;
   }

@@ -334,6 +334,8 @@ const std::string kAbi =
     std::to_string(PHX_PLUGIN_ABI_MAJOR) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR);
 const std::string kWrongAbi =
     std::to_string(PHX_PLUGIN_ABI_MAJOR + 1) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR);
+// The struct_size that holds every required entry of phx_plugin_api.
+const size_t kRequiredTableSize = offsetof(phx_plugin_api, memory_stats) + sizeof(void*);
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, LoaderRejects,
@@ -359,11 +361,25 @@ INSTANTIATE_TEST_SUITE_P(
                    "testmissing",
                    0,
                    0},
-        // The table ends before initialize: what it lacks counts as absent.
+        // The table ends before initialize: said as a table too small, with the size
+        // given and the size every required entry needs (up to memory_stats, the last).
         RejectCase{"table_too_small",
                    PHX_PLUGIN_STAGE_VERSION,
-                   {"missing required entry 'initialize'"},
+                   {"function table too small",
+                    "struct_size " + std::to_string(offsetof(phx_plugin_api, initialize)) +
+                        " ends before the required entry 'initialize'",
+                    "need struct_size " + std::to_string(kRequiredTableSize)},
                    "testtoosmall",
+                   0,
+                   0},
+        // The table ends just before the last required entry: the memory behind it holds
+        // memory_stats, which the loader must not read.
+        RejectCase{"short_required",
+                   PHX_PLUGIN_STAGE_VERSION,
+                   {"struct_size " + std::to_string(offsetof(phx_plugin_api, memory_stats)) +
+                        " ends before the required entry 'memory_stats'",
+                    "need struct_size " + std::to_string(kRequiredTableSize)},
+                   "testshortrequired",
                    0,
                    0},
         // A failed initialize is not followed by shutdown.
@@ -428,6 +444,196 @@ TEST_F(Loader, AcceptsANewerMinorWithALongerTable) {
   std::vector<DeviceRecord> devices = ctx.devices();
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_EQ(devices[0].plugin, "testnewer");
+}
+
+// ---- Log output ------------------------------------------------------------------------
+
+struct LogLine {
+  phx_log_level level;
+  std::string text;
+};
+
+std::ostream& operator<<(std::ostream& os, const std::vector<LogLine>& lines) {
+  for (const LogLine& line : lines) os << "\n  [" << line.level << "] " << line.text;
+  return os;
+}
+
+// What a context with the default log level (warnings and errors) logged while it
+// searched folders, created and destroyed.
+std::vector<LogLine> log_of_loading(const std::vector<std::string>& folders) {
+  std::vector<LogLine> lines;
+  std::vector<const char*> paths;
+  for (const std::string& f : folders) paths.push_back(f.c_str());
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.plugin_paths = paths.data();
+  options.plugin_path_count = paths.size();
+  options.use_default_search_path = 0;
+  options.log_callback = [](void* user_data, phx_log_level level, const char* message) {
+    static_cast<std::vector<LogLine>*>(user_data)->push_back({level, message});
+  };
+  options.log_user_data = &lines;
+  phx_context context = nullptr;
+  EXPECT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
+  if (context != nullptr) {
+    EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+  }
+  return lines;
+}
+
+// Whether one line of the given level holds every piece of text.
+bool logged(const std::vector<LogLine>& lines, phx_log_level level,
+            std::initializer_list<std::string> pieces) {
+  for (const LogLine& line : lines) {
+    if (line.level != level) continue;
+    bool all = true;
+    for (const std::string& piece : pieces) all = all && contains(line.text, piece);
+    if (all) return true;
+  }
+  return false;
+}
+
+class LoaderDebug : public Loader {
+ protected:
+  void SetUp() override {
+    Loader::SetUp();
+    setenv("PHX_LOADER_DEBUG", "1", 1);
+  }
+  void TearDown() override {
+    unsetenv("PHX_LOADER_DEBUG");
+    Loader::TearDown();
+  }
+};
+
+// PHX_LOADER_DEBUG=1 names every file of every folder searched, candidate or not, and
+// what became of it.
+TEST_F(LoaderDebug, NamesEveryFileAndWhyItWasLoadedOrSkipped) {
+  const std::vector<std::string> folders = {case_dir("non_candidates"),  case_dir("does_not_exist"),
+                                            case_dir("empty"),           case_dir("garbage"),
+                                            case_dir("table_too_small"), case_dir("good"),
+                                            case_dir("duplicate")};
+  const std::vector<LogLine> lines = log_of_loading(folders);
+  const std::string others = case_dir("non_candidates");
+  EXPECT_TRUE(
+      logged(lines, PHX_LOG_DEBUG,
+             {"searching " + others + " (from plugin_paths)", "0 candidate(s)", "3 other file(s)"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG, {others + "/readme.txt: skipped", "not end in .so"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG, {others + "/libold.so.1: skipped", "not end in .so"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG, {others + "/folder.so: skipped", "a folder"})) << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG,
+                     {"searching " + case_dir("does_not_exist") + " ", "does not exist"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG,
+                     {"searching " + case_dir("empty") + " ", "0 candidate(s), 0 other file(s)"}))
+      << lines;
+  EXPECT_TRUE(
+      logged(lines, PHX_LOG_DEBUG,
+             {case_dir("garbage") + "/garbage.so: rejected at stage 'found'", "cannot open"}))
+      << lines;
+  EXPECT_TRUE(
+      logged(lines, PHX_LOG_DEBUG,
+             {case_file("table_too_small", "table_too_small") + ": rejected at stage 'version'",
+              "function table too small"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG,
+                     {case_file("good", "good") + ": loaded 'testgood' 1.2.3 (plugin ABI " + kAbi +
+                      "), 1 device(s)"}))
+      << lines;
+  EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG,
+                     {case_file("duplicate", "duplicate") + ": shadowed: shadowed by " +
+                      case_file("good", "good")}))
+      << lines;
+  // Every file of every folder has a line of its own.
+  for (const std::string& folder : folders) {
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
+      const std::string file = e.path().string();
+      EXPECT_TRUE(logged(lines, PHX_LOG_DEBUG, {file + ": "})) << "no line names " << file << lines;
+    }
+  }
+}
+
+// Without PHX_LOADER_DEBUG a context is quiet about the search (warnings only).
+TEST_F(Loader, TheSearchIsNotLoggedByDefault) {
+  const std::vector<LogLine> lines =
+      log_of_loading({case_dir("non_candidates"), case_dir("garbage"), case_dir("good")});
+  for (const LogLine& line : lines) {
+    EXPECT_FALSE(contains(line.text, "loader: searching")) << line.text;
+    EXPECT_FALSE(contains(line.text, ": skipped:")) << line.text;
+    EXPECT_FALSE(contains(line.text, ": loaded '")) << line.text;
+  }
+}
+
+// A plugin of a newer minor of the same major loads (docs/loader.md), and a warning at
+// the default log level names its version and the host's.
+TEST_F(Loader, ANewerMinorLoadsWithAWarningNamingBothVersions) {
+  const std::string future = case_file("abi_1_99", "abi_1_99");
+  const std::vector<LogLine> lines = log_of_loading({case_dir("abi_1_99"), case_dir("good")});
+  const std::string future_abi = std::to_string(PHX_PLUGIN_ABI_MAJOR) + ".99";
+  EXPECT_TRUE(logged(
+      lines, PHX_LOG_WARN,
+      {future, "'testfuture'", "plugin ABI " + future_abi, "newer than this host's " + kAbi}))
+      << lines;
+  // Only that plugin is warned about.
+  EXPECT_FALSE(logged(lines, PHX_LOG_WARN, {case_file("good", "good")})) << lines;
+
+  Context ctx({case_dir("abi_1_99")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::optional<PluginRecord> record = ctx.plugin_at(future);
+  ASSERT_TRUE(record.has_value()) << ctx.describe();
+  EXPECT_EQ(record->state, PHX_PLUGIN_LOADED) << *record;
+  EXPECT_EQ(record->abi_minor, 99u);
+  EXPECT_EQ(ctx.devices().size(), 1u) << ctx.describe();
+}
+
+// ---- Device types ---------------------------------------------------------------------
+
+TEST_F(Loader, AnAcceleratorIsListedWithItsType) {
+  Context ctx({case_dir("accelerator"), case_dir("good")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::vector<DeviceRecord> devices = ctx.devices();
+  ASSERT_EQ(devices.size(), 2u) << ctx.describe();
+  EXPECT_EQ(devices[0].plugin, "testaccelerator");
+  EXPECT_EQ(devices[0].type, PHX_DEVICE_ACCELERATOR);
+  EXPECT_STREQ(phx_device_type_name(devices[0].type), "accelerator");
+  EXPECT_EQ(devices[1].type, PHX_DEVICE_CPU);
+}
+
+// A type that a later minor added, from a plugin of that minor: listed as an accelerator,
+// with a warning that names the value and both ABIs.
+TEST_F(Loader, ATypeOfANewerMinorIsListedAsAnAccelerator) {
+  const std::vector<LogLine> lines = log_of_loading({case_dir("newer_device_type")});
+  const std::string newer_abi =
+      std::to_string(PHX_PLUGIN_ABI_MAJOR) + "." + std::to_string(PHX_PLUGIN_ABI_MINOR + 1);
+  EXPECT_TRUE(logged(lines, PHX_LOG_WARN,
+                     {"testnewertype: device_info gave device 0 the type " +
+                          std::to_string(PHX_DEVICE_ACCELERATOR + 1),
+                      "unknown to this host (plugin ABI " + kAbi + "; the plugin's is " +
+                          newer_abi + "): listed as accelerator"}))
+      << lines;
+  Context ctx({case_dir("newer_device_type")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::vector<DeviceRecord> devices = ctx.devices();
+  ASSERT_EQ(devices.size(), 1u) << ctx.describe();
+  EXPECT_EQ(devices[0].type, PHX_DEVICE_ACCELERATOR);
+}
+
+// The same from a plugin of the host's own minor is a bug: the plugin offers no device,
+// with the reason recorded, and the others are unaffected.
+TEST_F(Loader, AnUnknownTypeFromAPluginOfTheHostsMinorIsRejected) {
+  Context ctx({case_dir("unknown_device_type"), case_dir("good")});
+  ASSERT_TRUE(ctx.ok()) << ctx.error();
+  std::optional<PluginRecord> bad =
+      ctx.plugin_at(case_file("unknown_device_type", "unknown_device_type"));
+  ASSERT_TRUE(bad.has_value()) << ctx.describe();
+  EXPECT_EQ(bad->state, PHX_PLUGIN_REJECTED) << *bad;
+  EXPECT_TRUE(contains(bad->reason, "device_info gave device 0 the type 99")) << *bad;
+  EXPECT_TRUE(contains(bad->reason, "none of phx_device_type's (0 to " +
+                                        std::to_string(PHX_DEVICE_ACCELERATOR) + ")"))
+      << *bad;
+  expect_good_loaded(ctx);
 }
 
 TEST_F(Loader, AsksAnAbi10PluginOnlyAboutTheOpsOf10) {
@@ -776,9 +982,9 @@ std::string unreachable_by_nobody(const fs::path& path) {
 }
 
 // Set-uid and set-gid programs must not take plugin folders from the environment of the
-// user who runs them (secure_getenv). The real thing: a root-owned set-uid copy of a probe
-// program, run as nobody with PHX_PLUGIN_PATH naming a folder with the good plugin, must
-// not load it; the same probe without the set-uid bit, run the same way, does.
+// user who runs them (phx::env_value, which is secure_getenv). The real thing: a root-owned set-uid
+// copy of a probe program, run as nobody with PHX_PLUGIN_PATH naming a folder with the good plugin,
+// must not load it; the same probe without the set-uid bit, run the same way, does.
 TEST_F(Loader, SetUidProgramsIgnorePhxPluginPath) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to make a set-uid-root copy of the probe";
   const char* setpriv = "/usr/bin/setpriv";
@@ -828,11 +1034,14 @@ TEST_F(Loader, SetUidProgramsIgnorePhxPluginPath) {
   auto [plain_output, plain_status] = as_nobody(plain);
   ASSERT_EQ(plain_status, 0) << plain_output;
   EXPECT_TRUE(contains(plain_output, "ruid 65534 euid 65534 secure 0")) << plain_output;
+  EXPECT_TRUE(contains(plain_output, "env_value PHX_PLUGIN_PATH " + plugins + "\n"))
+      << plain_output;
   EXPECT_TRUE(contains(plain_output, loaded_line)) << plain_output;
 
   auto [setuid_output, setuid_status] = as_nobody(set_uid);
   ASSERT_EQ(setuid_status, 0) << setuid_output;
   EXPECT_TRUE(contains(setuid_output, "ruid 65534 euid 0 secure 1")) << setuid_output;
+  EXPECT_TRUE(contains(setuid_output, "env_value PHX_PLUGIN_PATH <unset>\n")) << setuid_output;
   EXPECT_FALSE(contains(setuid_output, plugins)) << setuid_output;
   // It did search: the default folder, which no environment can take away.
   EXPECT_TRUE(contains(setuid_output, "plugin loaded " PHX_TEST_DEFAULT_PLUGIN_DIR "/"))
@@ -858,19 +1067,27 @@ TEST_F(Loader, ContextsCanBeCreatedAndDestroyedRepeatedly) {
                                             case_dir("duplicate"),
                                             case_dir("newer_minor"),
                                             case_dir("short_optional"),
-                                            case_dir("order")};
+                                            case_dir("order"),
+                                            case_dir("short_required"),
+                                            case_dir("abi_1_99"),
+                                            case_dir("accelerator"),
+                                            case_dir("newer_device_type"),
+                                            case_dir("unknown_device_type")};
   constexpr int kRounds = 20;
   for (int round = 0; round < kRounds; ++round) {
     Context ctx(folders);
     ASSERT_TRUE(ctx.ok()) << ctx.error();
-    ASSERT_EQ(ctx.plugins().size(), 17u) << ctx.describe();
-    // good, newer_minor, short_optional, order_a.
-    ASSERT_EQ(ctx.devices().size(), 4u) << ctx.describe();
+    ASSERT_EQ(ctx.plugins().size(), 22u) << ctx.describe();
+    // good, newer_minor, short_optional, order_a, abi_1_99, accelerator, newer_device_type.
+    ASSERT_EQ(ctx.devices().size(), 7u) << ctx.describe();
   }
   EXPECT_EQ(calls("good", "initialize"), kRounds);
   EXPECT_EQ(calls("good", "shutdown"), kRounds);
   EXPECT_EQ(calls("no_devices", "shutdown"), calls("no_devices", "initialize"));
   EXPECT_EQ(calls("init_fails", "shutdown"), 0);
+  // Initialized, then its devices refused: still shut down with the context.
+  EXPECT_EQ(calls("unknown_device_type", "initialize"), kRounds);
+  EXPECT_EQ(calls("unknown_device_type", "shutdown"), kRounds);
 }
 
 // ---- Calling conventions of phx_plugin_get ---------------------------------------------

@@ -73,6 +73,8 @@ PHX_API const char* phx_device_type_name(phx_device_type type) {
       return "tpu";
     case PHX_DEVICE_NPU:
       return "npu";
+    case PHX_DEVICE_ACCELERATOR:
+      return "accelerator";
   }
   return "unknown";
 }

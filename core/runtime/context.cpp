@@ -1,6 +1,6 @@
 #include "context.h"
 
-#include <stdlib.h>
+#include <phx/env.h>
 
 #include <algorithm>
 #include <array>
@@ -67,11 +67,6 @@ auto& find_or_fail(Table& table, Handle handle, const char* what) {
   if (object == nullptr)
     fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is not a live handle (destroyed?)");
   return *object;
-}
-
-bool env_is_one(const char* name) {
-  const char* value = secure_getenv(name);
-  return value != nullptr && value[0] == '1';
 }
 }  // namespace
 
@@ -155,7 +150,7 @@ void Device::wait_for_streams() {
 }
 
 Context::Context(const phx_context_options& options) {
-  phx_log_level level = parse_log_level(secure_getenv("PHX_LOG_LEVEL"), options.log_level);
+  phx_log_level level = parse_log_level(env_value("PHX_LOG_LEVEL"), options.log_level);
   if (env_is_one("PHX_LOADER_DEBUG")) level = std::min(level, PHX_LOG_DEBUG);
   logger = make_logger(level, options.log_callback, options.log_user_data);
   profiling = (options.flags & PHX_CONTEXT_PROFILE) != 0 || env_is_one("PHX_PROFILE");
@@ -165,14 +160,14 @@ Context::Context(const phx_context_options& options) {
     loader.explicit_paths.emplace_back(options.plugin_paths[i]);
   loader.use_default_search_path = options.use_default_search_path != 0;
   loader.num_threads = options.num_threads;
-  if (const char* threads = secure_getenv("PHX_NUM_THREADS"))
+  if (const char* threads = env_value("PHX_NUM_THREADS"))
     loader.num_threads = static_cast<uint32_t>(std::strtoul(threads, nullptr, 10));
   loader.logger = logger;
   plugins = PluginLoader::load_all(loader);
   for (auto& plugin : plugins)
     if (plugin->loaded()) add_devices(*plugin);
 
-  const char* fallback = secure_getenv("PHX_FALLBACK");
+  const char* fallback = env_value("PHX_FALLBACK");
   if ((options.flags & PHX_CONTEXT_FALLBACK_CPU) != 0 ||
       (fallback != nullptr && std::strcmp(fallback, "cpu") == 0)) {
     // The CPU plugin's device, which implements every op; another CPU device otherwise.
@@ -199,10 +194,7 @@ void Context::add_devices(Plugin& plugin) {
       plugin.call("device_info", device->index,
                   [&] { return plugin.api().device_info(plugin.instance(), local, &info); });
       auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
-      if (enum_value(info.type) < PHX_DEVICE_CPU || enum_value(info.type) > PHX_DEVICE_NPU)
-        fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": device_info gave an unknown device type " +
-                                          std::to_string(enum_value(info.type)));
-      device->type = info.type;
+      device->type = plugin.device_type(enum_value(info.type), device->index);
       device->name = text(info.name);
       device->vendor = text(info.vendor);
       device->memory_total_bytes = info.memory_total_bytes;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "handles.h"
-#include "plugin.h"
+#include "loaded_plugin.h"
 
 namespace phx {
 

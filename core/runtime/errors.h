@@ -9,18 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "status_error.h"
+
 namespace phx {
-
-class Error : public std::exception {
- public:
-  Error(phx_status status, std::string message) : status_(status), message_(std::move(message)) {}
-  phx_status status() const { return status_; }
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  phx_status status_;
-  std::string message_;
-};
 
 [[noreturn]] inline void fail(phx_status status, std::string message) {
   throw Error(status, std::move(message));

@@ -44,23 +44,6 @@ class CallbackSink : public spdlog::sinks::base_sink<std::mutex> {
 
 }  // namespace
 
-spdlog::level::level_enum to_spdlog(phx_log_level level) {
-  switch (level) {
-    case PHX_LOG_TRACE:
-      return spdlog::level::trace;
-    case PHX_LOG_DEBUG:
-      return spdlog::level::debug;
-    case PHX_LOG_INFO:
-      return spdlog::level::info;
-    case PHX_LOG_WARN:
-      return spdlog::level::warn;
-    case PHX_LOG_ERROR:
-      return spdlog::level::err;
-    default:
-      return spdlog::level::off;
-  }
-}
-
 phx_log_level parse_log_level(const char* text, phx_log_level fallback) {
   if (text == nullptr) return fallback;
   static const struct {

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "spdlog_level.h"
+
 namespace phx {
 
 std::shared_ptr<spdlog::logger> make_logger(phx_log_level level, phx_log_callback callback,
@@ -15,7 +17,5 @@ std::shared_ptr<spdlog::logger> make_logger(phx_log_level level, phx_log_callbac
 
 // Parses "trace", "debug", "info", "warn", "error", "off"; fallback for anything else.
 phx_log_level parse_log_level(const char* text, phx_log_level fallback);
-
-spdlog::level::level_enum to_spdlog(phx_log_level level);
 
 }  // namespace phx

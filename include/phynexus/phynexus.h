@@ -246,10 +246,15 @@ typedef enum phx_device_type {
   PHX_DEVICE_CPU = 0,
   PHX_DEVICE_GPU = 1,
   PHX_DEVICE_TPU = 2,
-  PHX_DEVICE_NPU = 3
+  PHX_DEVICE_NPU = 3,
+  /* Since API 0.3: a dedicated accelerator that is none of the above (an FPGA, a DSP, a
+   * vendor's inference chip), as OpenCL's CL_DEVICE_TYPE_ACCELERATOR. A device of a type
+   * that a later API adds is listed with this one by a library that predates the type. */
+  PHX_DEVICE_ACCELERATOR = 4
 } phx_device_type;
 
-/* "cpu", "gpu", "tpu", "npu"; "unknown" otherwise. Static storage. Thread-safe. */
+/* "cpu", "gpu", "tpu", "npu", "accelerator"; "unknown" otherwise. Static storage.
+ * Thread-safe. */
 PHX_API const char* phx_device_type_name(phx_device_type type);
 
 /* A plugin-specific property for inspection, e.g. {"isa", "avx512"}. */

@@ -1,6 +1,7 @@
 #include "config_sources.h"
 
-#include <cstdlib>
+#include <phx/env.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -20,16 +21,16 @@ bool read_file(const std::string& path, std::string& text) {
 
 bool read_config_sources(const ConfigLocation& location, ConfigSources& out, std::string& error) {
   ConfigSources src;
-  if (const char* env = std::getenv(location.settings_variable)) src.env_text = env;
+  if (const char* env = env_value(location.settings_variable)) src.env_text = env;
   const std::string default_file = std::string("/phynexus/") + location.file_name;
   std::string path;
   bool named = false;
-  if (const char* p = std::getenv(location.file_variable); p != nullptr && *p != '\0') {
+  if (const char* p = env_value(location.file_variable); p != nullptr && *p != '\0') {
     path = p;
     named = true;
-  } else if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
+  } else if (const char* xdg = env_value("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
     path = std::string(xdg) + default_file;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+  } else if (const char* home = env_value("HOME"); home != nullptr && *home != '\0') {
     path = std::string(home) + "/.config" + default_file;
   }
   // A named file must exist; the default one is optional.

@@ -1,5 +1,7 @@
 #include "settings.h"
 
+#include <phx/env.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -7,7 +9,7 @@ namespace phx::vulkan {
 namespace {
 
 std::string text(const char* name) {
-  const char* value = std::getenv(name);
+  const char* value = env_value(name);
   return value != nullptr ? value : "";
 }
 

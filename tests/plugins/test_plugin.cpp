@@ -96,6 +96,25 @@ phx_status device_present(Plugin* p) {
 phx_status device_present(Plugin*) { return PHX_STATUS_OK; }
 #endif
 
+// The device's type: CPU but for the builds that test how the host lists types.
+void set_device_type(phx_plugin_device_info& info) {
+#if defined(PHX_TEST_FAULT_DEVICE_TYPE_ACCELERATOR)
+  info.type = PHX_DEVICE_ACCELERATOR;
+#elif defined(PHX_TEST_FAULT_UNKNOWN_DEVICE_TYPE) || defined(PHX_TEST_FAULT_NEWER_DEVICE_TYPE)
+  // A value past the enum, as a C plugin may send: written as an int, since forming such
+  // an enum value in C++ is undefined.
+  static_assert(sizeof info.type == sizeof(int));
+#if defined(PHX_TEST_FAULT_UNKNOWN_DEVICE_TYPE)
+  const int type = 99;
+#else
+  const int type = PHX_DEVICE_ACCELERATOR + 1;  // as a later minor might add
+#endif
+  std::memcpy(&info.type, &type, sizeof type);
+#else
+  info.type = PHX_DEVICE_CPU;
+#endif
+}
+
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   trace("initialize");
 #if defined(PHX_TEST_FAULT_INIT_FAILS)
@@ -141,7 +160,7 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
   Plugin* p = static_cast<Plugin*>(plugin);
   phx_plugin_device_info info{};
   info.struct_size = sizeof info;
-  info.type = PHX_DEVICE_CPU;
+  set_device_type(info);
   info.name = PHX_TEST_PLUGIN_NAME " device";
   info.vendor = "Phynexus tests";
   info.memory_total_bytes = kDeviceMemory;
@@ -368,6 +387,10 @@ constexpr phx_plugin_api make_api() {
   api.abi_major = PHX_PLUGIN_ABI_MAJOR;
 #if defined(PHX_TEST_FAULT_ABI_1_0)
   api.abi_minor = 0;
+#elif defined(PHX_TEST_FAULT_ABI_1_99)
+  api.abi_minor = 99;
+#elif defined(PHX_TEST_FAULT_NEWER_DEVICE_TYPE)
+  api.abi_minor = PHX_PLUGIN_ABI_MINOR + 1;
 #else
   api.abi_minor = PHX_PLUGIN_ABI_MINOR;
 #endif
@@ -400,6 +423,9 @@ constexpr phx_plugin_api make_api() {
   api.stream_submit = nullptr;
 #elif defined(PHX_TEST_FAULT_TABLE_TOO_SMALL)
   api.struct_size = offsetof(phx_plugin_api, initialize);
+#elif defined(PHX_TEST_FAULT_SHORT_REQUIRED)
+  // Ends just before the last required entry, although the memory behind holds it.
+  api.struct_size = offsetof(phx_plugin_api, memory_stats);
 #elif defined(PHX_TEST_FAULT_SHORT_OPTIONAL)
   // A plugin built against a header that ended before the optional entries: the host
   // must treat them as absent although the memory behind the table holds them.

@@ -71,6 +71,7 @@ static void format_memory(const phx_device_info* info, char* buffer, size_t size
 
 static int print_device_table(phx_context context, size_t device_count) {
   const char* memory_heading = "MEMORY (AVAIL / TOTAL)";
+  int type_width = text_width("TYPE");
   int name_width = text_width("NAME");
   int plugin_width = text_width("PLUGIN");
   int memory_width = text_width(memory_heading);
@@ -80,6 +81,7 @@ static int print_device_table(phx_context context, size_t device_count) {
     char memory[80];
     if (get_device_info(context, d, &info) != 0) return -1;
     format_memory(&info, memory, sizeof memory);
+    type_width = max_int(type_width, text_width(phx_device_type_name(info.type)));
     name_width = max_int(name_width, text_width(info.name));
     plugin_width = max_int(plugin_width, text_width(info.plugin));
     memory_width = max_int(memory_width, text_width(memory));
@@ -90,7 +92,7 @@ static int print_device_table(phx_context context, size_t device_count) {
     printf("  (none: phx-devices --plugins says why each plugin was not used)\n");
     return 0;
   }
-  printf("  %-3s  %-4s  %-*s  %-*s  %-*s  %-5s  %s\n", "#", "TYPE", name_width, "NAME",
+  printf("  %-3s  %-*s  %-*s  %-*s  %-*s  %-5s  %s\n", "#", type_width, "TYPE", name_width, "NAME",
          plugin_width, "PLUGIN", memory_width, memory_heading, "UNITS", "DTYPES");
   for (size_t d = 0; d < device_count; ++d) {
     phx_device_info info;
@@ -98,7 +100,8 @@ static int print_device_table(phx_context context, size_t device_count) {
     if (get_device_info(context, d, &info) != 0) return -1;
     format_memory(&info, memory, sizeof memory);
     format_dtype_list(info.dtype_mask, dtypes, sizeof dtypes);
-    printf("  %-3" PRIu32 "  %-4s  ", info.index, phx_device_type_name(info.type));
+    printf("  %-3" PRIu32 "  ", info.index);
+    print_cell(phx_device_type_name(info.type), type_width);
     print_cell(info.name, name_width);
     print_cell(info.plugin, plugin_width);
     print_cell(memory, memory_width);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks phx-devices' contract: exit statuses, valid JSON, the usage errors.
-# Usage: test_phx_devices.sh <path to phx-devices>. Needs at least one device (the CPU).
+# Usage: test_phx_devices.sh <path to phx-devices> [<folder of the accelerator test plugin>].
+# Needs at least one device (the CPU).
 set -uo pipefail
 
 tool=$1
+accelerator_folder=${2:-}
 failures=0
 
 # expect <status> <args...>: runs the tool, output discarded, and checks its exit status.
@@ -104,6 +106,24 @@ PY
   fi
 else
   echo "python3 not found: JSON checks skipped"
+fi
+
+# A device of type accelerator (tests/plugins, "accelerator") is listed with that type.
+if [ -n "$accelerator_folder" ]; then
+  table=$(PHX_PLUGIN_PATH=$accelerator_folder "$tool")
+  if ! grep -Eq '^  0 +accelerator +testaccelerator device ' <<<"$table"; then
+    echo "FAIL: the accelerator test device is not listed as an accelerator:"
+    echo "$table"
+    failures=$((failures + 1))
+  fi
+  if command -v python3 >/dev/null &&
+    ! PHX_PLUGIN_PATH=$accelerator_folder "$tool" --json | python3 -c '
+import json, sys
+devices = json.load(sys.stdin)["devices"]
+assert [d["type"] for d in devices] == ["accelerator"], devices'; then
+    echo "FAIL: phx-devices --json does not give the accelerator test device type accelerator"
+    failures=$((failures + 1))
+  fi
 fi
 
 [ "$failures" -eq 0 ] && echo "phx-devices: all checks passed"

@@ -15,6 +15,7 @@
 // C is the f32 accumulator across K blocks; a 16-bit C accumulates in an f32 scratch
 // (MC x columns, per thread) and is written, rounded, by the last K block only.
 
+#include <phx/env.h>
 #include <phx/kernels/gemm.h>
 
 #include <algorithm>
@@ -82,7 +83,7 @@ Isa best_isa() {
 Isa chosen_isa() {
   static const Isa chosen = [] {
     Isa best = best_isa();
-    const char* env = std::getenv("PHX_CPU_ISA");
+    const char* env = env_value("PHX_CPU_ISA");
     if (env == nullptr) return best;
     if (std::strcmp(env, "avx512-bf16") == 0)
       return cpu_has(Isa::kAvx512Bf16) ? Isa::kAvx512Bf16 : best;

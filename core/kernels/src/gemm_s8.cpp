@@ -15,6 +15,8 @@
 // B panel stays in L1 while the block's A panels come from L2.
 #include "phx/kernels/gemm_s8.h"
 
+#include <phx/env.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -109,7 +111,7 @@ Isa chosen_isa() {
         best = isa;
         break;
       }
-    const char* env = std::getenv("PHX_CPU_ISA");
+    const char* env = env_value("PHX_CPU_ISA");
     Isa cap = best;
     if (env != nullptr && std::strcmp(env, "generic") == 0) cap = Isa::kGeneric;
     if (env != nullptr && std::strcmp(env, "avx2") == 0) cap = Isa::kAvx2;

@@ -13,6 +13,8 @@
 // (a whole batch matrix when a is transposed), the batch matrix of b, rows of the output.
 // A batch matrix of b (or a transposed a, or the bias) larger than one binding is
 // UNSUPPORTED.
+#include <phx/env.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -45,7 +47,7 @@ uint64_t aligned_dim(const phx_plugin_tensor& t, uint32_t rank, uint32_t d) {
 // on a device without those it cannot run, forced or not.
 bool use_shared_memory(const DeviceCaps& caps) {
   if (caps.subgroup_size != 8 || !caps.subgroup_shuffle || !caps.shader_int64) return true;
-  const char* forced = std::getenv("PHX_VULKAN_MATMUL");
+  const char* forced = env_value("PHX_VULKAN_MATMUL");
   if (forced && std::string(forced) == "shared") return true;
   if (forced && std::string(forced) == "direct") return false;
   return !caps.cpu_device;

@@ -1,10 +1,10 @@
-#include "plugin.h"
+#include "loaded_plugin.h"
 
 #include <dlfcn.h>
-#include <stdlib.h>
+#include <phx/env.h>
 
-#include "errors.h"
-#include "logging.h"
+#include "spdlog_level.h"
+#include "status_error.h"
 
 namespace phx {
 namespace {
@@ -14,6 +14,9 @@ thread_local std::string t_plugin_message;
 bool known_status(phx_status status) {
   return status >= PHX_STATUS_OK && status <= PHX_STATUS_INTERNAL;
 }
+
+// The last value of phx_device_type this host knows.
+constexpr int kLastDeviceType = PHX_DEVICE_ACCELERATOR;
 }  // namespace
 
 Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_t num_threads)
@@ -30,8 +33,22 @@ Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_
 Plugin::~Plugin() {
   if (instance_ != nullptr) call_void("shutdown", [&] { api_.shutdown(instance_); });
   // Leak checkers need the library mapped to name the frames of what it leaked.
-  const char* keep = getenv("PHX_DISABLE_UNLOAD");
-  if (library_ != nullptr && !(keep != nullptr && keep[0] == '1')) dlclose(library_);
+  if (library_ != nullptr && !env_is_one("PHX_DISABLE_UNLOAD")) dlclose(library_);
+}
+
+phx_device_type Plugin::device_type(int reported, uint32_t device) const {
+  if (reported >= PHX_DEVICE_CPU && reported <= kLastDeviceType)
+    return static_cast<phx_device_type>(reported);
+  const std::string said = name + ": device_info gave device " + std::to_string(device) +
+                           " the type " + std::to_string(reported);
+  if (abi_minor <= PHX_PLUGIN_ABI_MINOR) {
+    throw Error(PHX_STATUS_PLUGIN_ERROR, said + ", which is none of phx_device_type's (0 to " +
+                                             std::to_string(kLastDeviceType) + ")");
+  }
+  logger_->warn("{}, unknown to this host (plugin ABI {}.{}; the plugin's is {}.{}): listed as {}",
+                said, PHX_PLUGIN_ABI_MAJOR, PHX_PLUGIN_ABI_MINOR, abi_major, abi_minor,
+                phx_device_type_name(PHX_DEVICE_ACCELERATOR));
+  return PHX_DEVICE_ACCELERATOR;
 }
 
 void Plugin::forget_message() { t_plugin_message.clear(); }

@@ -1,4 +1,5 @@
-// One candidate plugin file: what the loader found out about it and, when it loaded,
+// One candidate plugin file as the host holds it (not the SDK: that is
+// include/phynexus/plugin.h): what the loader found out about it and, when it loaded,
 // the live library, its function table and its instance. Every call into the plugin
 // goes through call(), so that a throwing or misbehaving plugin becomes a status.
 #pragma once
@@ -30,6 +31,13 @@ class Plugin {
   // struct_size are null. Valid while loaded.
   const phx_plugin_api& api() const { return api_; }
   void* instance() const { return instance_; }
+
+  // The type to list a device with, from the value its device_info gave
+  // (docs/loader.md, "Device types"). A type this host knows is kept. An unknown one is
+  // listed as PHX_DEVICE_ACCELERATOR, with a warning, when the plugin is of a newer minor
+  // (a type its ABI added); from any other plugin it is a bug, and throws phx::Error
+  // PLUGIN_ERROR. device is the context's index of the device, for the messages.
+  phx_device_type device_type(int reported, uint32_t device) const;
 
   // Calls a plugin entry. An exception escaping it becomes PLUGIN_ERROR; an unknown
   // status value becomes PLUGIN_ERROR. Any failure throws phx::Error with the plugin's
@@ -86,6 +94,7 @@ class Plugin {
   phx_plugin_host host_{};
   void* library_ = nullptr;
   phx_plugin_api api_{};
+  size_t table_size_ = 0;  // the struct_size of the plugin's own table
   void* instance_ = nullptr;
 };
 
