@@ -24,8 +24,9 @@
 //     exactly), the products by t, x and 1/2, and 1 - tail for x > 0, 3: 14 ulps, c = 16.
 //     silu = x / (1 + e^-x) (x e^x / (1 + e^x) for x < 0): e^s 2, the sum 1, x e^x 1, the
 //     division 2.5 (GLSL's allowance): 6.5 ulps, c = 8. (Measured: 6.3 and 3.0 ulps.)
-//     An f32 exponent argument rounded before exp (x^2 / 2, or -x in exp2(-x log2 e))
-//     would cost |s| 2^-24 relative: 200 ulps at x = -10, so c does not hide it.
+//     c does not hide an exponent s rounded to f32 before exp: that costs up to |s| ulps
+//     (x^2 / 2, or x log2 e in a driver's exp2), 2 |s| more when x / sqrt 2 is rounded
+//     before squaring: 150 ulps at x = -10.
 //     floor(out): a device may flush f32 subnormals (Vulkan allows it; lavapipe does),
 //     and f32 and bf16 results are computed in f32, so below 2^-126 any result within
 //     2^-126 passes; f16's subnormals are normal f32 numbers, so f16 keeps half its
