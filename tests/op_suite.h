@@ -12,9 +12,25 @@
 //   - matmul, conv2d with K products per output and S = sum_k |a_k * b_k| + |bias|:
 //       pre = 2 * K * 2^-24 * S + 1e-6;
 //     with a fused activation (Lipschitz <= 1.2 for relu, gelu, silu), 1.2 * pre plus
-//     the activation's own error 8 * 2^-24 * |ref| + 1e-6.
-//   - gelu, silu: 8 * 2^-24 * |ref| + 1e-6 * max(1, |x|) (erf and exp evaluated in f32;
-//     the absolute term covers the cancellation in 1 + erf(x / sqrt 2) for x << 0).
+//     the activation's own error below. Where the sums are exact (small integers times
+//     small integers plus a bias: the tail cases), pre = 0 and only the activation's
+//     error remains.
+//   - gelu, silu: relative over the whole input range, tails included, evaluated in f32:
+//       c * 2^-24 * |ref| + u(out) * |ref| + floor(out), c = 16 for gelu, 8 for silu.
+//     gelu = x erfc(-x / sqrt 2) / 2 as x t e^(-x^2/2 + P(t)) / 2, t = 1 / (1 + |x| / 2^1.5)
+//     (erfc's fit is 1.2e-7 = 2 ulps): the fit 2, t 2 (1 + |x| / 2^1.5 and the division;
+//     |x| / sqrt 2 one more), P(t) by Horner 4 (ten steps, partial sums below 1.5, its
+//     absolute error becomes the result's relative error), e^s 2 (with s reduced
+//     exactly), the products by t, x and 1/2, and 1 - tail for x > 0, 3: 14 ulps, c = 16.
+//     silu = x / (1 + e^-x) (x e^x / (1 + e^x) for x < 0): e^s 2, the sum 1, x e^x 1, the
+//     division 2.5 (GLSL's allowance): 6.5 ulps, c = 8. (Measured: 6.3 and 3.0 ulps.)
+//     c does not hide an exponent s rounded to f32 before exp: that costs up to |s| ulps
+//     (x^2 / 2, or x log2 e in a driver's exp2), 2 |s| more when x / sqrt 2 is rounded
+//     before squaring: 150 ulps at x = -10.
+//     floor(out): a device may flush f32 subnormals (Vulkan allows it; lavapipe does),
+//     and f32 and bf16 results are computed in f32, so below 2^-126 any result within
+//     2^-126 passes; f16's subnormals are normal f32 numbers, so f16 keeps half its
+//     smallest subnormal, 2^-25, the final rounding's floor.
 //   - softmax over n elements: (n + 32) * 2^-24 * |ref| + 1e-7 (n for the f32 sum, 32
 //     for exp and the division).
 //   - layer_norm over n: (2n + 32) * 2^-24 * ((|xhat| + 1) * |gamma| + |beta|), where
@@ -334,8 +350,8 @@ inline double apply_activation(phx_activation act, double x) {
   switch (act) {
     case PHX_ACTIVATION_RELU:
       return std::max(x, 0.0);
-    case PHX_ACTIVATION_GELU:
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case PHX_ACTIVATION_GELU:  // erfc, not 1 + erf, which cancels to 0 from x = -8.3
+      return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
     case PHX_ACTIVATION_SILU:
       return x / (1.0 + std::exp(-x));
     default:
@@ -343,13 +359,57 @@ inline double apply_activation(phx_activation act, double x) {
   }
 }
 
+// The ulps of f32 (c above) that gelu and silu may err by; relu and none are exact.
+inline double activation_ulps(phx_activation act) {
+  switch (act) {
+    case PHX_ACTIVATION_GELU:
+      return 16.0;
+    case PHX_ACTIVATION_SILU:
+      return 8.0;
+    default:
+      return 0.0;
+  }
+}
+
+// Below it a result computed in f32 and stored as out may have been flushed (floor above).
+inline double activation_floor(phx_dtype out) {
+  return out == PHX_DTYPE_F16 ? half_min_subnormal(out) : 0x1p-126;
+}
+
+// The tolerance of an activation evaluated in f32 on an exact input, stored as out.
+inline double activation_tolerance(phx_activation act, double ref, phx_dtype out) {
+  return (activation_ulps(act) * kF32Epsilon + unit_roundoff(out)) * std::fabs(ref) +
+         activation_floor(out);
+}
+
 // The tolerance of a sum of K products (matmul, conv2d) through a fused activation.
 inline double accumulation_tolerance(int64_t k, double abs_sum, phx_activation act, double ref,
                                      phx_dtype out) {
   const double pre = 2.0 * static_cast<double>(k) * kF32Epsilon * abs_sum + 1e-6;
-  const double tol =
-      act == PHX_ACTIVATION_NONE ? pre : 1.2 * pre + 8 * kF32Epsilon * std::fabs(ref) + 1e-6;
-  return tol + final_rounding(out, ref);
+  if (act == PHX_ACTIVATION_NONE) return pre + final_rounding(out, ref);
+  return 1.2 * pre + activation_tolerance(act, ref, out);
+}
+
+// Inputs for gelu and silu over their whole range, as dt holds them: a dense sweep of
+// [-20, 20] (step 1/16), the negative tails where the results are tiny but normal
+// (silu's down to x = -92.4, in steps of 1/4 from -100; gelu's end at -13.2, inside the
+// sweep), magnitudes growing by 1.7 from 20 to dt's largest finite value on both sides,
+// that value itself, and a few near 0.
+inline std::vector<double> whole_range_inputs(phx_dtype dt) {
+  std::vector<double> v;
+  for (int i = -320; i <= 320; ++i) v.push_back(i / 16.0);
+  for (int i = -400; i < -80; ++i) v.push_back(i / 4.0);
+  const double max = float_format(dt).max_finite;
+  for (double m = 20.0 * 1.7; m < max; m *= 1.7) {
+    v.push_back(m);
+    v.push_back(-m);
+  }
+  for (double m : {max, 1e-3, 1e-20}) {
+    v.push_back(m);
+    v.push_back(-m);
+  }
+  for (double& x : v) x = round_to_float(dt, x);
+  return v;
 }
 
 // ---- Handles -------------------------------------------------------------------------------

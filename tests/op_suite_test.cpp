@@ -84,6 +84,12 @@ struct MatmulCase {
     activation = act;
     return *this;
   }
+  // a and b in {-1, 0, 1}, the bias from tail_bias_values(): exact sums that put the
+  // activation's input over its tails.
+  MatmulCase& with_tail_inputs() {
+    tail_inputs = true;
+    return *this;
+  }
 
   Shape a;  // as stored (transposed when transpose_a)
   Shape b;
@@ -92,13 +98,31 @@ struct MatmulCase {
   Shape bias;
   bool has_bias = false;
   phx_activation activation = PHX_ACTIVATION_NONE;
+  bool tail_inputs = false;
 };
+
+// Bias values that move small integer sums over gelu's and silu's tails: [-20, 20] in
+// steps of 1/4, [-100, -81] in steps of 1 (silu's results stay normal down to -92.4),
+// and +-1e4. Every float dtype holds them, and adding an integer in [-3, 3] to one is
+// exact in f32, so the activation sees exactly the reference's input.
+std::vector<double> tail_bias_values() {
+  std::vector<double> v;
+  for (int i = -80; i <= 80; ++i) v.push_back(i / 4.0);
+  for (int i = -100; i <= -81; ++i) v.push_back(i);
+  v.push_back(1e4);
+  v.push_back(-1e4);
+  return v;
+}
 
 class MatmulTest : public OpSuite {
  protected:
   void check(const MatmulCase& c, phx_dtype dt, phx_dtype out_dt, Random& rng) {
-    const HostTensor a = rng.tensor(dt, c.a);
-    const HostTensor b = rng.tensor(dt, c.b);
+    HostTensor a = rng.tensor(dt, c.a);
+    HostTensor b = rng.tensor(dt, c.b);
+    if (c.tail_inputs) {
+      for (double& v : a.values) v = std::nearbyint(v);
+      for (double& v : b.values) v = std::nearbyint(v);
+    }
     const size_t ra = c.a.size();
     const size_t rb = c.b.size();
     const int64_t m = c.transpose_a ? c.a[ra - 1] : c.a[ra - 2];
@@ -111,6 +135,11 @@ class MatmulTest : public OpSuite {
     out_shape.push_back(n);
     HostTensor bias;
     if (c.has_bias) bias = rng.tensor(out_dt, c.bias);
+    if (c.tail_inputs) {
+      const std::vector<double> tail = tail_bias_values();
+      for (size_t i = 0; i < bias.values.size(); ++i)
+        bias.values[i] = round_to_float(out_dt, tail[i % tail.size()]);
+    }
     const HostTensor a_multiplied = as_multiplied(a);
     const HostTensor b_multiplied = as_multiplied(b);
 
@@ -135,7 +164,9 @@ class MatmulTest : public OpSuite {
         abs_sum += std::fabs(bv);
       }
       const double ref = apply_activation(c.activation, sum);
-      expected.add(ref, accumulation_tolerance(k, abs_sum, c.activation, ref, out_dt));
+      expected.add(ref, c.tail_inputs
+                            ? activation_tolerance(c.activation, ref, out_dt)
+                            : accumulation_tolerance(k, abs_sum, c.activation, ref, out_dt));
     });
 
     const phx_matmul_params params = {sizeof(phx_matmul_params), c.transpose_a ? 1 : 0,
@@ -220,6 +251,12 @@ TEST_P(MatmulTest, FusedActivations) {
   for (phx_activation act : kActivations) {
     cases.push_back(MatmulCase({7, 129}, {129, 13}).with_bias({13}).with_activation(act));
     cases.push_back(MatmulCase({2, 5, 3}, {2, 3, 4}).with_activation(act));
+    // The tails: a bias [N] (the GEMM's own epilogue on the CPU) and a full one.
+    const auto n = static_cast<int64_t>(tail_bias_values().size());
+    cases.push_back(
+        MatmulCase({4, 3}, {3, n}).with_bias({n}).with_activation(act).with_tail_inputs());
+    cases.push_back(
+        MatmulCase({2, 4, 3}, {3, n}).with_bias({4, n}).with_activation(act).with_tail_inputs());
   }
   check_all(cases, 5);
 }
@@ -338,24 +375,30 @@ TEST_P(BinaryTest, IntegersWrapAround) {
 
 class UnaryTest : public OpSuite {
  protected:
+  // Random values in [-6, 6] in shapes that exercise the split and threaded paths, then
+  // every value of whole_range_inputs (op_suite.h) in one tensor.
   void check(phx_op_id op, phx_dtype dt, Random& rng) {
     for (const Shape& shape : {Shape{}, Shape{1}, Shape{7}, Shape{1000}, Shape{3, 127},
                                Shape{2, 3, 129}, Shape{129, 257}}) {
-      const HostTensor x = rng.tensor(dt, shape, -6.0, 6.0);
-      Expected expected;
-      for (double v : x.values) {
-        if (op == PHX_OP_RELU) {
-          expected.add(std::max(v, 0.0), 0.0);
-          continue;
-        }
-        const double ref =
-            apply_activation(op == PHX_OP_GELU ? PHX_ACTIVATION_GELU : PHX_ACTIVATION_SILU, v);
-        expected.add(ref, 8 * kF32Epsilon * std::fabs(ref) + 1e-6 * std::max(1.0, std::fabs(v)) +
-                              final_rounding(dt, ref));
-      }
-      check_op(std::string(phx_dtype_name(dt)) + shape_string(shape), op, nullptr, {&x}, dt, shape,
-               expected);
+      check_values(op, rng.tensor(dt, shape, -6.0, 6.0));
     }
+    if (!is_float(dt)) return;
+    std::vector<double> values = whole_range_inputs(dt);
+    const Shape shape = {static_cast<int64_t>(values.size())};
+    check_values(op, HostTensor{dt, shape, std::move(values)});
+  }
+
+  void check_values(phx_op_id op, const HostTensor& x) {
+    const phx_activation act = op == PHX_OP_RELU   ? PHX_ACTIVATION_RELU
+                               : op == PHX_OP_GELU ? PHX_ACTIVATION_GELU
+                                                   : PHX_ACTIVATION_SILU;
+    Expected expected;
+    for (double v : x.values) {
+      const double ref = apply_activation(act, v);
+      expected.add(ref, act == PHX_ACTIVATION_RELU ? 0.0 : activation_tolerance(act, ref, x.dtype));
+    }
+    check_op(std::string(phx_dtype_name(x.dtype)) + shape_string(x.shape), op, nullptr, {&x},
+             x.dtype, x.shape, expected);
   }
 };
 

@@ -24,15 +24,16 @@ namespace {
 constexpr int kMr = 6;
 constexpr int kNr = 16;
 
-// exp(x), as exp512 in gemm_avx512.cpp, with 2^n built in the exponent field (x clamped
-// so that n stays in the normal range; the clamped results are 0 or inf to f32 users
-// of silu and gelu up to 1e-38).
-PHX_AVX2 inline __m256 exp256(__m256 x) {
-  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+// e^(a + b), as exp512 in gemm_avx512.cpp, with 2^n built in the exponent fields of two
+// factors 2^(n/2) and 2^(n - n/2), each normal for n in [-150, 129] (a clamped to
+// [-104, 88.3]), so that the product rounds into the subnormals as the true result does.
+PHX_AVX2 inline __m256 exp256(__m256 a, __m256 b) {
+  a = _mm256_max_ps(_mm256_min_ps(a, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-104.0f));
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(_mm256_add_ps(a, b), _mm256_set1_ps(1.44269504088896341f)),
+                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), a);
+  r = _mm256_add_ps(_mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r), b);
   __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
@@ -41,14 +42,19 @@ PHX_AVX2 inline __m256 exp256(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i n1 = _mm256_srai_epi32(ni, 1);
+  const __m256i n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
-// gelu through erfc (see gelu512).
+// gelu through erfc, the exponent -x^2 / 2 exact (see gelu512).
 PHX_AVX2 inline __m256 gelu256(__m256 x) {
-  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 ax =
+      _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(16.0f));
   const __m256 z = _mm256_mul_ps(ax, _mm256_set1_ps(0.70710678118654752f));
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(z, _mm256_set1_ps(0.5f), one));
@@ -62,16 +68,22 @@ PHX_AVX2 inline __m256 gelu256(__m256 x) {
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
-  const __m256 e = _mm256_mul_ps(t, exp256(_mm256_fnmadd_ps(z, z, p)));
+  const __m256 h = _mm256_mul_ps(ax, ax);
+  const __m256 l = _mm256_fmsub_ps(ax, ax, h);
+  const __m256 e = _mm256_mul_ps(t, exp256(_mm256_mul_ps(h, _mm256_set1_ps(-0.5f)),
+                                           _mm256_fnmadd_ps(l, _mm256_set1_ps(0.5f), p)));
   const __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
   const __m256 w = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), e), e, neg);
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), w);
 }
 
+// silu as silu512: x e^x / (1 + e^x) for x < 0.
 PHX_AVX2 inline __m256 silu256(__m256 x) {
-  const __m256 d =
-      _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), x)));
-  return _mm256_div_ps(x, d);
+  const __m256 minus_abs = _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
+  const __m256 e = exp256(minus_abs, _mm256_setzero_ps());
+  const __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  const __m256 num = _mm256_blendv_ps(x, _mm256_mul_ps(x, e), neg);
+  return _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
 PHX_AVX2 inline __m256 act256(__m256 x, phx_activation act) {

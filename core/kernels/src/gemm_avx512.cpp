@@ -32,15 +32,18 @@ constexpr int kNr = 32;
 // ---------------------------------------------------------------------------------------
 // Vector math for the epilogue.
 
-// exp(x): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by its Taylor
-// series to r^7 (truncation < 3e-9 relative), then scaled by 2^n with VSCALEFPS, which
-// gives inf / 0 on overflow / underflow.
-PHX_AVX512 inline __m512 exp512(__m512 x) {
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(100.0f)), _mm512_set1_ps(-110.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+// e^(a + b), a taken as exact, b small (|b| <= 2): a + b = n ln2 + r with |r| <= ln2/2,
+// r reduced from a exactly (Cody-Waite split of ln2, as exp_sum_f32 in ops_common.h, so
+// the error does not grow with |a|), e^r by its Taylor series to r^7 (truncation < 3e-9
+// relative), then scaled by 2^n with VSCALEFPS, which rounds into the subnormals and gives
+// inf / 0 on overflow / underflow.
+PHX_AVX512 inline __m512 exp512(__m512 a, __m512 b) {
+  a = _mm512_max_ps(_mm512_min_ps(a, _mm512_set1_ps(100.0f)), _mm512_set1_ps(-110.0f));
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(_mm512_add_ps(a, b), _mm512_set1_ps(1.44269504088896341f)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), a);
+  r = _mm512_add_ps(_mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r), b);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
@@ -54,9 +57,14 @@ PHX_AVX512 inline __m512 exp512(__m512 x) {
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2). erfc(z), z >= 0, by the
 // Chebyshev fit t exp(-z^2 + P(t)), t = 1 / (1 + z/2) (Numerical Recipes' erfcc; relative
-// error < 1.2e-7 for every z >= 0), and erfc(-z) = 2 - erfc(z).
+// error < 1.2e-7 for every z >= 0), and erfc(-z) = 2 - erfc(z). The exponent -z^2 =
+// -x^2 / 2 is taken exactly, as x^2 = h + l with l = fma(x, x, -h) (a rounded z squared
+// would err by z^2 2^-23 relative in the result). |x| is clamped at 16, past which
+// erfc(|x| / sqrt 2) < 2^-184, so x^2 stays finite; a NaN x becomes 16 there (MINPS
+// returns its second operand) and stays NaN through the final product.
 PHX_AVX512 inline __m512 gelu512(__m512 x) {
-  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+  const __m512 ax = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(16.0f));
+  const __m512 z = _mm512_mul_ps(ax, _mm512_set1_ps(0.70710678118654752f));
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), one));
   __m512 p = _mm512_set1_ps(0.17087277f);
@@ -69,16 +77,24 @@ PHX_AVX512 inline __m512 gelu512(__m512 x) {
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
-  const __m512 e = _mm512_mul_ps(t, exp512(_mm512_fnmadd_ps(z, z, p)));  // erfc(|x|/sqrt2)
+  const __m512 h = _mm512_mul_ps(ax, ax);
+  const __m512 l = _mm512_fmsub_ps(ax, ax, h);
+  const __m512 half = _mm512_set1_ps(0.5f);
+  const __m512 e = _mm512_mul_ps(  // erfc(|x| / sqrt 2)
+      t, exp512(_mm512_mul_ps(h, _mm512_set1_ps(-0.5f)), _mm512_fnmadd_ps(l, half, p)));
   const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
   const __m512 w = _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(2.0f), e), e);
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), w);
 }
 
+// x / (1 + e^-x); for x < 0 as x e^x / (1 + e^x), since e^-x overflows from x = -88.7
+// while silu(x) stays a normal number down to x = -92.4.
 PHX_AVX512 inline __m512 silu512(__m512 x) {
-  const __m512 d =
-      _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), x)));
-  return _mm512_div_ps(x, d);
+  const __m512 e =
+      exp512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(x)), _mm512_setzero_ps());
+  const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 num = _mm512_mask_mul_ps(x, neg, x, e);
+  return _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
 PHX_AVX512 inline __m512 act512(__m512 x, phx_activation act) {

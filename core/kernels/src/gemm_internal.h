@@ -83,10 +83,13 @@ inline float apply_activation(float x, phx_activation act) {
   switch (act) {
     case PHX_ACTIVATION_RELU:
       return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+    // In double, rounded once: erfc (not 1 + erf) keeps gelu's negative tail, and
+    // neither argument is rounded to f32 before erfc or exp amplifies its error.
     case PHX_ACTIVATION_GELU:
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+      return static_cast<float>(0.5 * x *
+                                std::erfc(-static_cast<double>(x) * 0.70710678118654752440));
     case PHX_ACTIVATION_SILU:
-      return x / (1.0f + std::exp(-x));
+      return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(x))));
     default:
       return x;
   }

@@ -127,17 +127,22 @@ void parallel_for(ThreadPool& pool, int64_t n, int64_t work_per_item, F&& f) {
 
 // ---- vectorizable f32 math (branch-free so that loops over it vectorize) ----
 
-// e^x within ~2 ulp; 0 below e^-104, +inf above ln(FLT_MAX), NaN stays NaN.
-PHX_INLINE float exp_f32(float x) {
-  float xc = x > 89.0f ? 89.0f : x;  // comparisons are false for NaN: it passes through
-  xc = xc < -104.0f ? -104.0f : xc;
-  // n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer, which the low bits hold.
+// e^(a + b) within ~2 ulp, for an a taken as exact and a small b (|b| <= 2); 0 below
+// e^-104, +inf above ln(FLT_MAX), NaN stays NaN. The reduction a + b = n ln2 + r takes
+// r from a exactly (a - n * 0.693359375 is exact: the constant has 9 significant bits,
+// n at most 8, and the difference is small), so the error does not grow with |a| as
+// exp_f32(a + b) would, whose rounded argument alone costs |a + b| 2^-24 relative.
+PHX_INLINE float exp_sum_f32(float a, float b) {
+  float ac = a > 89.0f ? 89.0f : a;  // comparisons are false for NaN: it passes through
+  ac = ac < -104.0f ? -104.0f : ac;
+  // n = round((a + b) / ln2): adding 1.5 * 2^23 rounds to an integer, which the low bits
+  // hold.
   const float magic = 12582912.0f;
-  const float t = xc * 1.44269504088896341f + magic;
+  const float t = (ac + b) * 1.44269504088896341f + magic;
   const float n = t - magic;
   const int32_t ni = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - 0x4B400000u);
-  // r = x - n ln2 in two steps; 0.693359375 has few bits, so n * it is exact.
-  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  // r = a + b - n ln2, ln2 in two parts.
+  const float r = ((ac - n * 0.693359375f) - n * -2.12194440e-4f) + b;
   // e^r for |r| <= ln2 / 2: Taylor to degree 7 (the remainder is below 1e-8).
   float p = 1.0f / 5040.0f;
   p = p * r + 1.0f / 720.0f;
@@ -156,10 +161,20 @@ PHX_INLINE float exp_f32(float x) {
   return p * s1 * s2;
 }
 
-// 0.5 * erfc(z) for z >= 0 with a relative error near 1e-7 for every z (Chebyshev fit
-// of Press et al., Numerical Recipes, 6.2): relative, so the tail stays accurate.
-PHX_INLINE float half_erfc_f32(float z) {
-  const float t = 1.0f / (1.0f + 0.5f * z);
+// e^x within ~2 ulp; 0 below e^-104, +inf above ln(FLT_MAX), NaN stays NaN.
+PHX_INLINE float exp_f32(float x) { return exp_sum_f32(x, 0.0f); }
+
+// erfc(|x| / sqrt 2) / 2 with a relative error of a few ulps for every x: the Chebyshev
+// fit t e^(-z^2 + P(t)), t = 1 / (1 + z / 2), of Press et al., Numerical Recipes, 6.2
+// (relative error below 1.2e-7 for every z = |x| / sqrt 2). The exponent -z^2 = -x^2 / 2
+// is taken exactly: |x| = hi + lo with hi its 12 leading bits, so hi^2 is exact and
+// goes to exp_sum_f32 as the exact part. (z * z from a rounded z would err by z^2 2^-23,
+// 200 ulps of the result at x = -10.) Beyond |x| = 16 the result is below 2^-185: |x| is
+// clamped there, which keeps infinities out of hi and lo.
+PHX_INLINE float half_erfc_of_abs_f32(float x) {
+  float ax = x < 0.0f ? -x : x;
+  ax = ax < 16.0f ? ax : 16.0f;  // NaN becomes 16 here; gelu_f32 keeps it through x
+  const float t = 1.0f / (1.0f + 0.5f * (ax * 0.70710678118654752f));
   float p = 0.17087277f;
   p = p * t - 0.82215223f;
   p = p * t + 1.48851587f;
@@ -170,18 +185,24 @@ PHX_INLINE float half_erfc_f32(float z) {
   p = p * t + 0.37409196f;
   p = p * t + 1.00002368f;
   p = p * t - 1.26551223f;
-  return 0.5f * t * exp_f32(p - z * z);
+  const float hi = std::bit_cast<float>(std::bit_cast<uint32_t>(ax) & 0xFFFFF000u);
+  const float lo = ax - hi;
+  return 0.5f * t * exp_sum_f32(-0.5f * (hi * hi), p - (hi * lo + 0.5f * (lo * lo)));
 }
 
 // x * Phi(x), Phi the normal CDF. For x < 0, Phi(x) = erfc(-x / sqrt2) / 2 avoids the
 // cancellation of 1 + erf(x / sqrt2), so the small negative tail keeps its digits.
 PHX_INLINE float gelu_f32(float x) {
-  const float z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
-  const float tail = half_erfc_f32(z);
+  const float tail = half_erfc_of_abs_f32(x);
   return x * (x < 0.0f ? tail : 1.0f - tail);
 }
 
-PHX_INLINE float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
+// x / (1 + e^-x); for x < 0 as x e^x / (1 + e^x), since e^-x overflows from x = -88.7
+// while silu(x) stays a normal number down to x = -92.4.
+PHX_INLINE float silu_f32(float x) {
+  const float e = exp_f32(x < 0.0f ? x : -x);
+  return (x < 0.0f ? x * e : x) / (1.0f + e);
+}
 
 // max(x, 0); NaN stays NaN.
 PHX_INLINE float relu_f32(float x) { return x < 0.0f ? 0.0f : x; }
