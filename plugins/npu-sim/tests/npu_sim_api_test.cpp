@@ -69,7 +69,7 @@ TEST(NpuSim, ListsEveryDeviceWithItsProfile) {
     EXPECT_EQ(info.memory_total_bytes, uint64_t{1} << 30);
     EXPECT_EQ(info.compute_units, 8u);
     EXPECT_NE(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_I16), 0u);
-    EXPECT_EQ(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F16), 0u);
+    EXPECT_NE(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F16), 0u);
     EXPECT_EQ(property(sim.context(), d, "profile"), "edge");
     EXPECT_EQ(property(sim.context(), d, "sram"), "8 MiB (8388608 bytes)");
     EXPECT_EQ(property(sim.context(), d, "dram"), "1 GiB (1073741824 bytes)");
@@ -101,7 +101,17 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_FALSE(sim.supports(d, PHX_OP_SOFTMAX, PHX_DTYPE_F32));
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F32));
     EXPECT_FALSE(sim.supports(d, PHX_OP_ADD, PHX_DTYPE_F32));
-    EXPECT_FALSE(sim.supports(d, PHX_OP_SUB, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_SUB, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MUL, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_REDUCE_SUM, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_TRANSPOSE, PHX_DTYPE_F32));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_CAST, PHX_DTYPE_F32));
+    EXPECT_FALSE(sim.supports(d, PHX_OP_REDUCE_SUM, PHX_DTYPE_F32));
+    // The f16 float path, the MAC-array ops at the f16 rate.
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_ATTENTION, PHX_OP_SOFTMAX,
+                         PHX_OP_RMS_NORM, PHX_OP_ROPE, PHX_OP_SILU, PHX_OP_DIV})
+      EXPECT_TRUE(sim.supports(d, op, PHX_DTYPE_F16)) << op;
+    EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_BF16));
     // Its datapath holds no 16-bit values at all.
     Tensor t(sim.context(), d, PHX_DTYPE_I16, {4});
     EXPECT_EQ(t.status(), PHX_STATUS_UNSUPPORTED);
@@ -113,7 +123,16 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_TRUE(sim.supports(d, PHX_OP_QCONV2D, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_DYNAMIC_QUANTIZE, PHX_DTYPE_F32));
     EXPECT_TRUE(sim.supports(d, PHX_OP_RELU, PHX_DTYPE_I16));
-    EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MUL, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_REDUCE_MAX, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
+  }
+  {
+    // Without an f16 MAC array the f16 products go, the vector unit's f16 ops stay.
+    Sim sim("profile=mobile,fp16_macs_per_cycle=0");
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_ATTENTION})
+      EXPECT_FALSE(sim.supports(sim.device(), op, PHX_DTYPE_F16)) << op;
+    EXPECT_TRUE(sim.supports(sim.device(), PHX_OP_SOFTMAX, PHX_DTYPE_F16));
   }
   {
     // Without an int16 MAC array there is no 16x8.
