@@ -15,38 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "sim_api_fixture.h"
+#include "npu_sim_test_context.h"
 
 namespace {
 
-// ---- the context and its npu-sim devices ---------------------------------------------
-
-class Sim : public phx_test::SimContext {
- public:
-  // settings: PHX_NPU_SIM's value; config_file: PHX_NPU_SIM_CONFIG's, or none.
-  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
-      : SimContext({"npu-sim", "phx_npu_sim", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG"}, settings, flags,
-                   config_file) {}
-};
-
+using npu_sim_test::metric;
+using npu_sim_test::run;
+using npu_sim_test::Sim;
 using phx_test::property;
 using phx_test::Tensor;
-
-phx_status run(phx_stream stream, phx_op_id op, const void* params, std::vector<phx_tensor> inputs,
-               std::vector<phx_tensor> outputs) {
-  phx_op_desc desc = {sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
-                      outputs.size()};
-  return phx_op_run(stream, &desc, nullptr);
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
-}
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
