@@ -1,9 +1,11 @@
 // The NPU-sim plugin: simulated NPUs of a profile's class (docs/npu-sim.md). Tensors live
 // in host memory counted against each device's DRAM; the ops the profile supports run
 // synchronously on submission with the host kernels; anything else is UNSUPPORTED, for
-// the runtime's CPU fallback. Every op is costed by the timing model; the figures, and
-// the quantization error when profiling, go to the op's profile record and to the
-// device statistics.
+// the runtime's CPU fallback. f16 ops compute as the host kernels do, as an f16 NPU
+// datapath with a wide accumulator does: f16 operands, f32 products and sums, one
+// rounding to f16 per output (docs/npu-sim.md, "f16 compute"). Every op is costed by the timing
+// model; the figures, and the quantization error when profiling, go to the op's profile record and
+// to the device statistics.
 #include <phynexus/plugin.h>
 
 #include <memory>
@@ -110,7 +112,8 @@ bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
   const DeviceFigures& f = p.config.figures;
   if ((supported_dtypes(*f.profile, op) & PHX_DTYPE_BIT(dtype)) == 0) return false;
   if (!kernels::op_supported(op, dtype)) return false;
-  const bool mac_op = op == PHX_OP_MATMUL || op == PHX_OP_QMATMUL || op == PHX_OP_QCONV2D;
+  const bool mac_op = op == PHX_OP_MATMUL || op == PHX_OP_QMATMUL || op == PHX_OP_QCONV2D ||
+                      op == PHX_OP_CONV2D || op == PHX_OP_ATTENTION;
   if (mac_op && dtype == PHX_DTYPE_I16) return f.int16_macs_per_cycle > 0;
   if (mac_op && dtype == PHX_DTYPE_F16) return f.fp16_macs_per_cycle > 0;
   return true;

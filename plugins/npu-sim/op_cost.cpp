@@ -14,24 +14,40 @@ uint64_t bytes(const phx_plugin_tensor& t) {
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
 // Elementary vector operations per element, first order: a quantize or dequantize is a
-// multiply and a round-and-clamp; dynamic quantization adds the min/max pass; exp and erf
-// are polynomial evaluations; softmax and the norms pass over a row several times.
+// multiply and a round-and-clamp; dynamic quantization adds the min/max pass; a division
+// is a reciprocal estimate and its Newton steps; a rotation two multiplies and an add;
+// exp and erf are polynomial evaluations (silu's exp and division, gelu's erf); softmax
+// and the norms pass over a row several times. The rest (relu, add, sub, mul, transpose,
+// cast, the reductions) are one operation per element.
 uint32_t ops_per_element(phx_op_id op) {
   switch (op) {
     case PHX_OP_QUANTIZE:
     case PHX_OP_DEQUANTIZE:
       return 2;
     case PHX_OP_DYNAMIC_QUANTIZE:
+    case PHX_OP_ROPE:
       return 3;
+    case PHX_OP_DIV:
+      return 4;
+    case PHX_OP_RMS_NORM:
+      return 6;
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_SILU:
+      return 8;
     case PHX_OP_GELU:
       return 12;
     case PHX_OP_SOFTMAX:
       return 16;
-    case PHX_OP_LAYER_NORM:
-      return 8;
     default:
       return 1;
   }
+}
+
+// The width an op computes in, in 8-bit lanes: the wider of its first input and output
+// (the operands it streams; scales and tables ride along).
+uint32_t element_bytes(const phx_plugin_op& op) {
+  return static_cast<uint32_t>(std::max(phx_plugin_dtype_size(op.inputs[0].dtype),
+                                        phx_plugin_dtype_size(op.outputs[0].dtype)));
 }
 
 }  // namespace
@@ -57,8 +73,8 @@ MacRate mac_rate(const phx_plugin_op& op) {
 }
 
 std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
-  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && op.op != PHX_OP_QCONV2D)
-    return std::nullopt;
+  const bool conv = op.op == PHX_OP_CONV2D || op.op == PHX_OP_QCONV2D;
+  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && !conv) return std::nullopt;
   const phx_plugin_tensor& a = op.inputs[0];
   const phx_plugin_tensor& out = op.outputs[0];
   GemmWork w;
@@ -67,7 +83,7 @@ std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
   w.weight_bytes = bytes(op.inputs[1]);
   w.output_bytes = bytes(out);
   for (size_t i = 2; i < op.input_count; ++i) w.other_bytes += bytes(op.inputs[i]);
-  if (op.op == PHX_OP_QCONV2D) {
+  if (conv) {
     const phx_plugin_tensor& weight = op.inputs[1];
     const auto* p = static_cast<const phx_conv2d_params*>(op.params);
     const bool nhwc = p != nullptr && p->layout == PHX_LAYOUT_NHWC;
@@ -91,9 +107,29 @@ std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
   return w;
 }
 
+AttentionWork attention_work(const phx_plugin_op& op) {
+  const phx_plugin_tensor &q = op.inputs[0], &v = op.inputs[2], &out = op.outputs[0];
+  const uint64_t batch_heads = u(q.shape[0] * q.shape[1]);
+  const uint64_t sq = u(q.shape[2]), d = u(q.shape[3]), skv = u(v.shape[2]), dv = u(v.shape[3]);
+  AttentionWork w;
+  w.scores.m = w.values.m = sq;
+  w.scores.n = skv;
+  w.scores.k = d;
+  w.values.n = dv;
+  w.values.k = skv;
+  w.scores.batch = w.values.batch = batch_heads;
+  w.scores.rate = w.values.rate = mac_rate(op);
+  w.softmax.elements = batch_heads * sq * skv;
+  w.softmax.ops_per_element = ops_per_element(PHX_OP_SOFTMAX);
+  w.softmax.element_bytes = static_cast<uint32_t>(phx_plugin_dtype_size(q.dtype));
+  w.dram_bytes = bytes(q) + bytes(op.inputs[1]) + bytes(v) + bytes(out);
+  return w;
+}
+
 StreamWork stream_work(const phx_plugin_op& op) {
   StreamWork w;
   w.ops_per_element = ops_per_element(op.op);
+  w.element_bytes = element_bytes(op);
   w.input_passes = op.op == PHX_OP_DYNAMIC_QUANTIZE ? 2 : 1;
   for (size_t i = 0; i < op.input_count; ++i) {
     w.input_bytes += bytes(op.inputs[i]);
@@ -108,6 +144,7 @@ StreamWork stream_work(const phx_plugin_op& op) {
 
 Estimate estimate_op(const phx_plugin_op& op, const Machine& machine) {
   if (const auto gemm = gemm_work(op)) return estimate_gemm(*gemm, machine);
+  if (op.op == PHX_OP_ATTENTION) return estimate_attention(attention_work(op), machine);
   return estimate_stream(stream_work(op), machine);
 }
 

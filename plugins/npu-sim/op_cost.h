@@ -1,6 +1,7 @@
-// An op as the timing model sees it: qmatmul, qconv2d and matmul lowered to a GEMM at
-// their MAC rate (8x8 at the int8 rate, 16x8 at the int16 rate, f16 at the f16 rate),
-// every other op as a stream through the vector unit.
+// An op as the timing model sees it: qmatmul, qconv2d, matmul and conv2d lowered to a
+// GEMM at their MAC rate (8x8 at the int8 rate, 16x8 at the int16 rate, f16 at the f16
+// rate), attention to its two products and a softmax, every other op as a stream
+// through the vector unit.
 #pragma once
 
 #include <phynexus/plugin.h>
@@ -16,9 +17,13 @@ Machine machine_of(const DeviceFigures& figures);
 
 // The GEMM of a MAC-array op; nullopt for the other ops.
 //   qmatmul, matmul: M, N, K of one product; batch = the product of the output's batch dims.
-//   qconv2d: M = N * H_out * W_out, K = C_in / groups * KH * KW, N = C_out / groups;
+//   qconv2d, conv2d: M = N * H_out * W_out, K = C_in / groups * KH * KW, N = C_out / groups;
 //            batch = groups.
 std::optional<GemmWork> gemm_work(const phx_plugin_op& op);
+
+// The products and softmax of attention: q [B, H, Sq, D], k [B, Hkv, Skv, D],
+// v [B, Hkv, Skv, Dv]; every query head reads its key/value head, so B * H products each.
+AttentionWork attention_work(const phx_plugin_op& op);
 
 // The vector-unit work of any other op.
 StreamWork stream_work(const phx_plugin_op& op);

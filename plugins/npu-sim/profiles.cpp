@@ -10,27 +10,43 @@ constexpr uint32_t bit(phx_dtype d) { return PHX_DTYPE_BIT(d); }
 constexpr uint32_t kI8 = bit(PHX_DTYPE_I8), kU8 = bit(PHX_DTYPE_U8), kI16 = bit(PHX_DTYPE_I16);
 constexpr uint32_t kI32 = bit(PHX_DTYPE_I32), kF32 = bit(PHX_DTYPE_F32), kF16 = bit(PHX_DTYPE_F16);
 
-// 8x8 integer inference only: the TFLite int8 path of a phone's NPU.
+// Every profile runs a model's float layers in f16, as phone NPUs (Hexagon HTP, Apple's
+// Neural Engine) and inference accelerators do: the MAC-array ops (matmul, conv2d,
+// attention as its two products) at the f16 MAC rate, the rest on the vector unit. Data
+// movement (transpose, cast) takes every dtype the profile holds; integer arithmetic
+// follows the op rules (wrap-around), on the integer widths the profile computes in.
+constexpr uint32_t kMobileHeld = kF32 | kF16 | kI32 | kI8 | kU8;
+constexpr uint32_t kWideHeld = kMobileHeld | kI16;
+
+// 8x8 integer inference and the f16 float path: the int8 and fp16 paths of a phone's NPU.
 constexpr OpDtypes kMobileOps[] = {
-    {PHX_OP_QUANTIZE, kF32},     {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI32},
-    {PHX_OP_QMATMUL, kI8 | kU8}, {PHX_OP_QCONV2D, kI8 | kU8},
-    {PHX_OP_RELU, kI8},          {PHX_OP_ADD, kI8},
-};
-
-// The mobile set plus 16x8 (int16 activations) and dynamic quantization.
-constexpr OpDtypes kEdgeOps[] = {
     {PHX_OP_QUANTIZE, kF32},
-    {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI16 | kI32},
-    {PHX_OP_QMATMUL, kI8 | kU8 | kI16},
-    {PHX_OP_QCONV2D, kI8 | kU8 | kI16},
-    {PHX_OP_DYNAMIC_QUANTIZE, kF32},
-    {PHX_OP_RELU, kI8 | kI16},
-    {PHX_OP_ADD, kI8 | kI16},
+    {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI32},
+    {PHX_OP_QMATMUL, kI8 | kU8},
+    {PHX_OP_QCONV2D, kI8 | kU8},
+    {PHX_OP_RELU, kI8 | kF16},
+    {PHX_OP_ADD, kI8 | kF16},
+    {PHX_OP_SUB, kI8 | kF16},
+    {PHX_OP_MUL, kI8 | kF16},
+    {PHX_OP_DIV, kF16},
+    {PHX_OP_MATMUL, kF16},
+    {PHX_OP_CONV2D, kF16},
+    {PHX_OP_GELU, kF16},
+    {PHX_OP_SILU, kF16},
+    {PHX_OP_SOFTMAX, kF16},
+    {PHX_OP_LAYER_NORM, kF16},
+    {PHX_OP_RMS_NORM, kF16},
+    {PHX_OP_ATTENTION, kF16},
+    {PHX_OP_ROPE, kF16},
+    {PHX_OP_REDUCE_SUM, kI8 | kF16},
+    {PHX_OP_REDUCE_MAX, kI8 | kF16},
+    {PHX_OP_TRANSPOSE, kMobileHeld},
+    {PHX_OP_CAST, kMobileHeld},
 };
 
-// The edge set plus an f16 datapath for the layers kept in floating point
-// (attention blocks of transformers served at f16).
-constexpr OpDtypes kDatacenterOps[] = {
+// The mobile set plus 16x8 (int16 activations), 16-bit integer arithmetic and dynamic
+// quantization. The data-center class runs the same set, with more of everything.
+constexpr OpDtypes kWideOps[] = {
     {PHX_OP_QUANTIZE, kF32},
     {PHX_OP_DEQUANTIZE, kI8 | kU8 | kI16 | kI32},
     {PHX_OP_QMATMUL, kI8 | kU8 | kI16},
@@ -38,11 +54,22 @@ constexpr OpDtypes kDatacenterOps[] = {
     {PHX_OP_DYNAMIC_QUANTIZE, kF32},
     {PHX_OP_RELU, kI8 | kI16 | kF16},
     {PHX_OP_ADD, kI8 | kI16 | kF16},
-    {PHX_OP_MUL, kF16},
+    {PHX_OP_SUB, kI8 | kI16 | kF16},
+    {PHX_OP_MUL, kI8 | kI16 | kF16},
+    {PHX_OP_DIV, kF16},
     {PHX_OP_MATMUL, kF16},
+    {PHX_OP_CONV2D, kF16},
     {PHX_OP_GELU, kF16},
+    {PHX_OP_SILU, kF16},
     {PHX_OP_SOFTMAX, kF16},
     {PHX_OP_LAYER_NORM, kF16},
+    {PHX_OP_RMS_NORM, kF16},
+    {PHX_OP_ATTENTION, kF16},
+    {PHX_OP_ROPE, kF16},
+    {PHX_OP_REDUCE_SUM, kI8 | kI16 | kF16},
+    {PHX_OP_REDUCE_MAX, kI8 | kI16 | kF16},
+    {PHX_OP_TRANSPOSE, kWideHeld},
+    {PHX_OP_CAST, kWideHeld},
 };
 
 template <size_t N>
@@ -52,19 +79,20 @@ constexpr size_t count(const OpDtypes (&)[N]) {
 
 // docs/npu-sim.md, "Profiles", gives the public figures behind each row.
 constexpr Profile kProfiles[] = {
-    {"mobile", "phone SoC NPU", 4 * kMiB, 2 * kGiB, 51.2, 8192, 0, 0, 64, 4, 1.0, 2000.0,
-     kF32 | kI32 | kI8 | kU8, kMobileOps, count(kMobileOps),
+    {"mobile", "phone SoC NPU", 4 * kMiB, 2 * kGiB, 51.2, 8192, 0, 4096, 64, 4, 1.0, 2000.0,
+     kMobileHeld, kMobileOps, count(kMobileOps),
      "class of phone SoC NPUs (Hexagon, Apple Neural Engine, Google Tensor): 16 int8 TOPS "
-     "assumed; LPDDR5-6400 x64 = 51.2 GB/s; 4 MiB SRAM and a 2 GiB carve-out assumed"},
-    {"edge", "edge inference accelerator", 8 * kMiB, 1 * kGiB, 12.8, 16384, 8192, 0, 128, 8, 0.8,
-     3000.0, kF32 | kI32 | kI8 | kU8 | kI16, kEdgeOps, count(kEdgeOps),
+     "assumed, f16 at half the int8 MAC rate; LPDDR5-6400 x64 = 51.2 GB/s; 4 MiB SRAM and a "
+     "2 GiB carve-out assumed"},
+    {"edge", "edge inference accelerator", 8 * kMiB, 1 * kGiB, 12.8, 16384, 8192, 8192, 128, 8, 0.8,
+     3000.0, kWideHeld, kWideOps, count(kWideOps),
      "class of Coral Edge TPU / Hailo-8: 26 int8 TOPS (Hailo-8), 8 MiB SRAM (Edge TPU); "
-     "16x8 at half rate assumed; 1 GiB LPDDR4-3200 x32 = 12.8 GB/s"},
+     "16x8 and f16 at half rate assumed; 1 GiB LPDDR4-3200 x32 = 12.8 GB/s"},
     {"datacenter", "data-center inference accelerator", 144 * kMiB, 16 * kGiB, 136.5, 131072, 65536,
-     65536, 2048, 16, 1.5, 1000.0, kF32 | kI32 | kI8 | kU8 | kI16 | kF16, kDatacenterOps,
-     count(kDatacenterOps),
-     "class of Qualcomm Cloud AI 100: ~400 int8 TOPS, 16 cores x 9 MiB SRAM, 16 GiB LPDDR4x "
-     "at 136.5 GB/s; MACs per cycle and clock chosen to give its peaks (assumed)"},
+     65536, 2048, 16, 1.5, 1000.0, kWideHeld, kWideOps, count(kWideOps),
+     "class of Qualcomm Cloud AI 100: ~400 int8 TOPS and ~200 f16 TFLOP/s, 16 cores x 9 MiB "
+     "SRAM, 16 GiB LPDDR4x at 136.5 GB/s; MACs per cycle and clock chosen to give its peaks "
+     "(assumed)"},
 };
 
 }  // namespace

@@ -27,7 +27,7 @@ struct Profile {
   uint32_t int8_macs_per_cycle;   // 8x8
   uint32_t int16_macs_per_cycle;  // 16x8 (16-bit activations, 8-bit weights); 0: none
   uint32_t fp16_macs_per_cycle;   // 0: none
-  uint32_t vector_lanes;          // elements per cycle of the vector unit
+  uint32_t vector_lanes;          // 8-bit lanes: a 16-bit element takes 2, a 32-bit one 4
   uint32_t cores;                 // the device's compute_units
   double clock_ghz;
   double op_overhead_ns;  // dispatch cost of one op

@@ -51,9 +51,19 @@ Estimate estimate_gemm(const GemmWork& w, const Machine& m) {
 
 Estimate estimate_stream(const StreamWork& w, const Machine& m) {
   Estimate e;
-  e.cycles = ceil_div(w.elements * w.ops_per_element, m.vector_lanes);
+  e.cycles = ceil_div(w.elements * w.ops_per_element * w.element_bytes, m.vector_lanes);
   const uint64_t reads = w.input_bytes > m.sram_bytes ? w.input_passes : 1;
   e.dram_bytes = w.input_bytes * reads + w.output_bytes;
+  return finish(e, m);
+}
+
+Estimate estimate_attention(const AttentionWork& w, const Machine& m) {
+  const Estimate scores = estimate_gemm(w.scores, m), values = estimate_gemm(w.values, m);
+  Estimate e;
+  e.macs = scores.macs + values.macs;
+  // The softmax needs every score of a row before P . V can use it: the units alternate.
+  e.cycles = scores.cycles + values.cycles + estimate_stream(w.softmax, m).cycles;
+  e.dram_bytes = w.dram_bytes;
   return finish(e, m);
 }
 

@@ -2,7 +2,7 @@
 // time (docs/npu-sim.md, "Timing model"). Pure arithmetic: no plugin, no tensors, so it
 // is tested on its own against hand-worked numbers.
 //
-// GEMM-like ops (qmatmul, qconv2d, f16 matmul) are C[M x N] = A[M x K] . W[K x N]:
+// GEMM-like ops (qmatmul, qconv2d, f16 matmul and conv2d) are C[M x N] = A[M x K] . W[K x N]:
 //   compute: cycles = ceil(M*N*K*batch / MACs per cycle at the op's rate)
 //   DRAM:    half the on-chip SRAM holds the stationary operand, the other half the
 //            streamed tiles and the accumulators. When A or W fits in half the SRAM, every
@@ -10,8 +10,12 @@
 //            tiles with A re-read for each, or A in tiles with W re-read for each,
 //            whichever moves fewer bytes. The output is written once (the accumulators
 //            stay on chip until a tile is done); scales, zero points and bias read once.
-// Other ops stream through the vector unit:
-//   compute: cycles = ceil(elements * operations per element / lanes)
+// Attention is its two products (scores = Q . K^T, out = P . V) on the MAC array and the
+// softmax of the scores on the vector unit, one after the other; the scores stay on chip
+// (the compiler tiles them, as flash attention does), so DRAM sees q, k, v and out once.
+// Other ops stream through the vector unit, whose lanes are 8 bits wide (a 16-bit
+// element takes two, a 32-bit one four, as in a SIMD register of fixed width):
+//   compute: cycles = ceil(elements * operations per element * lanes per element / lanes)
 //   DRAM:    inputs read once (passes times when the input does not fit in the SRAM and
 //            the op must see all of it first, as dynamic quantization's min/max) plus
 //            outputs written once.
@@ -54,7 +58,15 @@ struct StreamWork {
   uint32_t ops_per_element = 1;
   uint64_t input_bytes = 0;
   uint64_t output_bytes = 0;
-  uint32_t input_passes = 1;  // reads of the input when it does not fit in the SRAM
+  uint32_t input_passes = 1;   // reads of the input when it does not fit in the SRAM
+  uint32_t element_bytes = 1;  // 8-bit lanes per element: the width the op computes in
+};
+
+struct AttentionWork {
+  GemmWork scores;          // Q . K^T: M = Sq, N = Skv, K = D; batch = B * H
+  GemmWork values;          // P . V: M = Sq, N = Dv, K = Skv; batch = B * H
+  StreamWork softmax;       // over the B * H * Sq * Skv scores (its bytes unused: on chip)
+  uint64_t dram_bytes = 0;  // q, k, v read and out written, once each
 };
 
 struct Estimate {
@@ -70,5 +82,6 @@ struct Estimate {
 
 Estimate estimate_gemm(const GemmWork& work, const Machine& machine);
 Estimate estimate_stream(const StreamWork& work, const Machine& machine);
+Estimate estimate_attention(const AttentionWork& work, const Machine& machine);
 
 }  // namespace phx::npu_sim

@@ -38,12 +38,14 @@ TEST(Config, DefaultsAreOneMobileNpu) {
   EXPECT_EQ(f.dram_bandwidth_gbps, 51.2);
   EXPECT_EQ(f.int8_macs_per_cycle, 8192u);
   EXPECT_EQ(f.int16_macs_per_cycle, 0u);
+  EXPECT_EQ(f.fp16_macs_per_cycle, 4096u);  // half the int8 rate
   EXPECT_EQ(f.clock_ghz, 1.0);
   EXPECT_EQ(cfg.memory_limit, 0u);
   EXPECT_FALSE(cfg.memory_optimization);
   // 2 operations per MAC: 2 * 8192 * 1 GHz.
   EXPECT_DOUBLE_EQ(f.peak_int8_tops(), 16.384);
   EXPECT_EQ(f.peak_int16_tops(), 0.0);
+  EXPECT_DOUBLE_EQ(f.peak_fp16_tflops(), 8.192);
 }
 
 TEST(Config, EveryProfileHasItsFigures) {
@@ -53,8 +55,8 @@ TEST(Config, EveryProfileHasItsFigures) {
     double int8_tops, int16_tops, fp16_tflops;
   };
   for (const Expected& e :
-       {Expected{"mobile", 4 * kMiB, 2 * kGiB, 16.384, 0, 0},
-        Expected{"edge", 8 * kMiB, 1 * kGiB, 26.2144, 13.1072, 0},
+       {Expected{"mobile", 4 * kMiB, 2 * kGiB, 16.384, 0, 8.192},
+        Expected{"edge", 8 * kMiB, 1 * kGiB, 26.2144, 13.1072, 13.1072},
         Expected{"datacenter", 144 * kMiB, 16 * kGiB, 393.216, 196.608, 196.608}}) {
     NpuConfig cfg;
     ASSERT_EQ(parse(std::string("profile=") + e.profile, cfg), "");
@@ -161,29 +163,42 @@ TEST(Profiles, OpSetsGrowFromMobileToDatacenter) {
   const Profile& dc = *find_profile("datacenter");
   EXPECT_EQ(find_profile("server"), nullptr);
 
-  // Mobile: 8x8 only.
+  // Mobile: 8x8 and the f16 float path.
   EXPECT_EQ(supported_dtypes(mobile, PHX_OP_QMATMUL), bit(PHX_DTYPE_I8) | bit(PHX_DTYPE_U8));
   EXPECT_EQ(supported_dtypes(mobile, PHX_OP_QUANTIZE), bit(PHX_DTYPE_F32));
-  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_RELU), bit(PHX_DTYPE_I8));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_RELU), bit(PHX_DTYPE_I8) | bit(PHX_DTYPE_F16));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_SUB), bit(PHX_DTYPE_I8) | bit(PHX_DTYPE_F16));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_MUL), bit(PHX_DTYPE_I8) | bit(PHX_DTYPE_F16));
   EXPECT_EQ(supported_dtypes(mobile, PHX_OP_DYNAMIC_QUANTIZE), 0u);
-  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_MATMUL), 0u);
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_MATMUL), bit(PHX_DTYPE_F16));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_ATTENTION), bit(PHX_DTYPE_F16));
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_CAST), mobile.tensor_dtypes);
+  EXPECT_EQ(supported_dtypes(mobile, PHX_OP_TRANSPOSE), mobile.tensor_dtypes);
   EXPECT_EQ(mobile.tensor_dtypes & bit(PHX_DTYPE_I16), 0u);
-  // Edge adds 16x8 and dynamic quantization.
+  EXPECT_NE(mobile.tensor_dtypes & bit(PHX_DTYPE_F16), 0u);
+  // Edge adds 16x8, 16-bit integer arithmetic and dynamic quantization.
   EXPECT_NE(supported_dtypes(edge, PHX_OP_QMATMUL) & bit(PHX_DTYPE_I16), 0u);
   EXPECT_NE(supported_dtypes(edge, PHX_OP_QCONV2D) & bit(PHX_DTYPE_I16), 0u);
+  EXPECT_NE(supported_dtypes(edge, PHX_OP_MUL) & bit(PHX_DTYPE_I16), 0u);
+  EXPECT_NE(supported_dtypes(edge, PHX_OP_REDUCE_SUM) & bit(PHX_DTYPE_I16), 0u);
   EXPECT_EQ(supported_dtypes(edge, PHX_OP_DYNAMIC_QUANTIZE), bit(PHX_DTYPE_F32));
-  EXPECT_EQ(supported_dtypes(edge, PHX_OP_MATMUL), 0u);
-  // Data-center adds an f16 datapath.
+  EXPECT_EQ(supported_dtypes(edge, PHX_OP_MATMUL), bit(PHX_DTYPE_F16));
+  // Data-center: the edge set, at its own figures.
   EXPECT_EQ(supported_dtypes(dc, PHX_OP_MATMUL), bit(PHX_DTYPE_F16));
   EXPECT_EQ(supported_dtypes(dc, PHX_OP_SOFTMAX), bit(PHX_DTYPE_F16));
   EXPECT_NE(dc.tensor_dtypes & bit(PHX_DTYPE_F16), 0u);
-  // No profile computes in f32: that is the CPU fallback's.
+  // No profile computes in f32 or bf16: that is the CPU fallback's.
   for (const Profile* p : {&mobile, &edge, &dc})
-    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_SOFTMAX, PHX_OP_ADD, PHX_OP_CONV2D})
-      EXPECT_EQ(supported_dtypes(*p, op) & bit(PHX_DTYPE_F32), 0u) << p->name << " " << op;
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_SOFTMAX, PHX_OP_ADD, PHX_OP_CONV2D,
+                         PHX_OP_REDUCE_SUM, PHX_OP_ATTENTION})
+      EXPECT_EQ(supported_dtypes(*p, op) & (bit(PHX_DTYPE_F32) | bit(PHX_DTYPE_BF16)), 0u)
+          << p->name << " " << op;
 
-  EXPECT_EQ(describe_ops(mobile),
-            "quantize(f32) dequantize(i8,i32,u8) qmatmul(i8,u8) qconv2d(i8,u8) relu(i8) add(i8)");
+  EXPECT_EQ(describe_ops(mobile).rfind(
+                "quantize(f32) dequantize(i8,i32,u8) qmatmul(i8,u8) qconv2d(i8,u8) relu(f16,i8) "
+                "add(f16,i8) sub(f16,i8) mul(f16,i8) div(f16) matmul(f16)",
+                0),
+            0u);
   EXPECT_NE(describe_ops(dc).find("matmul(f16)"), std::string::npos);
 }
 

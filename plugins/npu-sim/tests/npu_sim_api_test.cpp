@@ -15,38 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "sim_api_fixture.h"
+#include "npu_sim_test_context.h"
 
 namespace {
 
-// ---- the context and its npu-sim devices ---------------------------------------------
-
-class Sim : public phx_test::SimContext {
- public:
-  // settings: PHX_NPU_SIM's value; config_file: PHX_NPU_SIM_CONFIG's, or none.
-  explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
-      : SimContext({"npu-sim", "phx_npu_sim", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG"}, settings, flags,
-                   config_file) {}
-};
-
+using npu_sim_test::metric;
+using npu_sim_test::run;
+using npu_sim_test::Sim;
 using phx_test::property;
 using phx_test::Tensor;
-
-phx_status run(phx_stream stream, phx_op_id op, const void* params, std::vector<phx_tensor> inputs,
-               std::vector<phx_tensor> outputs) {
-  phx_op_desc desc = {sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
-                      outputs.size()};
-  return phx_op_run(stream, &desc, nullptr);
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
-}
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -69,7 +46,7 @@ TEST(NpuSim, ListsEveryDeviceWithItsProfile) {
     EXPECT_EQ(info.memory_total_bytes, uint64_t{1} << 30);
     EXPECT_EQ(info.compute_units, 8u);
     EXPECT_NE(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_I16), 0u);
-    EXPECT_EQ(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F16), 0u);
+    EXPECT_NE(info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F16), 0u);
     EXPECT_EQ(property(sim.context(), d, "profile"), "edge");
     EXPECT_EQ(property(sim.context(), d, "sram"), "8 MiB (8388608 bytes)");
     EXPECT_EQ(property(sim.context(), d, "dram"), "1 GiB (1073741824 bytes)");
@@ -101,7 +78,17 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_FALSE(sim.supports(d, PHX_OP_SOFTMAX, PHX_DTYPE_F32));
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F32));
     EXPECT_FALSE(sim.supports(d, PHX_OP_ADD, PHX_DTYPE_F32));
-    EXPECT_FALSE(sim.supports(d, PHX_OP_SUB, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_SUB, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MUL, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_REDUCE_SUM, PHX_DTYPE_I8));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_TRANSPOSE, PHX_DTYPE_F32));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_CAST, PHX_DTYPE_F32));
+    EXPECT_FALSE(sim.supports(d, PHX_OP_REDUCE_SUM, PHX_DTYPE_F32));
+    // The f16 float path, the MAC-array ops at the f16 rate.
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_ATTENTION, PHX_OP_SOFTMAX,
+                         PHX_OP_RMS_NORM, PHX_OP_ROPE, PHX_OP_SILU, PHX_OP_DIV})
+      EXPECT_TRUE(sim.supports(d, op, PHX_DTYPE_F16)) << op;
+    EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_BF16));
     // Its datapath holds no 16-bit values at all.
     Tensor t(sim.context(), d, PHX_DTYPE_I16, {4});
     EXPECT_EQ(t.status(), PHX_STATUS_UNSUPPORTED);
@@ -113,7 +100,16 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_TRUE(sim.supports(d, PHX_OP_QCONV2D, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_DYNAMIC_QUANTIZE, PHX_DTYPE_F32));
     EXPECT_TRUE(sim.supports(d, PHX_OP_RELU, PHX_DTYPE_I16));
-    EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MUL, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_REDUCE_MAX, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
+  }
+  {
+    // Without an f16 MAC array the f16 products go, the vector unit's f16 ops stay.
+    Sim sim("profile=mobile,fp16_macs_per_cycle=0");
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_ATTENTION})
+      EXPECT_FALSE(sim.supports(sim.device(), op, PHX_DTYPE_F16)) << op;
+    EXPECT_TRUE(sim.supports(sim.device(), PHX_OP_SOFTMAX, PHX_DTYPE_F16));
   }
   {
     // Without an int16 MAC array there is no 16x8.

@@ -8,15 +8,15 @@
 namespace phx::npu_sim {
 namespace {
 
-// 1 MiB of SRAM (half: 524288 bytes), 50 GB/s, 4096 int8 and 1024 int16 MACs per cycle,
-// 64 vector lanes, 1 GHz (1 cycle = 1 ns), 1000 ns per op.
+// 1 MiB of SRAM (half: 524288 bytes), 50 GB/s, 4096 int8, 1024 int16 and 2048 f16 MACs
+// per cycle, 64 vector lanes, 1 GHz (1 cycle = 1 ns), 1000 ns per op.
 Machine machine() {
   Machine m;
   m.sram_bytes = 1 << 20;
   m.dram_bandwidth_gbps = 50;
   m.int8_macs_per_cycle = 4096;
   m.int16_macs_per_cycle = 1024;
-  m.fp16_macs_per_cycle = 0;
+  m.fp16_macs_per_cycle = 2048;
   m.vector_lanes = 64;
   m.clock_ghz = 1.0;
   m.op_overhead_ns = 1000;
@@ -115,6 +115,51 @@ TEST(TimingModel, StreamOps) {
   EXPECT_EQ(estimate_stream(dq, machine()).dram_bytes, 4096u + (1 << 20) + 8);
 }
 
+TEST(TimingModel, SixteenBitElementsTakeTwoLanes) {
+  // softmax on 2^16 f16: 2^16 * 16 operations * 2 lanes / 64 = 32768 cycles; the same
+  // count of i8 elements at one operation each: 1024 cycles.
+  StreamWork softmax;
+  softmax.elements = 1 << 16;
+  softmax.ops_per_element = 16;
+  softmax.element_bytes = 2;
+  softmax.input_bytes = softmax.output_bytes = 2 << 16;
+  const Estimate e = estimate_stream(softmax, machine());
+  EXPECT_EQ(e.cycles, 32768u);
+  EXPECT_EQ(e.dram_bytes, 4u << 16);
+  EXPECT_FALSE(e.memory_bound);  // 262144 bytes / 50 = 5242.88 ns against 32768 ns
+  EXPECT_DOUBLE_EQ(e.estimated_ns, 32768.0 + 1000);
+  StreamWork add;
+  add.elements = 1 << 16;
+  EXPECT_EQ(estimate_stream(add, machine()).cycles, 1024u);
+}
+
+TEST(TimingModel, AttentionIsTwoProductsAndASoftmaxOnChip) {
+  // B = 1, H = 2, Sq = 64, Skv = 128, D = Dv = 64 in f16. Q . K^T: 2 * 64 * 128 * 64 =
+  // 1048576 MACs; P . V the same: 2 * 512 cycles at 2048 per cycle. The softmax of the
+  // 2 * 64 * 128 = 16384 scores: 16384 * 16 * 2 lanes / 64 = 8192 cycles. 9216 cycles in
+  // all at 1 GHz. DRAM: q 16384 + k 32768 + v 32768 + out 16384 = 98304 bytes / 50 =
+  // 1966.08 ns: compute-bound.
+  AttentionWork w;
+  w.scores.m = w.values.m = 64;
+  w.scores.n = 128;
+  w.scores.k = 64;
+  w.values.n = 64;
+  w.values.k = 128;
+  w.scores.batch = w.values.batch = 2;
+  w.scores.rate = w.values.rate = MacRate::kFp16;
+  w.softmax.elements = 16384;
+  w.softmax.ops_per_element = 16;
+  w.softmax.element_bytes = 2;
+  w.dram_bytes = 98304;
+  const Estimate e = estimate_attention(w, machine());
+  EXPECT_EQ(e.macs, 2097152u);
+  EXPECT_EQ(e.cycles, 9216u);
+  EXPECT_EQ(e.dram_bytes, 98304u);
+  EXPECT_DOUBLE_EQ(e.memory_ns, 1966.08);
+  EXPECT_FALSE(e.memory_bound);
+  EXPECT_DOUBLE_EQ(e.estimated_ns, 9216.0 + 1000);
+}
+
 // ---- the lowering of plugin ops ----
 
 char fake;  // gemm_work reads shapes and dtypes only; a present tensor has a buffer
@@ -191,6 +236,68 @@ TEST(OpCost, DynamicQuantizeStreamsWithTwoPasses) {
   EXPECT_EQ(w.output_bytes, (1u << 20) + 8);
   EXPECT_EQ(w.input_passes, 2u);
   EXPECT_EQ(estimate_op(op, machine()).dram_bytes, (8u << 20) + (1 << 20) + 8);
+}
+
+TEST(OpCost, Conv2dInF16RunsAtTheF16Rate) {
+  // NCHW x f16 [1, 16, 10, 10], weight [8, 16, 3, 3], bias [8], out [1, 8, 8, 8]:
+  // M = 64, K = 144, N = 8: 73728 MACs at 2048 per cycle = 36 cycles.
+  const phx_plugin_tensor in[3] = {tensor(PHX_DTYPE_F16, {1, 16, 10, 10}),
+                                   tensor(PHX_DTYPE_F16, {8, 16, 3, 3}),
+                                   tensor(PHX_DTYPE_F16, {8})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F16, {1, 8, 8, 8});
+  const phx_plugin_op op = {sizeof op, PHX_OP_CONV2D, nullptr, in, 3, &out, 1, nullptr};
+  const auto w = gemm_work(op);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->m, 64u);
+  EXPECT_EQ(w->k, 144u);
+  EXPECT_EQ(w->n, 8u);
+  EXPECT_EQ(w->rate, MacRate::kFp16);
+  EXPECT_EQ(w->other_bytes, 16u);  // the bias
+  EXPECT_EQ(estimate_op(op, machine()).cycles, 36u);
+}
+
+TEST(OpCost, AttentionLowersToItsProductsPerQueryHead) {
+  // Grouped-query: q [1, 4, 16, 32], k and v [1, 2, 64, 32] f16, out [1, 4, 16, 32]:
+  // every one of the 4 query heads does 16 * 64 * 32 MACs twice.
+  const phx_plugin_tensor in[3] = {tensor(PHX_DTYPE_F16, {1, 4, 16, 32}),
+                                   tensor(PHX_DTYPE_F16, {1, 2, 64, 32}),
+                                   tensor(PHX_DTYPE_F16, {1, 2, 64, 32})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F16, {1, 4, 16, 32});
+  const phx_plugin_op op = {sizeof op, PHX_OP_ATTENTION, nullptr, in, 3, &out, 1, nullptr};
+  EXPECT_FALSE(gemm_work(op).has_value());
+  const AttentionWork w = attention_work(op);
+  EXPECT_EQ(w.scores.batch, 4u);
+  EXPECT_EQ(w.scores.m, 16u);
+  EXPECT_EQ(w.scores.n, 64u);
+  EXPECT_EQ(w.scores.k, 32u);
+  EXPECT_EQ(w.values.n, 32u);
+  EXPECT_EQ(w.values.k, 64u);
+  EXPECT_EQ(w.softmax.elements, 4u * 16 * 64);
+  EXPECT_EQ(w.dram_bytes, 2u * (4 * 16 * 32 + 2 * 64 * 32) * 2);  // q, out; k, v; 2 bytes
+  const Estimate e = estimate_op(op, machine());
+  EXPECT_EQ(e.macs, 2u * 4 * 16 * 64 * 32);
+  // 64 + 64 cycles of MACs; 4096 scores * 16 * 2 / 64 = 2048 of softmax.
+  EXPECT_EQ(e.cycles, 64u + 64 + 2048);
+}
+
+TEST(OpCost, VectorOpsCountTheWidthTheyComputeIn) {
+  // An i8 sub, an f16 rms_norm and an f32 -> i8 quantize over 4096 elements.
+  const phx_plugin_tensor i8[2] = {tensor(PHX_DTYPE_I8, {64, 64}), tensor(PHX_DTYPE_I8, {64, 64})};
+  const phx_plugin_op sub = {sizeof sub, PHX_OP_SUB, nullptr, i8, 2, &i8[0], 1, nullptr};
+  EXPECT_EQ(stream_work(sub).element_bytes, 1u);
+  EXPECT_EQ(estimate_op(sub, machine()).cycles, 4096u / 64);
+
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F16, {64, 64});
+  const phx_plugin_op norm = {sizeof norm, PHX_OP_RMS_NORM, nullptr, &x, 1, &x, 1, nullptr};
+  EXPECT_EQ(stream_work(norm).element_bytes, 2u);
+  EXPECT_EQ(estimate_op(norm, machine()).cycles, 4096u * 6 * 2 / 64);
+
+  const phx_plugin_tensor q_in[3] = {tensor(PHX_DTYPE_F32, {64, 64}), tensor(PHX_DTYPE_F32, {1}),
+                                     tensor(PHX_DTYPE_I32, {1})};
+  const phx_plugin_op quantize = {sizeof quantize, PHX_OP_QUANTIZE, nullptr, q_in, 3, &i8[0], 1,
+                                  nullptr};
+  EXPECT_EQ(stream_work(quantize).element_bytes, 4u);
+  EXPECT_EQ(estimate_op(quantize, machine()).cycles, 4096u * 2 * 4 / 64);
 }
 
 }  // namespace
