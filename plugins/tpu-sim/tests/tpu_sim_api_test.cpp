@@ -340,6 +340,57 @@ TEST(TpuSim, HbmCapacityIsEnforced) {
   EXPECT_EQ(back.status(), PHX_STATUS_OK);
 }
 
+void expect_same_memory_stats(const phx_memory_stats& got, const phx_memory_stats& want) {
+  EXPECT_EQ(got.bytes_in_use, want.bytes_in_use);
+  EXPECT_EQ(got.peak_bytes_in_use, want.peak_bytes_in_use);
+  EXPECT_EQ(got.bytes_cached, want.bytes_cached);
+  EXPECT_EQ(got.limit_bytes, want.limit_bytes);
+  EXPECT_EQ(got.allocation_count, want.allocation_count);
+}
+
+// A refused allocation changes nothing, whichever memory is short: the kept blocks stay
+// (no eviction), and the memory statistics, bytes in use and the compile cache's
+// figures are as before. The message says which memory is short.
+TEST(TpuSim, ARefusedAllocationChangesNothing) {
+  Sim sim("hbm_bytes=1125899906842624");  // 2^50 bytes: the HBM never refuses first below
+  const size_t d = sim.device();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  {
+    Tensor x(sim.context(), d, PHX_DTYPE_F32, {262144}),
+        y(sim.context(), d, PHX_DTYPE_F32, {262144});
+    ASSERT_EQ(run(stream, PHX_OP_RELU, nullptr, {x.get()}, y.get()), PHX_STATUS_OK);
+  }  // two 1 MiB blocks kept for reuse, one program in the compile cache
+  // With the limit at 2^49 bytes a 2^49-byte tensor needs the kept blocks' room, and
+  // no host can back it (x86-64 user space is 2^47 bytes): the host refuses.
+  ASSERT_EQ(phx_memory_set_limit(sim.context(), d, uint64_t{1} << 49), PHX_STATUS_OK);
+  phx_memory_stats before = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &before), PHX_STATUS_OK);
+  ASSERT_EQ(before.bytes_cached, 2u << 20);
+  const auto stats_before = sim.stats(d);
+
+  Tensor host_short(sim.context(), d, PHX_DTYPE_F32, {int64_t{1} << 47});
+  EXPECT_EQ(host_short.status(), PHX_STATUS_OUT_OF_MEMORY);
+  std::string message = phx_last_error();
+  EXPECT_NE(message.find("out of host memory backing the simulated HBM"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the HBM has room"), std::string::npos) << message;
+  phx_memory_stats after = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &after), PHX_STATUS_OK);
+  expect_same_memory_stats(after, before);
+  EXPECT_EQ(sim.stats(d), stats_before);  // memory_evictions and the compile cache's
+
+  Tensor device_short(sim.context(), d, PHX_DTYPE_F32, {(int64_t{1} << 47) + 1});
+  EXPECT_EQ(device_short.status(), PHX_STATUS_OUT_OF_MEMORY);
+  message = phx_last_error();
+  EXPECT_NE(message.find("out of HBM on device"), std::string::npos) << message;
+  EXPECT_EQ(message.find("host"), std::string::npos) << message;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &after), PHX_STATUS_OK);
+  expect_same_memory_stats(after, before);
+  EXPECT_EQ(sim.stats(d), stats_before);
+  phx_stream_destroy(stream);
+}
+
 // Resident set size of this process, in bytes.
 uint64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
