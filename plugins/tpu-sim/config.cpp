@@ -68,6 +68,7 @@ bool apply_settings(const Settings& s, SimConfig& cfg, std::string& error) {
                   cfg.timing, error) &&
       read_choice(s, "precision", "bf16", Precision::kBf16, "highest", Precision::kHighest,
                   cfg.precision, error) &&
+      read_choice(s, "subnormals", "flush", true, "keep", false, cfg.flush_subnormals, error) &&
       read_integer(s, "compile_cache_size", 1, 1u << 20, "in [1, 2^20]", cfg.compile_cache_size,
                    error) &&
       s.read_number("launch_overhead_ns", 0.0, 1e12, true, "of ns in [0, 1e12]",
@@ -99,8 +100,8 @@ uint64_t SimConfig::usable_hbm_bytes() const {
 
 bool parse_config(const ConfigSources& sources, SimConfig& out, std::string& error) {
   Settings settings({"generation", "chips", "hbm_bytes", "memory_fraction", "timing", "precision",
-                     "compile_cache_size", "launch_overhead_ns", "hbm_bandwidth_gbps", "mxu_count",
-                     "mxu_size", "clock_ghz"});
+                     "subnormals", "compile_cache_size", "launch_overhead_ns", "hbm_bandwidth_gbps",
+                     "mxu_count", "mxu_size", "clock_ghz"});
   if (!settings.add_file(sources.file_path, sources.file_text, error) ||
       !settings.add_list("PHX_TPU_SIM", sources.env_text, error))
     return false;

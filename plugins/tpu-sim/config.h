@@ -36,6 +36,7 @@ struct SimConfig {
   double memory_fraction = 1.0;
   TimingMode timing = TimingMode::kOverlap;
   Precision precision = Precision::kBf16;
+  bool flush_subnormals = true;  // as the hardware does; false keeps them (subnormals=keep)
   uint32_t compile_cache_size = 256;
   double launch_overhead_ns = 1000.0;
 

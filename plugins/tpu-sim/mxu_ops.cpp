@@ -1,6 +1,9 @@
 #include "mxu_ops.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <vector>
@@ -38,26 +41,41 @@ PHX_TPU_SIM_CLONES void round_through_bf16(const float* src, float* dst, int64_t
   for (int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(kernels::f32_to_bf16(src[i]));
 }
 
-// A tensor's values as f32 (rounded to bf16 when asked); t itself when it already is.
+// Subnormal values (magnitude under FLT_MIN, the smallest normal f32 and bf16) become
+// zeros of their sign, as the TPU's arithmetic flushes them.
+PHX_TPU_SIM_CLONES void flush_subnormals(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = std::fabs(x[i]) < FLT_MIN ? std::copysign(0.0f, x[i]) : x[i];
+}
+
+// bf16 shares f32's exponent: a zero exponent field with a non-zero fraction is subnormal.
+PHX_TPU_SIM_CLONES void flush_subnormals_bf16(uint16_t* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = (x[i] & 0x7f80u) == 0 ? x[i] & 0x8000u : x[i];
+}
+
+// A tensor's values as f32 as they enter the MXU: subnormals flushed first when asked
+// (so a subnormal never rounds up to a normal bf16), then rounded to bf16 when asked;
+// t itself when neither changes it.
 class F32Values {
  public:
-  F32Values(const HostTensor& t, bool round_to_bf16, ThreadPool& pool) {
-    if (t.dtype == PHX_DTYPE_F32 && !round_to_bf16) {
+  F32Values(const HostTensor& t, const MxuNumerics& numerics, ThreadPool& pool) {
+    const bool round = numerics.round_to_bf16 && t.dtype == PHX_DTYPE_F32;
+    if (t.dtype == PHX_DTYPE_F32 && !round && !numerics.flush_subnormals) {
       data_ = static_cast<const float*>(t.data);
       return;
     }
     const int64_t n = kernels::element_count(t);
     storage_.reset(new float[static_cast<size_t>(n)]);  // every element is written below
     float* dst = storage_.get();
-    if (t.dtype == PHX_DTYPE_BF16) {  // already bf16 values: widening is exact
-      const auto* src = static_cast<const uint16_t*>(t.data);
-      parallel_chunks(pool, n, kConvertChunk,
-                      [&](int64_t b, int64_t e) { widen_bf16(src + b, dst + b, e - b); });
-    } else {
-      const auto* src = static_cast<const float*>(t.data);
-      parallel_chunks(pool, n, kConvertChunk,
-                      [&](int64_t b, int64_t e) { round_through_bf16(src + b, dst + b, e - b); });
-    }
+    parallel_chunks(pool, n, kConvertChunk, [&](int64_t b, int64_t e) {
+      if (t.dtype == PHX_DTYPE_BF16) {  // already bf16 values: widening is exact
+        widen_bf16(static_cast<const uint16_t*>(t.data) + b, dst + b, e - b);
+      } else {
+        std::memcpy(dst + b, static_cast<const float*>(t.data) + b, size_t(e - b) * sizeof(float));
+      }
+      if (numerics.flush_subnormals) flush_subnormals(dst + b, e - b);
+      if (round) round_through_bf16(dst + b, dst + b, e - b);
+    });
     data_ = storage_.get();
   }
   const float* data() const { return data_; }
@@ -107,7 +125,7 @@ phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
   sums.dtype = PHX_DTYPE_F32;
   phx_status status = PHX_STATUS_OK;
   if (bias_view.data != nullptr) {
-    F32Values bias(bias_view, false, pool);
+    F32Values bias(bias_view, MxuNumerics{false, false, 0}, pool);
     HostTensor inputs[2] = {sums, bias_view};
     inputs[1].data = const_cast<float*>(bias.data());
     inputs[1].dtype = PHX_DTYPE_F32;
@@ -117,6 +135,30 @@ phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
     status = kernels::run_op(activation_op(act), nullptr, &sums, 1, &sums, 1, pool);
   if (status == PHX_STATUS_OK && out.dtype != PHX_DTYPE_F32)
     status = kernels::run_op(PHX_OP_CAST, nullptr, &sums, 1, &out, 1, pool);
+  return status;
+}
+
+// Flushes the subnormal values of t (f32 or bf16) when numerics asks for it.
+void flush_output(const HostTensor& t, const MxuNumerics& numerics, ThreadPool& pool) {
+  if (!numerics.flush_subnormals) return;
+  parallel_chunks(pool, kernels::element_count(t), kConvertChunk, [&](int64_t b, int64_t e) {
+    if (t.dtype == PHX_DTYPE_BF16)
+      flush_subnormals_bf16(static_cast<uint16_t*>(t.data) + b, e - b);
+    else
+      flush_subnormals(static_cast<float*>(t.data) + b, e - b);
+  });
+}
+
+// The MXU's f32 sums (acc, of out's shape) flushed, then the epilogue, then the result
+// flushed again: the bias and the activation can make a subnormal too.
+phx_status finish_flushed(float* acc, const HostTensor& bias_view, phx_activation act,
+                          const HostTensor& out, const MxuNumerics& numerics, ThreadPool& pool) {
+  HostTensor sums = out;
+  sums.data = acc;
+  sums.dtype = PHX_DTYPE_F32;
+  flush_output(sums, numerics, pool);
+  const phx_status status = finish(acc, bias_view, act, out, pool);
+  if (status == PHX_STATUS_OK) flush_output(out, numerics, pool);
   return status;
 }
 
@@ -172,7 +214,7 @@ phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, cons
     const bool trans_a = params.transpose_a != 0, trans_b = params.transpose_b != 0;
     const int64_t m = out.shape[out.rank - 2], n = out.shape[out.rank - 1];
     const int64_t k = trans_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
-    const F32Values av(a, numerics.round_to_bf16, pool), bv(b, numerics.round_to_bf16, pool);
+    const F32Values av(a, numerics, pool), bv(b, numerics, pool);
     // Without bias or activation a bf16 output is the f32 sums rounded once, which the
     // GEMM does as it stores them: no f32 accumulator, no separate rounding pass.
     const bool direct = out.dtype == PHX_DTYPE_BF16 && bias.data == nullptr &&
@@ -198,8 +240,11 @@ phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, cons
       p.ldc = n;
     }
     mxu_gemm(products, numerics.pass_depth, pool);
-    if (direct) return PHX_STATUS_OK;
-    return finish(acc->data(), bias, params.activation, out, pool);
+    if (direct) {
+      flush_output(out, numerics, pool);
+      return PHX_STATUS_OK;
+    }
+    return finish_flushed(acc->data(), bias, params.activation, out, numerics, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }
@@ -210,7 +255,7 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
                       const MxuNumerics& numerics, ThreadPool& pool) {
   try {
     const kernels::Conv2dGeometry g = kernels::conv2d_geometry(params, x, weight, out);
-    const F32Values xv(x, numerics.round_to_bf16, pool), wv(weight, numerics.round_to_bf16, pool);
+    const F32Values xv(x, numerics, pool), wv(weight, numerics, pool);
     const Accumulator acc(out);
     const int64_t pixels = g.pixels_out(), patch = g.patch();
     const int64_t chunk = std::clamp<int64_t>(kPatchFloats / (patch * g.groups), 1, pixels);
@@ -266,7 +311,7 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
       bias_view.shape[0] = g.c_out;
       bias_view.shape[1] = bias_view.shape[2] = 1;
     }
-    return finish(acc.data(), bias_view, params.activation, out, pool);
+    return finish_flushed(acc.data(), bias_view, params.activation, out, numerics, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }

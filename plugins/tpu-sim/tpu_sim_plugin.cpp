@@ -63,6 +63,7 @@ struct Device {
         {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
         {"precision", bf16 ? "bf16" : "highest"},
         {"matmul_precision", bf16 ? "bf16" : "f32"},
+        {"subnormals", config.flush_subnormals ? "flush" : "keep"},
         {"compile_cache_size", std::to_string(config.compile_cache_size)},
         {"source", chip.source},
     };
@@ -172,6 +173,7 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
   const kernels::HostTensor out = host_view<simulated_block_data>(op.outputs[0]);
   MxuNumerics numerics;
   numerics.round_to_bf16 = p.config.precision == Precision::kBf16;
+  numerics.flush_subnormals = p.config.flush_subnormals;
   numerics.pass_depth = p.config.chip.mxu_size;
   switch (op.op) {
     case PHX_OP_MATMUL:

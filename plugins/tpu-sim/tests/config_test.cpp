@@ -30,6 +30,7 @@ TEST(Config, DefaultsAreOneV5eChip) {
   EXPECT_EQ(cfg.memory_fraction, 1.0);
   EXPECT_EQ(cfg.timing, TimingMode::kOverlap);
   EXPECT_EQ(cfg.precision, Precision::kBf16);
+  EXPECT_TRUE(cfg.flush_subnormals);  // as the hardware does
   EXPECT_EQ(cfg.compile_cache_size, 256u);
   EXPECT_EQ(cfg.chip.mxu_count, 4u);
   EXPECT_EQ(cfg.chip.mxu_size, 128u);
@@ -63,8 +64,10 @@ TEST(Config, EnvironmentOverridesTheFileAndFiguresOverrideTheGeneration) {
       "generation = v5p   # trailing comment\n"
       "chips = 2\n"
       "\n"
-      "timing = scalesim\n";
+      "timing = scalesim\n"
+      "subnormals = keep\n";
   ASSERT_EQ(parse("chips=4, memory_fraction=0.5,precision=highest,mxu_count=2", cfg, file), "");
+  EXPECT_FALSE(cfg.flush_subnormals);
   EXPECT_EQ(cfg.chip.generation, "v5p");
   EXPECT_EQ(cfg.chips, 4u);
   EXPECT_EQ(cfg.timing, TimingMode::kScaleSim);
@@ -86,9 +89,9 @@ TEST(Config, ErrorsNameTheBadKey) {
             std::string::npos);                             // 2^50 + 1
   EXPECT_EQ(parse("hbm_bytes=1125899906842624", cfg), "");  // 2^50
 
-  for (const char* bad :
-       {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5", "timing=fast",
-        "precision=f16", "compile_cache_size=0", "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
+  for (const char* bad : {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5",
+                          "timing=fast", "precision=f16", "subnormals=denormal",
+                          "compile_cache_size=0", "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
     error = parse(bad, cfg);
     EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;

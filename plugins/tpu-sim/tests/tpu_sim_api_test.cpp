@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -296,6 +297,81 @@ TEST(TpuSim, HighestPrecisionKeepsF32Inputs) {
     }
   EXPECT_GT(differs_from_bf16, size_t(m * n / 2));
   phx_stream_destroy(stream);
+}
+
+// One [1 x 2] . [2 x 1] matmul per case, f32 in and out, under subnormals=flush (the
+// default) and subnormals=keep. FLT_MIN = 2^-126 and every value here are exact in bf16,
+// so the bf16 rounding changes none of them and the expected results are exact.
+TEST(TpuSim, SubnormalsAreFlushedByDefaultAndKeptOnRequest) {
+  const float tiny = 0x1p-130f;  // subnormal in f32 and in bf16
+  struct Case {
+    const char* what;
+    float a0, a1, b0, b1, flushed, kept;
+  };
+  const Case cases[] = {
+      // a subnormal input: flushed it contributes nothing; kept, 2^-130 * 2^10 = 2^-120
+      {"subnormal input", tiny, 0.0f, 0x1p10f, 0.0f, 0.0f, 0x1p-120f},
+      // normal inputs whose sum is subnormal: 2^-125 - 1.5 * 2^-126 = 2^-127
+      {"subnormal result", 0x1p-125f, 0x1p-126f, 1.0f, -1.5f, 0.0f, 0x1p-127f},
+      // a negative subnormal result is flushed to -0
+      {"negative subnormal result", -0x1p-125f, 0x1p-126f, 1.0f, 1.5f, -0.0f, -0x1p-127f},
+  };
+  for (const char* mode : {"subnormals=flush", "", "subnormals=keep"}) {
+    const bool keep = std::string(mode) == "subnormals=keep";
+    Sim sim(mode);
+    EXPECT_EQ(property(sim.context(), sim.device(), "subnormals"), keep ? "keep" : "flush");
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 2});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {2, 1});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1});
+    Tensor ta_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 2});
+    Tensor tb_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {2, 1});
+    Tensor out_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1});
+    for (const Case& c : cases) {
+      ta.upload(std::vector<float>{c.a0, c.a1});
+      tb.upload(std::vector<float>{c.b0, c.b1});
+      const float want = keep ? c.kept : c.flushed;
+      ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()),
+                PHX_STATUS_OK);
+      const float got = out.download<float>(1)[0];
+      EXPECT_EQ(bits(got), bits(want)) << mode << ", " << c.what << ": " << got;
+      // bf16 in and out: the output rounded from the f32 sums as the GEMM stores them.
+      ta_bf16.upload(std::vector<uint16_t>{to_bf16(c.a0), to_bf16(c.a1)});
+      tb_bf16.upload(std::vector<uint16_t>{to_bf16(c.b0), to_bf16(c.b1)});
+      ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta_bf16.get(), tb_bf16.get()}, out_bf16.get()),
+                PHX_STATUS_OK);
+      EXPECT_EQ(out_bf16.download<uint16_t>(1)[0], to_bf16(want)) << mode << ", " << c.what;
+    }
+    // A normal sum plus a bias that leaves a subnormal: flushed after the epilogue.
+    Tensor bias(sim.context(), sim.device(), PHX_DTYPE_F32, {1});
+    ta.upload(std::vector<float>{0x1p-125f, 0.0f});
+    tb.upload(std::vector<float>{1.0f, 0.0f});
+    bias.upload(std::vector<float>{-1.5f * 0x1p-126f});
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get(), bias.get()}, out.get()),
+              PHX_STATUS_OK);
+    EXPECT_EQ(out.download<float>(1)[0], keep ? 0x1p-127f : 0.0f) << mode << ", bias";
+    phx_stream_destroy(stream);
+  }
+}
+
+// conv2d's MXU path flushes as matmul's does: a 1x1 kernel on one subnormal pixel.
+TEST(TpuSim, Conv2dFlushesSubnormals) {
+  for (const bool keep : {false, true}) {
+    Sim sim(keep ? "subnormals=keep" : "");
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor x(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    Tensor w(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    x.upload(std::vector<float>{0x1p-130f});
+    w.upload(std::vector<float>{0x1p10f});
+    phx_conv2d_params p = PHX_CONV2D_PARAMS_INIT;
+    ASSERT_EQ(run(stream, PHX_OP_CONV2D, &p, {x.get(), w.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    EXPECT_EQ(out.download<float>(1)[0], keep ? 0x1p-120f : 0.0f);
+    phx_stream_destroy(stream);
+  }
 }
 
 TEST(TpuSim, HbmCapacityIsEnforced) {
