@@ -90,9 +90,12 @@ OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
   for (size_t i = 0; i < op.input_count; ++i) cost.hbm_bytes += bytes(op.inputs[i]);
   for (size_t i = 0; i < op.output_count; ++i) cost.hbm_bytes += bytes(op.outputs[i]);
   uint64_t cycles = 0;
-  if (const auto gemm = lowered_gemm(op)) {
+  if (auto gemm = lowered_gemm(op)) {
     const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};
     cost.uses_mxu = true;
+    // The passes are GEMMs of the same shape, one after another on the arrays.
+    cost.mxu_passes = mxu_passes(config.precision, op.inputs[0].dtype);
+    gemm->batch *= cost.mxu_passes;
     cost.mxu = estimate_gemm(*gemm, layout, config.timing);
     cycles = cost.mxu.cycles;
   } else {

@@ -1,6 +1,7 @@
 // What an op costs on the simulated chip: MXU cycles for matmul and conv2d (lowered to
-// GEMMs, mxu_model.h), vector-unit cycles for the rest, the HBM bytes it moves, and the
-// estimated time: max(compute time, HBM time) + the launch overhead.
+// GEMMs, mxu_model.h; each GEMM run once per bf16 pass the precision takes), vector-unit
+// cycles for the rest, the HBM bytes it moves, and the estimated time:
+// max(compute time, HBM time) + the launch overhead.
 #pragma once
 
 #include <phynexus/plugin.h>
@@ -15,7 +16,8 @@ namespace phx::tpu_sim {
 
 struct OpCost {
   bool uses_mxu = false;
-  MxuEstimate mxu;             // zero unless uses_mxu
+  uint32_t mxu_passes = 0;     // bf16 passes per product (mxu_passes()); zero unless uses_mxu
+  MxuEstimate mxu;             // over every pass; zero unless uses_mxu
   uint64_t vector_cycles = 0;  // zero when uses_mxu (the epilogue is fused)
   uint64_t hbm_bytes = 0;      // every input read once, every output written once
   double compute_time_ns = 0;  // cycles / clock

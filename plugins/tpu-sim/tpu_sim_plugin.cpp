@@ -37,6 +37,29 @@ constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX
 // An op whose MXU mapping uses less of the arrays than this is logged at compile time.
 constexpr double kPoorMappingEfficiency = 0.5;
 
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kHigh:
+      return "high";
+    case Precision::kHighest:
+      return "highest";
+    default:
+      return "default";
+  }
+}
+
+// What f32 matmul and conv2d inputs enter the products as: what a test suite must assume.
+const char* matmul_precision(Precision precision) {
+  switch (precision) {
+    case Precision::kHigh:
+      return "bf16x3";
+    case Precision::kHighest:
+      return "f32";
+    default:
+      return "bf16";
+  }
+}
+
 // The running totals of phx_device_stats.
 struct Totals {
   uint64_t ops = 0, mxu_cycles = 0, vector_cycles = 0, hbm_bytes = 0;
@@ -49,7 +72,6 @@ struct Device {
       : hbm(index, config.usable_hbm_bytes(), kHbmOptions), cache(config.compile_cache_size) {
     const ChipConfig& chip = config.chip;
     name = "TPU " + chip.generation + " (simulated)";
-    const bool bf16 = config.precision == Precision::kBf16;
     texts = {
         {"generation", chip.generation},
         {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
@@ -61,8 +83,8 @@ struct Device {
                     std::to_string(chip.mxu_size)},
         {"clock", format_number(chip.clock_ghz) + " GHz"},
         {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
-        {"precision", bf16 ? "bf16" : "highest"},
-        {"matmul_precision", bf16 ? "bf16" : "f32"},
+        {"precision", precision_name(config.precision)},
+        {"matmul_precision", matmul_precision(config.precision)},
         {"subnormals", config.flush_subnormals ? "flush" : "keep"},
         {"compile_cache_size", std::to_string(config.compile_cache_size)},
         {"source", chip.source},
@@ -172,7 +194,7 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view<simulated_block_data>(op.inputs[i]);
   const kernels::HostTensor out = host_view<simulated_block_data>(op.outputs[0]);
   MxuNumerics numerics;
-  numerics.round_to_bf16 = p.config.precision == Precision::kBf16;
+  numerics.precision = p.config.precision;
   numerics.flush_subnormals = p.config.flush_subnormals;
   numerics.pass_depth = p.config.chip.mxu_size;
   switch (op.op) {
@@ -216,6 +238,7 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
   if (op.profile == nullptr) return;
   phx_plugin_profile& profile = *op.profile;
   add_metric(profile, "mxu_cycles", double(cost.mxu.cycles));
+  add_metric(profile, "mxu_passes", double(cost.mxu_passes));
   add_metric(profile, "mxu_folds", double(cost.mxu.folds));
   add_metric(profile, "vector_cycles", double(cost.vector_cycles));
   add_metric(profile, "hbm_bytes", double(cost.hbm_bytes));

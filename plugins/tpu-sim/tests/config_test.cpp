@@ -29,7 +29,7 @@ TEST(Config, DefaultsAreOneV5eChip) {
   EXPECT_EQ(cfg.chips, 1u);
   EXPECT_EQ(cfg.memory_fraction, 1.0);
   EXPECT_EQ(cfg.timing, TimingMode::kOverlap);
-  EXPECT_EQ(cfg.precision, Precision::kBf16);
+  EXPECT_EQ(cfg.precision, Precision::kDefault);
   EXPECT_TRUE(cfg.flush_subnormals);  // as the hardware does
   EXPECT_EQ(cfg.compile_cache_size, 256u);
   EXPECT_EQ(cfg.chip.mxu_count, 4u);
@@ -75,6 +75,24 @@ TEST(Config, EnvironmentOverridesTheFileAndFiguresOverrideTheGeneration) {
   EXPECT_EQ(cfg.usable_hbm_bytes(), 47'500'000'000u);
   // Two MXUs at v5p's clock: a quarter of its 8-MXU peak.
   EXPECT_NEAR(cfg.chip.peak_bf16_tflops(), 459.0 / 4, 1e-9);
+}
+
+TEST(Config, PrecisionTakesJaxsNames) {
+  struct Expected {
+    const char* setting;
+    Precision precision;
+  };
+  for (const Expected& e : {Expected{"precision=default", Precision::kDefault},
+                            Expected{"precision=bf16", Precision::kDefault},  // the older name
+                            Expected{"precision=high", Precision::kHigh},
+                            Expected{"precision=highest", Precision::kHighest}}) {
+    SimConfig cfg;
+    ASSERT_EQ(parse(e.setting, cfg), "") << e.setting;
+    EXPECT_EQ(cfg.precision, e.precision) << e.setting;
+  }
+  SimConfig cfg;
+  const std::string error = parse("precision=float32", cfg);
+  EXPECT_NE(error.find("default, high or highest"), std::string::npos) << error;
 }
 
 TEST(Config, ErrorsNameTheBadKey) {

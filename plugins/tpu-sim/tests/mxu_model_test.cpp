@@ -184,6 +184,36 @@ TEST(OpCost, MatmulTimeIsTheLargerOfComputeAndHbmPlusOverhead) {
   EXPECT_DOUBLE_EQ(cost.estimated_time_ns, 16765.0 / clock_ghz + 1000.0);
 }
 
+// The precision's bf16 passes are GEMMs of the same shape run one after another: f32
+// [1024 x 1024] . [1024 x 1024] on v5e (overlap) has 64 folds, f = 16 per MXU and
+// pass, T = 1024: f * passes * 1024 + 2R + C - 3 = 16384 * passes + 381 cycles (above the
+// MAC bound 16384 * passes). bf16 inputs take one pass whatever the precision.
+TEST(OpCost, MxuCyclesScaleWithThePrecisionsPasses) {
+  const phx_plugin_tensor f32_in[2] = {tensor(PHX_DTYPE_F32, {1024, 1024}),
+                                       tensor(PHX_DTYPE_F32, {1024, 1024})};
+  const phx_plugin_tensor bf16_in[2] = {tensor(PHX_DTYPE_BF16, {1024, 1024}),
+                                        tensor(PHX_DTYPE_BF16, {1024, 1024})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F32, {1024, 1024});
+  const phx_matmul_params params PHX_MATMUL_PARAMS_INIT;
+  struct Expected {
+    Precision precision;
+    uint32_t passes;
+  };
+  for (const Expected& e : {Expected{Precision::kDefault, 1}, Expected{Precision::kHigh, 3},
+                            Expected{Precision::kHighest, 6}}) {
+    SimConfig cfg = v5e();
+    cfg.precision = e.precision;
+    const OpCost cost = cost_op(make_op(PHX_OP_MATMUL, &params, f32_in, 2, &out), cfg);
+    EXPECT_EQ(cost.mxu_passes, e.passes);
+    EXPECT_EQ(cost.mxu.folds, 64u * e.passes);
+    EXPECT_EQ(cost.mxu.cycles, 16384u * e.passes + 381u);
+    const OpCost bf16 = cost_op(make_op(PHX_OP_MATMUL, &params, bf16_in, 2, &out), cfg);
+    EXPECT_EQ(bf16.mxu_passes, 1u);
+    EXPECT_EQ(bf16.mxu.cycles, 16765u);
+  }
+  EXPECT_EQ(mxu_passes(Precision::kHigh, PHX_DTYPE_F16), 3u);  // f16 is widened to f32
+}
+
 TEST(OpCost, BatchedMatmulAndConvolutionsLowerToGemms) {
   // matmul [4, 2, 64, 32] . [32, 16]: M = 64, N = 16, K = 32, batch = 4 * 2.
   const phx_plugin_tensor mm_in[2] = {tensor(PHX_DTYPE_F32, {4, 2, 64, 32}),

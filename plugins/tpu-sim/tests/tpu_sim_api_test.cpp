@@ -91,6 +91,15 @@ void expect_bit_identical(const std::vector<float>& got, const std::vector<float
   EXPECT_EQ(mismatches, 0u) << what;
 }
 
+// The value of metric name in record index of stream; NaN when absent.
+double metric(phx_stream stream, size_t index, const char* name) {
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
+  return NAN;
+}
+
 // ---- tests ---------------------------------------------------------------------------
 
 TEST(TpuSim, ListsEveryChipWithItsFigures) {
@@ -374,6 +383,146 @@ TEST(TpuSim, Conv2dFlushesSubnormals) {
   }
 }
 
+// The bound on |result - the float64 product| for f32 inputs, in units of sum_k |a b|:
+//   default: each input rounded to bf16 (relative 2^-8, 8-bit significand), so a product
+//            is off by up to 2 * 2^-8 + 2^-16; the f32 sums add K * 2^-24.
+//   high:    a = hi + lo + r with |r| <= 2^-16 |a| (lo rounded to bf16), and the lo.lo
+//            term left out: about 3 * 2^-16 per product; three passes of K f32 sums
+//            and two additions of passes: (K + 3) * 2^-24.
+//   highest: f32 products (2^-24) and K f32 sums.
+// Each doubled for the second-order terms.
+double precision_bound(const std::string& precision, int64_t k) {
+  if (precision == "default") return 2 * (0x1p-7 + 0x1p-16 + double(k) * 0x1p-24);
+  if (precision == "high") return 2 * (3 * 0x1p-16 + double(k + 3) * 0x1p-24);
+  return 2 * double(k + 1) * 0x1p-24;
+}
+
+// f32 matmul under each precision against the float64 product, with the passes each
+// takes in the profile record and the modelled cycles growing with them.
+TEST(TpuSim, EachPrecisionIsWithinItsBoundOfTheFloat64Product) {
+  const int64_t m = 8, k = 1000, n = 8;
+  const auto a = random_values(size_t(m * k), 11), b = random_values(size_t(k * n), 12);
+  std::map<std::string, double> worst;  // the largest error, in units of sum |a b|
+  std::map<std::string, double> cycles;
+  struct Precision {
+    const char* name;
+    double passes;
+  };
+  for (const auto& [precision, passes] :
+       {Precision{"default", 1}, Precision{"high", 3}, Precision{"highest", 6}}) {
+    Sim sim((std::string("timing=scalesim,precision=") + precision).c_str(), PHX_CONTEXT_PROFILE);
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {m, k});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {k, n});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+    ta.upload(a);
+    tb.upload(b);
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
+    const auto got = out.download<float>(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = double(a[size_t(i * k + kk)]) * b[size_t(kk * n + j)];
+          exact += p;
+          magnitude += std::abs(p);
+        }
+        const double error = std::abs(got[size_t(i * n + j)] - exact) / magnitude;
+        worst[precision] = std::max(worst[precision], error);
+      }
+    EXPECT_LE(worst[precision], precision_bound(precision, k)) << precision;
+    EXPECT_EQ(metric(stream, 0, "mxu_passes"), passes) << precision;
+    // 8 x 1000 x 8 on 4 MXUs of 128 x 128, scalesim: folds = 8 * passes, f = 2 * passes,
+    // T = 8: f * (2R + C + T - 2) - 1 = 2 * passes * 390 - 1.
+    EXPECT_EQ(metric(stream, 0, "mxu_cycles"), 2 * passes * 390 - 1) << precision;
+    phx_stream_destroy(stream);
+  }
+  // Each precision is really more accurate than the one below it.
+  EXPECT_GT(worst["default"], precision_bound("high", k));
+  EXPECT_GT(worst["default"], 16 * worst["high"]);
+  EXPECT_GE(worst["high"], worst["highest"]);
+}
+
+// precision=high (bf16x3) computed by its rule, written plainly: hi = bf16(x),
+// lo = bf16(x - hi); three passes summed by the MXU rule; (hi.lo + lo.hi) + hi.hi.
+TEST(TpuSim, HighPrecisionIsBitIdenticalToTheRule) {
+  Sim sim("precision=high");
+  EXPECT_EQ(property(sim.context(), sim.device(), "precision"), "high");
+  EXPECT_EQ(property(sim.context(), sim.device(), "matmul_precision"), "bf16x3");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+  const int64_t m = 20, k = 300, n = 30;
+  const auto a = random_values(size_t(m * k), 13), b = random_values(size_t(k * n), 14);
+  Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {m, k});
+  Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {k, n});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+  ta.upload(a);
+  tb.upload(b);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
+  auto hi = [](float x) { return round_bf16(x); };
+  auto lo = [](float x) { return round_bf16(x - round_bf16(x)); };
+  std::vector<float> want(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      auto pass = [&](auto part_a, auto part_b) {
+        return mxu_dot(
+            k, 128, [&](int64_t kk) { return part_a(a[size_t(i * k + kk)]); },
+            [&](int64_t kk) { return part_b(b[size_t(kk * n + j)]); });
+      };
+      want[size_t(i * n + j)] = (pass(hi, lo) + pass(lo, hi)) + pass(hi, hi);
+    }
+  expect_bit_identical(out.download<float>(want.size()), want, "high");
+  phx_stream_destroy(stream);
+}
+
+// conv2d takes the precision's passes too: NHWC, K = 3 * 3 * 40 = 360, against float64.
+TEST(TpuSim, Conv2dHighPrecisionIsWithinItsBound) {
+  const int64_t h = 6, w = 6, c_in = 40, c_out = 4, kh = 3, kw = 3, ho = 4, wo = 4;
+  const int64_t patch = kh * kw * c_in;
+  const auto x = random_values(size_t(h * w * c_in), 15);
+  const auto wt = random_values(size_t(c_out * patch), 16);
+  for (const char* precision : {"high", "default"}) {
+    Sim sim((std::string("precision=") + precision).c_str());
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor tx(sim.context(), sim.device(), PHX_DTYPE_F32, {1, h, w, c_in});
+    Tensor tw(sim.context(), sim.device(), PHX_DTYPE_F32, {c_out, kh, kw, c_in});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, ho, wo, c_out});
+    tx.upload(x);
+    tw.upload(wt);
+    phx_conv2d_params p = PHX_CONV2D_PARAMS_INIT;
+    p.layout = PHX_LAYOUT_NHWC;
+    ASSERT_EQ(run(stream, PHX_OP_CONV2D, &p, {tx.get(), tw.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    const auto got = out.download<float>(size_t(ho * wo * c_out));
+    double worst = 0;
+    for (int64_t oh = 0; oh < ho; ++oh)
+      for (int64_t ow = 0; ow < wo; ++ow)
+        for (int64_t co = 0; co < c_out; ++co) {
+          double exact = 0, magnitude = 0;
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j)
+              for (int64_t c = 0; c < c_in; ++c) {
+                const double v = double(x[size_t(((oh + i) * w + ow + j) * c_in + c)]) *
+                                 wt[size_t(((co * kh + i) * kw + j) * c_in + c)];
+                exact += v;
+                magnitude += std::abs(v);
+              }
+          const double error =
+              std::abs(got[size_t((oh * wo + ow) * c_out + co)] - exact) / magnitude;
+          worst = std::max(worst, error);
+        }
+    if (std::string(precision) == "high") {
+      EXPECT_LE(worst, precision_bound("high", patch));
+    } else {  // the default's bf16 inputs are outside high's bound
+      EXPECT_LE(worst, precision_bound("default", patch));
+      EXPECT_GT(worst, precision_bound("high", patch));
+    }
+    phx_stream_destroy(stream);
+  }
+}
+
 TEST(TpuSim, HbmCapacityIsEnforced) {
   Sim sim("hbm_bytes=1048576");
   const size_t d = sim.device();
@@ -524,15 +673,6 @@ TEST(TpuSim, BadConfigFileRejectsThePlugin) {
   }
   unsetenv("PHX_TPU_SIM_CONFIG");
   std::remove(path.c_str());
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
 }
 
 TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {
