@@ -190,9 +190,11 @@ phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
   return status;
 }
 
-// Flushes the subnormal values of t (f32 or bf16) when numerics asks for it.
+// Flushes the subnormal values of t (f32 or bf16) when numerics asks for it. An f16
+// result keeps its f16 subnormals (2^-24 .. 2^-14, normal in f32): f16 is no TPU compute
+// type, only the dtype the f32 result is converted to.
 void flush_output(const HostTensor& t, const MxuNumerics& numerics, ThreadPool& pool) {
-  if (!numerics.flush_subnormals) return;
+  if (!numerics.flush_subnormals || t.dtype == PHX_DTYPE_F16) return;
   parallel_chunks(pool, kernels::element_count(t), kConvertChunk, [&](int64_t b, int64_t e) {
     if (t.dtype == PHX_DTYPE_BF16)
       flush_subnormals_bf16(static_cast<uint16_t*>(t.data) + b, e - b);

@@ -29,10 +29,12 @@ using namespace plugin_common;
 
 // HBM holds quantized tensors too (the MXUs of v5e and later multiply int8), so that a
 // program's int8 weights can live on the chip; the quantized ops themselves are not
-// simulated yet and reach the CPU through the fallback.
+// simulated yet and reach the CPU through the fallback. f16 is no TPU compute type: its
+// tensors are stored as f16 and widened to f32 by every op, as XLA does.
 constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) |
-                                PHX_DTYPE_BIT(PHX_DTYPE_I32) | PHX_DTYPE_BIT(PHX_DTYPE_I8) |
-                                PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
+                                PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_I32) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_U8) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_I16);
 
 // An op whose MXU mapping uses less of the arrays than this is logged at compile time.
 constexpr double kPoorMappingEfficiency = 0.5;
@@ -161,9 +163,16 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
   return PHX_STATUS_OK;
 }
 
+// The ops of API 0.1, rope, and attention on bf16: its f32 or f16 inputs would enter the
+// MXU rounded to bf16 at the default precision, which the op's contract (f32-accurate
+// scores) does not allow; the quantized ops of 0.2 have no timing model here.
+bool claims(phx_op_id op, phx_dtype dtype) {
+  if (op == PHX_OP_ATTENTION) return dtype == PHX_DTYPE_BF16;
+  return op <= PHX_OP_ROPE;
+}
+
 phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
-  // The ops of API 0.1: attention and the quantized ops of 0.2 have no timing model here.
-  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && op <= PHX_OP_CONV2D &&
+  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && claims(op, dtype) &&
                    kernels::op_supported(op, dtype);
   return PHX_STATUS_OK;
 }
@@ -188,7 +197,8 @@ void buffer_free(void* plugin, void* buffer) {
 // Every op of the C API has at most three inputs and one output.
 constexpr size_t kMaxInputs = 3;
 
-// Computes op: matmul and conv2d under the MXU's numerics, the rest as in f32.
+// Computes op: matmul and conv2d under the MXU's numerics, the rest (attention and rope
+// included) as the host kernels do: in f32, rounded once to the output's dtype.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
   kernels::HostTensor in[kMaxInputs];
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view<simulated_block_data>(op.inputs[i]);
@@ -207,6 +217,11 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
     default:
       return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
   }
+}
+
+// The name of an MXU op in messages (a plugin calls nothing of libphynexus).
+const char* mxu_op_name(phx_op_id op) {
+  return op == PHX_OP_MATMUL ? "matmul" : op == PHX_OP_CONV2D ? "conv2d" : "attention";
 }
 
 // Costs op, looks its program up in the compile cache, adds both to the device's totals
@@ -231,7 +246,7 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
     t.cache_evictions += lookup.evicted ? 1 : 0;
   }
   if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
-    p.log(PHX_LOG_INFO, std::string(op.op == PHX_OP_MATMUL ? "matmul" : "conv2d") + " uses " +
+    p.log(PHX_LOG_INFO, std::string(mxu_op_name(op.op)) + " uses " +
                             format_number(100 * cost.mxu.mapping_efficiency) +
                             "% of the MXU cells it occupies: K and N padded to multiples of " +
                             std::to_string(p.config.chip.mxu_size));

@@ -523,6 +523,148 @@ TEST(TpuSim, Conv2dHighPrecisionIsWithinItsBound) {
   }
 }
 
+bool supports(const Sim& sim, phx_op_id op, phx_dtype dtype) {
+  int supported = -1;
+  EXPECT_EQ(phx_device_supports(sim.context(), sim.device(), op, dtype, &supported), PHX_STATUS_OK);
+  return supported == 1;
+}
+
+// attention on bf16 only (f32 or f16 inputs would enter the MXU rounded to bf16); rope
+// and the ops of API 0.1 on f16 too, widened to f32 as XLA does.
+TEST(TpuSim, ClaimsBf16AttentionAndF16) {
+  Sim sim("");
+  EXPECT_TRUE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_BF16));
+  EXPECT_FALSE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_F32));
+  EXPECT_FALSE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_F16));
+  for (phx_dtype dtype : {PHX_DTYPE_F32, PHX_DTYPE_BF16, PHX_DTYPE_F16}) {
+    EXPECT_TRUE(supports(sim, PHX_OP_ROPE, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_MATMUL, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_CONV2D, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_SOFTMAX, dtype)) << dtype;
+  }
+  EXPECT_FALSE(supports(sim, PHX_OP_QMATMUL, PHX_DTYPE_I8));
+}
+
+// f16 bits of x, for values exact in f16 (normal, or zero).
+uint16_t f16_bits(float x) {
+  if (x == 0.0f) return 0;
+  int exponent = 0;
+  const float mantissa = std::frexp(std::abs(x), &exponent);  // in [0.5, 1)
+  const auto fraction = static_cast<uint16_t>((mantissa * 2.0f - 1.0f) * 1024.0f);
+  return static_cast<uint16_t>((x < 0 ? 0x8000u : 0u) | uint32_t(exponent - 1 + 15) << 10 |
+                               fraction);
+}
+
+// f16 matmul: the inputs widened to f32 (exactly), then as f32 inputs under the
+// precision: rounded to bf16 by default, kept by highest. Values n / 256 with |n| < 2048
+// are exact in f16 (11 bits) and mostly not in bf16 (8 bits); an f32 output shows the
+// sums as they are. Bit-identical to the rule.
+TEST(TpuSim, F16MatmulIsWidenedThenFollowsThePrecision) {
+  const int64_t m = 9, k = 300, n = 7;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> numerator(-2047, 2047);
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (float& x : a) x = float(numerator(rng)) / 256.0f;
+  for (float& x : b) x = float(numerator(rng)) / 256.0f;
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a16[i] = f16_bits(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b16[i] = f16_bits(b[i]);
+  for (const char* precision : {"default", "highest"}) {
+    const bool rounded = std::string(precision) == "default";
+    Sim sim((std::string("precision=") + precision).c_str());
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F16, {m, k});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F16, {k, n});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+    ta.upload(a16);
+    tb.upload(b16);
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    auto entering = [&](float x) { return rounded ? round_bf16(x) : x; };
+    std::vector<float> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        want[size_t(i * n + j)] = mxu_dot(
+            k, 128, [&](int64_t kk) { return entering(a[size_t(i * k + kk)]); },
+            [&](int64_t kk) { return entering(b[size_t(kk * n + j)]); });
+    expect_bit_identical(out.download<float>(want.size()), want, precision);
+    phx_stream_destroy(stream);
+  }
+}
+
+// bf16 attention against float64, with the causal mask and grouped heads (B 1, H 2,
+// Hkv 1, Sq 5, Skv 9, D 16, Dv 8), and its cost in the profile record. The bound is
+// the op suite's for an f32 computation (u = 2^-24, p_j the exact weights,
+// A = |scale| max_j sum_d |q_d k_jd|): ((3 Skv + 32) + 4 (D + 2) A) u sum_j p_j |v_j|,
+// plus the bf16 output's rounding, 2^-8 |ref|.
+TEST(TpuSim, Bf16AttentionIsWithinItsBoundAndCostsTwoMxuProducts) {
+  Sim sim("timing=scalesim", PHX_CONTEXT_PROFILE);
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+  const int64_t heads = 2, sq = 5, skv = 9, d = 16, dv = 8;
+  std::vector<uint16_t> q(size_t(heads * sq * d)), k(size_t(skv * d)), v(size_t(skv * dv));
+  const auto rq = random_values(q.size(), 18), rk = random_values(k.size(), 19),
+             rv = random_values(v.size(), 20);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = to_bf16(rq[i]);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = to_bf16(rk[i]);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = to_bf16(rv[i]);
+  Tensor tq(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, heads, sq, d});
+  Tensor tk(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1, skv, d});
+  Tensor tv(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1, skv, dv});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, heads, sq, dv});
+  tq.upload(q);
+  tk.upload(k);
+  tv.upload(v);
+  phx_attention_params params = PHX_ATTENTION_PARAMS_INIT;
+  params.mask = PHX_ATTENTION_MASK_CAUSAL;
+  ASSERT_EQ(run(stream, PHX_OP_ATTENTION, &params, {tq.get(), tk.get(), tv.get()}, out.get()),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  const auto got = out.download<uint16_t>(size_t(heads * sq * dv));
+  const double scale = 1.0 / std::sqrt(double(d));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i) {
+      const int64_t seen = i + skv - sq + 1;  // causal: keys 0 .. i + Skv - Sq
+      std::vector<double> p(static_cast<size_t>(seen));
+      double top = -INFINITY, magnitude = 0, total = 0;
+      for (int64_t j = 0; j < seen; ++j) {
+        double dot = 0, abs = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          const double x = double(bf16_value(q[size_t((h * sq + i) * d + c)])) *
+                           bf16_value(k[size_t(j * d + c)]);
+          dot += x;
+          abs += std::abs(x);
+        }
+        p[size_t(j)] = scale * dot;
+        top = std::max(top, scale * dot);
+        magnitude = std::max(magnitude, scale * abs);
+      }
+      for (double& w : p) total += w = std::exp(w - top);
+      for (int64_t col = 0; col < dv; ++col) {
+        double ref = 0, weighted = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          const double value = bf16_value(v[size_t(j * dv + col)]);
+          ref += p[size_t(j)] / total * value;
+          weighted += p[size_t(j)] / total * std::abs(value);
+        }
+        const double bound =
+            (3.0 * double(skv) + 32 + 4.0 * double(d + 2) * magnitude) * 0x1p-24 * weighted +
+            0x1p-8 * std::abs(ref);
+        EXPECT_NEAR(bf16_value(got[size_t((h * sq + i) * dv + col)]), ref, bound)
+            << "head " << h << " query " << i << " column " << col;
+      }
+    }
+  // scores: M 5, N 9, K 16, batch 2: folds 2, f = 1 on 4 MXUs: 256 + 128 + 5 - 2 - 1 = 386;
+  // values: M 5, N 8, K 9, batch 2: the same, 386. softmax: ceil(2 * 5 * 9 scores * 18
+  // ops / 1024 lanes) = ceil(1620 / 1024) = 2 cycles.
+  EXPECT_EQ(metric(stream, 0, "mxu_passes"), 1.0);
+  EXPECT_EQ(metric(stream, 0, "mxu_folds"), 4.0);
+  EXPECT_EQ(metric(stream, 0, "mxu_cycles"), 2 * 386.0);
+  EXPECT_EQ(metric(stream, 0, "vector_cycles"), 2.0);
+  phx_stream_destroy(stream);
+}
+
 TEST(TpuSim, HbmCapacityIsEnforced) {
   Sim sim("hbm_bytes=1048576");
   const size_t d = sim.device();
