@@ -30,19 +30,20 @@ uint64_t SimulatedMemory::size_class(uint64_t size) {
 SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
   // No device number: the plugin's own numbering is not the one the user knows, and the
   // host names the device in the message it returns.
-  const std::string out_of_memory = std::string("out of ") + options_.memory_name;
+  const std::string device_short = std::string("out of ") + options_.memory_name;
   if (size > kLargestRequest) {
-    error = out_of_memory + ": requested " + std::to_string(size) + " bytes";
+    error = device_short + ": requested " + std::to_string(size) + " bytes";
     return nullptr;
   }
   const uint64_t counted =
       options_.size_classes ? size_class(size) : align_up(size, options_.alignment);
   std::lock_guard lock(mutex_);
+  const std::string usage =
+      std::to_string(in_use_) + " bytes in use, capacity " + std::to_string(capacity_) + " bytes" +
+      (limit_ < capacity_ ? ", limit " + std::to_string(limit_) + " bytes" : "");
   if (counted > limit_ || in_use_ > limit_ - counted) {
-    error = out_of_memory + ": requested " + std::to_string(size) + " bytes (" +
-            std::to_string(counted) + " " + options_.counted_name + "), " +
-            std::to_string(in_use_) + " bytes in use, capacity " + std::to_string(capacity_) +
-            " bytes" + (limit_ < capacity_ ? ", limit " + std::to_string(limit_) + " bytes" : "");
+    error = device_short + ": requested " + std::to_string(size) + " bytes (" +
+            std::to_string(counted) + " " + options_.counted_name + "), " + usage;
     return nullptr;
   }
   SimulatedBlock* block = nullptr;
@@ -53,15 +54,22 @@ SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
     ++reuse_stats_.buffers_reused;
     reuse_stats_.bytes_reused += counted;
   } else {
-    evict_locked(counted);
+    // The host memory is taken before any kept block is evicted, so that a refusal
+    // leaves the kept blocks, the statistics and the usage as they were.
     void* data = std::aligned_alloc(options_.alignment, counted);
     block = data != nullptr ? new (std::nothrow) SimulatedBlock{data, counted, device_} : nullptr;
     if (block == nullptr) {
       std::free(data);
       error = std::string("out of host memory backing the simulated ") + options_.memory_name +
-              ": requested " + std::to_string(size) + " bytes";
+              ": the host refused " + std::to_string(counted) + " bytes for a request of " +
+              std::to_string(size) + " bytes; the " + options_.memory_name + " has room (" + usage +
+              ")" +
+              (cached_bytes_ > 0 ? "; phx_memory_release_cached frees the " +
+                                       std::to_string(cached_bytes_) + " bytes of kept blocks"
+                                 : "");
       return nullptr;
     }
+    evict_locked(counted);
     ++reuse_stats_.host_allocations;
   }
   in_use_ += counted;

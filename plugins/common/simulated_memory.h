@@ -54,8 +54,11 @@ class SimulatedMemory {
   static uint64_t size_class(uint64_t size);
 
   // A block of at least size bytes, or null with error giving the bytes requested, in
-  // use and the capacity (and the limit when one is set) when the memory or the host
-  // refuses.
+  // use and the capacity (and the limit when one is set). The error says which memory is
+  // short: "out of <memory_name> on device N" when the device's memory (capacity or
+  // limit) cannot hold the block, "out of host memory backing the simulated
+  // <memory_name>" when the host refuses the backing. Both are checked before any kept
+  // block is evicted: a refused call changes nothing (kept blocks, stats, usage).
   SimulatedBlock* allocate(uint64_t size, std::string& error);
   void free(SimulatedBlock* block);
 

@@ -53,6 +53,14 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
       append_fields(key, p.axes_mask, p.keep_dims);
       break;
     }
+    case PHX_OP_ATTENTION: {
+      const auto& p = *static_cast<const phx_attention_params*>(params);
+      append_fields(key, std::bit_cast<uint32_t>(p.scale), static_cast<int>(p.mask), p.window);
+      break;
+    }
+    case PHX_OP_ROPE:
+      append_fields(key, static_cast<const phx_rope_params*>(params)->interleaved);
+      break;
     case PHX_OP_CONV2D: {
       const auto& p = *static_cast<const phx_conv2d_params*>(params);
       append_fields(key, static_cast<int>(p.layout), p.stride[0], p.stride[1], p.padding[0],

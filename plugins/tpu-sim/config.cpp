@@ -38,6 +38,23 @@ bool read_choice(const Settings& s, const char* key, const char* first, T first_
   return true;
 }
 
+// default, high or highest; bf16 (the name before 0.2) is default.
+bool read_precision(const Settings& s, Precision& target, std::string& error) {
+  const Settings::Entry* e = s.find("precision");
+  if (e == nullptr) return true;
+  if (e->value == "default" || e->value == "bf16") {
+    target = Precision::kDefault;
+  } else if (e->value == "high") {
+    target = Precision::kHigh;
+  } else if (e->value == "highest") {
+    target = Precision::kHighest;
+  } else {
+    error = Settings::bad_value(*e, "default, high or highest");
+    return false;
+  }
+  return true;
+}
+
 bool apply_settings(const Settings& s, SimConfig& cfg, std::string& error) {
   // The generation first: the per-figure overrides apply on top of its figures.
   const ChipFigures* figures = find_generation("v5e");
@@ -66,8 +83,8 @@ bool apply_settings(const Settings& s, SimConfig& cfg, std::string& error) {
       s.read_number("memory_fraction", 0.0, 1.0, false, "in (0, 1]", cfg.memory_fraction, error) &&
       read_choice(s, "timing", "overlap", TimingMode::kOverlap, "scalesim", TimingMode::kScaleSim,
                   cfg.timing, error) &&
-      read_choice(s, "precision", "bf16", Precision::kBf16, "highest", Precision::kHighest,
-                  cfg.precision, error) &&
+      read_precision(s, cfg.precision, error) &&
+      read_choice(s, "subnormals", "flush", true, "keep", false, cfg.flush_subnormals, error) &&
       read_integer(s, "compile_cache_size", 1, 1u << 20, "in [1, 2^20]", cfg.compile_cache_size,
                    error) &&
       s.read_number("launch_overhead_ns", 0.0, 1e12, true, "of ns in [0, 1e12]",
@@ -89,6 +106,18 @@ bool apply_settings(const Settings& s, SimConfig& cfg, std::string& error) {
 
 }  // namespace
 
+uint32_t mxu_passes(Precision precision, phx_dtype dtype) {
+  if (dtype == PHX_DTYPE_BF16) return 1;
+  switch (precision) {
+    case Precision::kHigh:
+      return 3;
+    case Precision::kHighest:
+      return 6;
+    default:
+      return 1;
+  }
+}
+
 double ChipConfig::peak_bf16_tflops() const {
   return 2.0 * double(mxu_count) * mxu_size * mxu_size * clock_ghz / 1e3;
 }
@@ -99,8 +128,8 @@ uint64_t SimConfig::usable_hbm_bytes() const {
 
 bool parse_config(const ConfigSources& sources, SimConfig& out, std::string& error) {
   Settings settings({"generation", "chips", "hbm_bytes", "memory_fraction", "timing", "precision",
-                     "compile_cache_size", "launch_overhead_ns", "hbm_bandwidth_gbps", "mxu_count",
-                     "mxu_size", "clock_ghz"});
+                     "subnormals", "compile_cache_size", "launch_overhead_ns", "hbm_bandwidth_gbps",
+                     "mxu_count", "mxu_size", "clock_ghz"});
   if (!settings.add_file(sources.file_path, sources.file_text, error) ||
       !settings.add_list("PHX_TPU_SIM", sources.env_text, error))
     return false;

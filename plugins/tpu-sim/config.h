@@ -2,6 +2,8 @@
 // config file and PHX_TPU_SIM (docs/tpu-sim.md, "Configuration").
 #pragma once
 
+#include <phynexus/phynexus.h>
+
 #include <cstdint>
 #include <string>
 
@@ -10,10 +12,16 @@
 
 namespace phx::tpu_sim {
 
+// The precision of matmul and conv2d on f32 inputs, as JAX names it (jax.lax.Precision).
+// bf16 inputs take one bf16 pass whatever the precision: their low parts are zero.
 enum class Precision {
-  kBf16,     // matmul and conv2d inputs rounded to bf16, products accumulated in f32
-  kHighest,  // f32 inputs kept as they are
+  kDefault,  // one bf16 pass: the inputs rounded to bf16, products accumulated in f32
+  kHigh,     // three bf16 passes (bf16x3): a = a_hi + a_lo, hi*lo + lo*hi + hi*hi
+  kHighest,  // f32 products; charged six bf16 passes, as XLA computes it on a TPU
 };
+
+// The MXU passes one product of inputs of dtype takes under precision: 1, 3 or 6.
+uint32_t mxu_passes(Precision precision, phx_dtype dtype);
 
 // One chip: its generation's figures with the overrides applied.
 struct ChipConfig {
@@ -35,7 +43,8 @@ struct SimConfig {
   uint32_t chips = 1;
   double memory_fraction = 1.0;
   TimingMode timing = TimingMode::kOverlap;
-  Precision precision = Precision::kBf16;
+  Precision precision = Precision::kDefault;
+  bool flush_subnormals = true;  // as the hardware does; false keeps them (subnormals=keep)
   uint32_t compile_cache_size = 256;
   double launch_overhead_ns = 1000.0;
 

@@ -1,6 +1,9 @@
 #include "mxu_ops.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <vector>
@@ -38,34 +41,101 @@ PHX_TPU_SIM_CLONES void round_through_bf16(const float* src, float* dst, int64_t
   for (int64_t i = 0; i < n; ++i) dst[i] = kernels::bf16_to_f32(kernels::f32_to_bf16(src[i]));
 }
 
-// A tensor's values as f32 (rounded to bf16 when asked); t itself when it already is.
-class F32Values {
+// Subnormal values (magnitude under FLT_MIN, the smallest normal f32 and bf16) become
+// zeros of their sign, as the TPU's arithmetic flushes them.
+PHX_TPU_SIM_CLONES void flush_subnormals(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = std::fabs(x[i]) < FLT_MIN ? std::copysign(0.0f, x[i]) : x[i];
+}
+
+// bf16 shares f32's exponent: a zero exponent field with a non-zero fraction is subnormal.
+PHX_TPU_SIM_CLONES void flush_subnormals_bf16(uint16_t* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = (x[i] & 0x7f80u) == 0 ? x[i] & 0x8000u : x[i];
+}
+
+// f16 values are exact in f32 (XLA widens f16 operands to f32 before a TPU dot).
+PHX_TPU_SIM_CLONES void widen_f16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = kernels::f16_to_f32(src[i]);
+}
+
+// lo = bf16(x - hi): what the bf16 hi part of x leaves out, itself rounded to bf16.
+PHX_TPU_SIM_CLONES void low_parts(const float* x, const float* hi, float* lo, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) lo[i] = kernels::bf16_to_f32(kernels::f32_to_bf16(x[i] - hi[i]));
+}
+
+// A tensor's values as f32 as they enter the MXU. Subnormals are flushed first when
+// asked (so that a subnormal never rounds up to a normal bf16). Then f32 values (and f16
+// ones, widened exactly) are, by precision: default, rounded to bf16 (hi); high, split
+// into hi = bf16(x) and lo = bf16(x - hi), lo flushed too; highest, kept (hi). bf16
+// values are kept: their low part is zero. hi() is t's own data when nothing changes it.
+class MxuOperand {
  public:
-  F32Values(const HostTensor& t, bool round_to_bf16, ThreadPool& pool) {
-    if (t.dtype == PHX_DTYPE_F32 && !round_to_bf16) {
-      data_ = static_cast<const float*>(t.data);
+  MxuOperand(const HostTensor& t, const MxuNumerics& numerics, ThreadPool& pool) {
+    const bool rounded = t.dtype != PHX_DTYPE_BF16 && numerics.precision != Precision::kHighest;
+    const bool split = rounded && numerics.precision == Precision::kHigh;
+    if (t.dtype == PHX_DTYPE_F32 && !rounded && !numerics.flush_subnormals) {
+      hi_ = static_cast<const float*>(t.data);
       return;
     }
     const int64_t n = kernels::element_count(t);
-    storage_.reset(new float[static_cast<size_t>(n)]);  // every element is written below
-    float* dst = storage_.get();
-    if (t.dtype == PHX_DTYPE_BF16) {  // already bf16 values: widening is exact
-      const auto* src = static_cast<const uint16_t*>(t.data);
-      parallel_chunks(pool, n, kConvertChunk,
-                      [&](int64_t b, int64_t e) { widen_bf16(src + b, dst + b, e - b); });
-    } else {
-      const auto* src = static_cast<const float*>(t.data);
-      parallel_chunks(pool, n, kConvertChunk,
-                      [&](int64_t b, int64_t e) { round_through_bf16(src + b, dst + b, e - b); });
-    }
-    data_ = storage_.get();
+    // every element is written below
+    hi_storage_.reset(new float[static_cast<size_t>(n)]);
+    if (split) lo_storage_.reset(new float[static_cast<size_t>(n)]);
+    float* hi = hi_storage_.get();
+    float* lo = lo_storage_.get();
+    parallel_chunks(pool, n, kConvertChunk, [&](int64_t b, int64_t e) {
+      const auto* half = static_cast<const uint16_t*>(t.data) + b;
+      if (t.dtype == PHX_DTYPE_BF16) {
+        widen_bf16(half, hi + b, e - b);
+      } else if (t.dtype == PHX_DTYPE_F16) {
+        widen_f16(half, hi + b, e - b);
+      } else {
+        std::memcpy(hi + b, static_cast<const float*>(t.data) + b, size_t(e - b) * sizeof(float));
+      }
+      if (numerics.flush_subnormals) flush_subnormals(hi + b, e - b);
+      if (split) std::memcpy(lo + b, hi + b, size_t(e - b) * sizeof(float));  // x, for now
+      if (rounded) round_through_bf16(hi + b, hi + b, e - b);
+      if (split) {
+        low_parts(lo + b, hi + b, lo + b, e - b);
+        if (numerics.flush_subnormals) flush_subnormals(lo + b, e - b);
+      }
+    });
+    hi_ = hi;
   }
-  const float* data() const { return data_; }
+  const float* hi() const { return hi_; }
+  const float* lo() const { return lo_storage_.get(); }  // null unless split
 
  private:
-  std::unique_ptr<float[]> storage_;
-  const float* data_ = nullptr;
+  std::unique_ptr<float[]> hi_storage_, lo_storage_;
+  const float* hi_ = nullptr;
 };
+
+PHX_TPU_SIM_CLONES void add_into(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+// Runs gemms(a values, b values, f32 sums) once per bf16 pass into acc (count values):
+// once on the operands' values, or for split operands (high precision) three times,
+// the passes' sums added in f32 as (hi.lo + lo.hi) + hi.hi (the small terms first; the
+// lo.lo term is left out, as bf16x3 leaves it).
+template <class Gemms>
+void run_passes(const MxuOperand& a, const MxuOperand& b, float* acc, int64_t count, Gemms&& gemms,
+                ThreadPool& pool) {
+  if (a.lo() == nullptr || b.lo() == nullptr) {
+    gemms(a.hi(), b.hi(), acc);
+    return;
+  }
+  std::unique_ptr<float[]> pass(new float[static_cast<size_t>(count)]);
+  const auto accumulate = [&] {
+    parallel_chunks(pool, count, kConvertChunk,
+                    [&](int64_t s, int64_t e) { add_into(acc + s, pass.get() + s, e - s); });
+  };
+  gemms(a.hi(), b.lo(), acc);
+  gemms(a.lo(), b.hi(), pass.get());
+  accumulate();
+  gemms(a.hi(), b.hi(), pass.get());
+  accumulate();
+}
 
 // Where the f32 sums go: out itself when it is f32, else scratch rounded into out later.
 class Accumulator {
@@ -107,9 +177,9 @@ phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
   sums.dtype = PHX_DTYPE_F32;
   phx_status status = PHX_STATUS_OK;
   if (bias_view.data != nullptr) {
-    F32Values bias(bias_view, false, pool);
+    const MxuOperand bias(bias_view, MxuNumerics{Precision::kHighest, false, 0}, pool);
     HostTensor inputs[2] = {sums, bias_view};
-    inputs[1].data = const_cast<float*>(bias.data());
+    inputs[1].data = const_cast<float*>(bias.hi());
     inputs[1].dtype = PHX_DTYPE_F32;
     status = kernels::run_op(PHX_OP_ADD, nullptr, inputs, 2, &sums, 1, pool);
   }
@@ -117,6 +187,32 @@ phx_status finish(float* acc, const HostTensor& bias_view, phx_activation act,
     status = kernels::run_op(activation_op(act), nullptr, &sums, 1, &sums, 1, pool);
   if (status == PHX_STATUS_OK && out.dtype != PHX_DTYPE_F32)
     status = kernels::run_op(PHX_OP_CAST, nullptr, &sums, 1, &out, 1, pool);
+  return status;
+}
+
+// Flushes the subnormal values of t (f32 or bf16) when numerics asks for it. An f16
+// result keeps its f16 subnormals (2^-24 .. 2^-14, normal in f32): f16 is no TPU compute
+// type, only the dtype the f32 result is converted to.
+void flush_output(const HostTensor& t, const MxuNumerics& numerics, ThreadPool& pool) {
+  if (!numerics.flush_subnormals || t.dtype == PHX_DTYPE_F16) return;
+  parallel_chunks(pool, kernels::element_count(t), kConvertChunk, [&](int64_t b, int64_t e) {
+    if (t.dtype == PHX_DTYPE_BF16)
+      flush_subnormals_bf16(static_cast<uint16_t*>(t.data) + b, e - b);
+    else
+      flush_subnormals(static_cast<float*>(t.data) + b, e - b);
+  });
+}
+
+// The MXU's f32 sums (acc, of out's shape) flushed, then the epilogue, then the result
+// flushed again: the bias and the activation can make a subnormal too.
+phx_status finish_flushed(float* acc, const HostTensor& bias_view, phx_activation act,
+                          const HostTensor& out, const MxuNumerics& numerics, ThreadPool& pool) {
+  HostTensor sums = out;
+  sums.data = acc;
+  sums.dtype = PHX_DTYPE_F32;
+  flush_output(sums, numerics, pool);
+  const phx_status status = finish(acc, bias_view, act, out, pool);
+  if (status == PHX_STATUS_OK) flush_output(out, numerics, pool);
   return status;
 }
 
@@ -163,6 +259,58 @@ void gather_patch(const kernels::Conv2dGeometry& g, const float* x, int64_t n, i
 // The patches of every group are gathered for this many output pixels at a time.
 constexpr int64_t kPatchFloats = int64_t{1} << 20;  // 4 MiB
 
+// One pass of a convolution: sums (of out's shape) = the GEMMs of the patches of x
+// with w, each output pixel's patch gathered from x (f32 values as they enter the MXU).
+void conv2d_pass(const kernels::Conv2dGeometry& g, const float* x, const float* weight, float* sums,
+                 int64_t depth, ThreadPool& pool) {
+  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const int64_t chunk = std::clamp<int64_t>(kPatchFloats / (patch * g.groups), 1, pixels);
+  std::vector<float> patches(static_cast<size_t>(g.groups * chunk * patch));
+  std::vector<MxuProduct> products(static_cast<size_t>(g.groups));
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+      const int64_t count = std::min(chunk, pixels - p0);
+      // patches[grp][q] is the patch of pixel p0 + q for group grp.
+      parallel_chunks(pool, g.groups * count, 64, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+          gather_patch(g, x, n, r / count, p0 + r % count,
+                       patches.data() + (r / count * chunk + r % count) * patch);
+      });
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        MxuProduct& p = products[static_cast<size_t>(grp)];
+        const float* cols = patches.data() + grp * chunk * patch;
+        const float* w = weight + grp * g.c_out_group * patch;
+        const int64_t c0 = grp * g.c_out_group;
+        p.k = patch;
+        if (g.nhwc) {  // out[pixel, c] = patch(pixel) . w[c]
+          p.m = count;
+          p.n = g.c_out_group;
+          p.a = cols;
+          p.lda = patch;
+          p.trans_a = false;
+          p.b = w;
+          p.ldb = patch;
+          p.trans_b = true;
+          p.c = sums + (n * pixels + p0) * g.c_out + c0;
+          p.ldc = g.c_out;
+        } else {  // out[c, pixel] = w[c] . patch(pixel)
+          p.m = g.c_out_group;
+          p.n = count;
+          p.a = w;
+          p.lda = patch;
+          p.trans_a = false;
+          p.b = cols;
+          p.ldb = patch;
+          p.trans_b = true;
+          p.c = sums + (n * g.c_out + c0) * pixels + p0;
+          p.ldc = pixels;
+        }
+      }
+      mxu_gemm(products, depth, pool);
+    }
+  }
+}
+
 }  // namespace
 
 phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
@@ -172,34 +320,40 @@ phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, cons
     const bool trans_a = params.transpose_a != 0, trans_b = params.transpose_b != 0;
     const int64_t m = out.shape[out.rank - 2], n = out.shape[out.rank - 1];
     const int64_t k = trans_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
-    const F32Values av(a, numerics.round_to_bf16, pool), bv(b, numerics.round_to_bf16, pool);
-    // Without bias or activation a bf16 output is the f32 sums rounded once, which the
-    // GEMM does as it stores them: no f32 accumulator, no separate rounding pass.
+    const MxuOperand av(a, numerics, pool), bv(b, numerics, pool);
+    // In one pass without bias or activation a bf16 output is the f32 sums rounded once,
+    // which the GEMM does as it stores them: no f32 accumulator, no separate rounding.
     const bool direct = out.dtype == PHX_DTYPE_BF16 && bias.data == nullptr &&
-                        params.activation == PHX_ACTIVATION_NONE;
+                        params.activation == PHX_ACTIVATION_NONE && av.lo() == nullptr;
     std::unique_ptr<Accumulator> acc;
     if (!direct) acc = std::make_unique<Accumulator>(out);
     const int64_t batch = kernels::element_count(out) / (m * n);
     std::vector<MxuProduct> products(static_cast<size_t>(batch));
-    for (int64_t i = 0; i < batch; ++i) {
-      MxuProduct& p = products[static_cast<size_t>(i)];
-      p.m = m;
-      p.n = n;
-      p.k = k;
-      p.a = av.data() + broadcast_matrix_index(a, out, i) * m * k;
-      p.lda = trans_a ? m : k;
-      p.trans_a = trans_a;
-      p.b = bv.data() + broadcast_matrix_index(b, out, i) * k * n;
-      p.ldb = trans_b ? k : n;
-      p.trans_b = trans_b;
-      p.c = direct ? static_cast<void*>(static_cast<uint16_t*>(out.data) + i * m * n)
-                   : static_cast<void*>(acc->data() + i * m * n);
-      p.c_dtype = direct ? PHX_DTYPE_BF16 : PHX_DTYPE_F32;
-      p.ldc = n;
+    const auto gemms = [&](const float* a_values, const float* b_values, float* sums) {
+      for (int64_t i = 0; i < batch; ++i) {
+        MxuProduct& p = products[static_cast<size_t>(i)];
+        p.m = m;
+        p.n = n;
+        p.k = k;
+        p.a = a_values + broadcast_matrix_index(a, out, i) * m * k;
+        p.lda = trans_a ? m : k;
+        p.trans_a = trans_a;
+        p.b = b_values + broadcast_matrix_index(b, out, i) * k * n;
+        p.ldb = trans_b ? k : n;
+        p.trans_b = trans_b;
+        p.c = direct ? static_cast<void*>(static_cast<uint16_t*>(out.data) + i * m * n)
+                     : static_cast<void*>(sums + i * m * n);
+        p.c_dtype = direct ? PHX_DTYPE_BF16 : PHX_DTYPE_F32;
+        p.ldc = n;
+      }
+      mxu_gemm(products, numerics.pass_depth, pool);
+    };
+    run_passes(av, bv, direct ? nullptr : acc->data(), batch * m * n, gemms, pool);
+    if (direct) {
+      flush_output(out, numerics, pool);
+      return PHX_STATUS_OK;
     }
-    mxu_gemm(products, numerics.pass_depth, pool);
-    if (direct) return PHX_STATUS_OK;
-    return finish(acc->data(), bias, params.activation, out, pool);
+    return finish_flushed(acc->data(), bias, params.activation, out, numerics, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }
@@ -210,54 +364,14 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
                       const MxuNumerics& numerics, ThreadPool& pool) {
   try {
     const kernels::Conv2dGeometry g = kernels::conv2d_geometry(params, x, weight, out);
-    const F32Values xv(x, numerics.round_to_bf16, pool), wv(weight, numerics.round_to_bf16, pool);
+    const MxuOperand xv(x, numerics, pool), wv(weight, numerics, pool);
     const Accumulator acc(out);
-    const int64_t pixels = g.pixels_out(), patch = g.patch();
-    const int64_t chunk = std::clamp<int64_t>(kPatchFloats / (patch * g.groups), 1, pixels);
-    std::vector<float> patches(static_cast<size_t>(g.groups * chunk * patch));
-    std::vector<MxuProduct> products(static_cast<size_t>(g.groups));
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-        const int64_t count = std::min(chunk, pixels - p0);
-        // patches[grp][q] is the patch of pixel p0 + q for group grp.
-        parallel_chunks(pool, g.groups * count, 64, [&](int64_t begin, int64_t end) {
-          for (int64_t r = begin; r < end; ++r)
-            gather_patch(g, xv.data(), n, r / count, p0 + r % count,
-                         patches.data() + (r / count * chunk + r % count) * patch);
-        });
-        for (int64_t grp = 0; grp < g.groups; ++grp) {
-          MxuProduct& p = products[static_cast<size_t>(grp)];
-          const float* cols = patches.data() + grp * chunk * patch;
-          const float* w = wv.data() + grp * g.c_out_group * patch;
-          const int64_t c0 = grp * g.c_out_group;
-          p.k = patch;
-          if (g.nhwc) {  // out[pixel, c] = patch(pixel) . w[c]
-            p.m = count;
-            p.n = g.c_out_group;
-            p.a = cols;
-            p.lda = patch;
-            p.trans_a = false;
-            p.b = w;
-            p.ldb = patch;
-            p.trans_b = true;
-            p.c = acc.data() + (n * pixels + p0) * g.c_out + c0;
-            p.ldc = g.c_out;
-          } else {  // out[c, pixel] = w[c] . patch(pixel)
-            p.m = g.c_out_group;
-            p.n = count;
-            p.a = w;
-            p.lda = patch;
-            p.trans_a = false;
-            p.b = cols;
-            p.ldb = patch;
-            p.trans_b = true;
-            p.c = acc.data() + (n * g.c_out + c0) * pixels + p0;
-            p.ldc = pixels;
-          }
-        }
-        mxu_gemm(products, numerics.pass_depth, pool);
-      }
-    }
+    run_passes(
+        xv, wv, acc.data(), kernels::element_count(out),
+        [&](const float* x_values, const float* w_values, float* sums) {
+          conv2d_pass(g, x_values, w_values, sums, numerics.pass_depth, pool);
+        },
+        pool);
     // The bias is per output channel: [C_out] broadcasts over NHWC's last dimension,
     // [C_out, 1, 1] over NCHW's channels.
     HostTensor bias_view = bias;
@@ -266,7 +380,7 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
       bias_view.shape[0] = g.c_out;
       bias_view.shape[1] = bias_view.shape[2] = 1;
     }
-    return finish(acc.data(), bias_view, params.activation, out, pool);
+    return finish_flushed(acc.data(), bias_view, params.activation, out, numerics, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }

@@ -29,12 +29,37 @@ uint64_t ops_per_element(phx_op_id op) {
       return 12;
     case PHX_OP_SOFTMAX:
       return 16;
+    case PHX_OP_ATTENTION:  // per score: the softmax's 16, the scale and the mask
+      return 18;
+    case PHX_OP_ROPE:  // two products and a sum per feature
+      return 3;
     case PHX_OP_LAYER_NORM:
     case PHX_OP_RMS_NORM:
       return 8;
     default:
       return 1;
   }
+}
+
+// Both products of an attention, one after the other on the arrays: their folds and
+// cycles add; the utilization is over both; the mapping efficiency is the mean over
+// every fold of both.
+MxuEstimate attention_estimate(const AttentionGemms& g, const MxuLayout& mxu, TimingMode mode) {
+  const MxuEstimate s = estimate_gemm(g.scores, mxu, mode);
+  const MxuEstimate v = estimate_gemm(g.values, mxu, mode);
+  MxuEstimate e;
+  e.folds = s.folds + v.folds;
+  e.folds_per_mxu = s.folds_per_mxu + v.folds_per_mxu;
+  e.cycles = s.cycles + v.cycles;
+  if (e.cycles == 0) return e;
+  const auto macs = [](const GemmShape& m) { return double(m.m) * m.n * m.k * m.batch; };
+  e.utilization = (macs(g.scores) + macs(g.values)) /
+                  (double(e.cycles) * double(mxu.rows) * double(mxu.cols) * double(mxu.count));
+  e.mapping_efficiency =
+      (s.mapping_efficiency * double(s.folds) + v.mapping_efficiency * double(v.folds)) /
+      double(e.folds);
+  e.padding_waste = 1.0 - e.mapping_efficiency;
+  return e;
 }
 
 }  // namespace
@@ -75,7 +100,24 @@ std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op) {
   return std::nullopt;
 }
 
+AttentionGemms attention_gemms(const phx_plugin_op& op) {
+  const phx_plugin_tensor& q = op.inputs[0];
+  const phx_plugin_tensor& k = op.inputs[1];
+  const phx_plugin_tensor& out = op.outputs[0];
+  const uint64_t heads = static_cast<uint64_t>(q.shape[0] * q.shape[1]);
+  const uint64_t sq = static_cast<uint64_t>(q.shape[2]), d = static_cast<uint64_t>(q.shape[3]);
+  const uint64_t skv = static_cast<uint64_t>(k.shape[2]);
+  const uint64_t dv = static_cast<uint64_t>(out.shape[3]);
+  return {GemmShape{sq, skv, d, heads}, GemmShape{sq, dv, skv, heads}};
+}
+
 uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
+  if (op.op == PHX_OP_ATTENTION) {  // the softmax over every score
+    const AttentionGemms g = attention_gemms(op);
+    const uint64_t scores = g.scores.batch * g.scores.m * g.scores.n;
+    const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
+    return (scores * ops_per_element(op.op) + lanes - 1) / lanes;
+  }
   uint64_t touched = 0;
   for (size_t i = 0; i < op.input_count; ++i)
     if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));
@@ -90,9 +132,21 @@ OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
   for (size_t i = 0; i < op.input_count; ++i) cost.hbm_bytes += bytes(op.inputs[i]);
   for (size_t i = 0; i < op.output_count; ++i) cost.hbm_bytes += bytes(op.outputs[i]);
   uint64_t cycles = 0;
-  if (const auto gemm = lowered_gemm(op)) {
-    const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};
+  const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};
+  if (op.op == PHX_OP_ATTENTION) {
     cost.uses_mxu = true;
+    cost.mxu_passes = mxu_passes(config.precision, op.inputs[0].dtype);
+    AttentionGemms gemms = attention_gemms(op);
+    gemms.scores.batch *= cost.mxu_passes;
+    gemms.values.batch *= cost.mxu_passes;
+    cost.mxu = attention_estimate(gemms, layout, config.timing);
+    cost.vector_cycles = vector_cycles(op, chip.tensor_cores);
+    cycles = cost.mxu.cycles + cost.vector_cycles;
+  } else if (auto gemm = lowered_gemm(op)) {
+    cost.uses_mxu = true;
+    // The passes are GEMMs of the same shape, one after another on the arrays.
+    cost.mxu_passes = mxu_passes(config.precision, op.inputs[0].dtype);
+    gemm->batch *= cost.mxu_passes;
     cost.mxu = estimate_gemm(*gemm, layout, config.timing);
     cycles = cost.mxu.cycles;
   } else {

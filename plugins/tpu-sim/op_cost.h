@@ -1,6 +1,8 @@
-// What an op costs on the simulated chip: MXU cycles for matmul and conv2d (lowered to
-// GEMMs, mxu_model.h), vector-unit cycles for the rest, the HBM bytes it moves, and the
-// estimated time: max(compute time, HBM time) + the launch overhead.
+// What an op costs on the simulated chip: MXU cycles for matmul, conv2d and attention's
+// two products (lowered to GEMMs, mxu_model.h; each GEMM run once per bf16 pass the
+// precision takes), vector-unit cycles for attention's softmax and for every other op,
+// the HBM bytes it moves, and the estimated time: max(compute time, HBM time) + the
+// launch overhead, compute time = (MXU + vector cycles) / clock.
 #pragma once
 
 #include <phynexus/plugin.h>
@@ -15,8 +17,9 @@ namespace phx::tpu_sim {
 
 struct OpCost {
   bool uses_mxu = false;
-  MxuEstimate mxu;             // zero unless uses_mxu
-  uint64_t vector_cycles = 0;  // zero when uses_mxu (the epilogue is fused)
+  uint32_t mxu_passes = 0;     // bf16 passes per product (mxu_passes()); zero unless uses_mxu
+  MxuEstimate mxu;             // over every pass; zero unless uses_mxu
+  uint64_t vector_cycles = 0;  // matmul and conv2d: zero (the epilogue is fused)
   uint64_t hbm_bytes = 0;      // every input read once, every output written once
   double compute_time_ns = 0;  // cycles / clock
   double hbm_time_ns = 0;      // bytes / bandwidth
@@ -29,6 +32,14 @@ struct OpCost {
 //   conv2d: M = N * H_out * W_out, K = C_in / groups * KH * KW, N = C_out / groups;
 //           batch = groups.
 std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op);
+
+// attention's two GEMMs per (batch, head), over every key whatever the mask:
+//   scores = q k^T: M = Sq, K = D, N = Skv;  out = p v: M = Sq, K = Skv, N = Dv;
+//   batch = B * H for both.
+struct AttentionGemms {
+  GemmShape scores, values;
+};
+AttentionGemms attention_gemms(const phx_plugin_op& op);
 
 // Vector-unit work of a non-MXU op: elements touched times elementary vector operations
 // per element (docs/tpu-sim.md), over 8 x 128 lanes per TensorCore per cycle.

@@ -29,13 +29,38 @@ using namespace plugin_common;
 
 // HBM holds quantized tensors too (the MXUs of v5e and later multiply int8), so that a
 // program's int8 weights can live on the chip; the quantized ops themselves are not
-// simulated yet and reach the CPU through the fallback.
+// simulated yet and reach the CPU through the fallback. f16 is no TPU compute type: its
+// tensors are stored as f16 and widened to f32 by every op, as XLA does.
 constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_BF16) |
-                                PHX_DTYPE_BIT(PHX_DTYPE_I32) | PHX_DTYPE_BIT(PHX_DTYPE_I8) |
-                                PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
+                                PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_I32) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_U8) |
+                                PHX_DTYPE_BIT(PHX_DTYPE_I16);
 
 // An op whose MXU mapping uses less of the arrays than this is logged at compile time.
 constexpr double kPoorMappingEfficiency = 0.5;
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kHigh:
+      return "high";
+    case Precision::kHighest:
+      return "highest";
+    default:
+      return "default";
+  }
+}
+
+// What f32 matmul and conv2d inputs enter the products as: what a test suite must assume.
+const char* matmul_precision(Precision precision) {
+  switch (precision) {
+    case Precision::kHigh:
+      return "bf16x3";
+    case Precision::kHighest:
+      return "f32";
+    default:
+      return "bf16";
+  }
+}
 
 // The running totals of phx_device_stats.
 struct Totals {
@@ -49,7 +74,6 @@ struct Device {
       : hbm(index, config.usable_hbm_bytes(), kHbmOptions), cache(config.compile_cache_size) {
     const ChipConfig& chip = config.chip;
     name = "TPU " + chip.generation + " (simulated)";
-    const bool bf16 = config.precision == Precision::kBf16;
     texts = {
         {"generation", chip.generation},
         {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
@@ -61,8 +85,9 @@ struct Device {
                     std::to_string(chip.mxu_size)},
         {"clock", format_number(chip.clock_ghz) + " GHz"},
         {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
-        {"precision", bf16 ? "bf16" : "highest"},
-        {"matmul_precision", bf16 ? "bf16" : "f32"},
+        {"precision", precision_name(config.precision)},
+        {"matmul_precision", matmul_precision(config.precision)},
+        {"subnormals", config.flush_subnormals ? "flush" : "keep"},
         {"compile_cache_size", std::to_string(config.compile_cache_size)},
         {"source", chip.source},
     };
@@ -138,9 +163,16 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
   return PHX_STATUS_OK;
 }
 
+// The ops of API 0.1, rope, and attention on bf16: its f32 or f16 inputs would enter the
+// MXU rounded to bf16 at the default precision, which the op's contract (f32-accurate
+// scores) does not allow; the quantized ops of 0.2 have no timing model here.
+bool claims(phx_op_id op, phx_dtype dtype) {
+  if (op == PHX_OP_ATTENTION) return dtype == PHX_DTYPE_BF16;
+  return op <= PHX_OP_ROPE;
+}
+
 phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
-  // The ops of API 0.1: attention and the quantized ops of 0.2 have no timing model here.
-  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && op <= PHX_OP_CONV2D &&
+  *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && claims(op, dtype) &&
                    kernels::op_supported(op, dtype);
   return PHX_STATUS_OK;
 }
@@ -165,13 +197,15 @@ void buffer_free(void* plugin, void* buffer) {
 // Every op of the C API has at most three inputs and one output.
 constexpr size_t kMaxInputs = 3;
 
-// Computes op: matmul and conv2d under the MXU's numerics, the rest as in f32.
+// Computes op: matmul and conv2d under the MXU's numerics, the rest (attention and rope
+// included) as the host kernels do: in f32, rounded once to the output's dtype.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
   kernels::HostTensor in[kMaxInputs];
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view<simulated_block_data>(op.inputs[i]);
   const kernels::HostTensor out = host_view<simulated_block_data>(op.outputs[0]);
   MxuNumerics numerics;
-  numerics.round_to_bf16 = p.config.precision == Precision::kBf16;
+  numerics.precision = p.config.precision;
+  numerics.flush_subnormals = p.config.flush_subnormals;
   numerics.pass_depth = p.config.chip.mxu_size;
   switch (op.op) {
     case PHX_OP_MATMUL:
@@ -183,6 +217,11 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
     default:
       return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
   }
+}
+
+// The name of an MXU op in messages (a plugin calls nothing of libphynexus).
+const char* mxu_op_name(phx_op_id op) {
+  return op == PHX_OP_MATMUL ? "matmul" : op == PHX_OP_CONV2D ? "conv2d" : "attention";
 }
 
 // Costs op, looks its program up in the compile cache, adds both to the device's totals
@@ -207,13 +246,14 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
     t.cache_evictions += lookup.evicted ? 1 : 0;
   }
   if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
-    p.log(PHX_LOG_INFO, std::string(op.op == PHX_OP_MATMUL ? "matmul" : "conv2d") + " uses " +
+    p.log(PHX_LOG_INFO, std::string(mxu_op_name(op.op)) + " uses " +
                             format_number(100 * cost.mxu.mapping_efficiency) +
                             "% of the MXU cells it occupies: K and N padded to multiples of " +
                             std::to_string(p.config.chip.mxu_size));
   if (op.profile == nullptr) return;
   phx_plugin_profile& profile = *op.profile;
   add_metric(profile, "mxu_cycles", double(cost.mxu.cycles));
+  add_metric(profile, "mxu_passes", double(cost.mxu_passes));
   add_metric(profile, "mxu_folds", double(cost.mxu.folds));
   add_metric(profile, "vector_cycles", double(cost.vector_cycles));
   add_metric(profile, "hbm_bytes", double(cost.hbm_bytes));

@@ -29,7 +29,8 @@ TEST(Config, DefaultsAreOneV5eChip) {
   EXPECT_EQ(cfg.chips, 1u);
   EXPECT_EQ(cfg.memory_fraction, 1.0);
   EXPECT_EQ(cfg.timing, TimingMode::kOverlap);
-  EXPECT_EQ(cfg.precision, Precision::kBf16);
+  EXPECT_EQ(cfg.precision, Precision::kDefault);
+  EXPECT_TRUE(cfg.flush_subnormals);  // as the hardware does
   EXPECT_EQ(cfg.compile_cache_size, 256u);
   EXPECT_EQ(cfg.chip.mxu_count, 4u);
   EXPECT_EQ(cfg.chip.mxu_size, 128u);
@@ -63,8 +64,10 @@ TEST(Config, EnvironmentOverridesTheFileAndFiguresOverrideTheGeneration) {
       "generation = v5p   # trailing comment\n"
       "chips = 2\n"
       "\n"
-      "timing = scalesim\n";
+      "timing = scalesim\n"
+      "subnormals = keep\n";
   ASSERT_EQ(parse("chips=4, memory_fraction=0.5,precision=highest,mxu_count=2", cfg, file), "");
+  EXPECT_FALSE(cfg.flush_subnormals);
   EXPECT_EQ(cfg.chip.generation, "v5p");
   EXPECT_EQ(cfg.chips, 4u);
   EXPECT_EQ(cfg.timing, TimingMode::kScaleSim);
@@ -72,6 +75,24 @@ TEST(Config, EnvironmentOverridesTheFileAndFiguresOverrideTheGeneration) {
   EXPECT_EQ(cfg.usable_hbm_bytes(), 47'500'000'000u);
   // Two MXUs at v5p's clock: a quarter of its 8-MXU peak.
   EXPECT_NEAR(cfg.chip.peak_bf16_tflops(), 459.0 / 4, 1e-9);
+}
+
+TEST(Config, PrecisionTakesJaxsNames) {
+  struct Expected {
+    const char* setting;
+    Precision precision;
+  };
+  for (const Expected& e : {Expected{"precision=default", Precision::kDefault},
+                            Expected{"precision=bf16", Precision::kDefault},  // the older name
+                            Expected{"precision=high", Precision::kHigh},
+                            Expected{"precision=highest", Precision::kHighest}}) {
+    SimConfig cfg;
+    ASSERT_EQ(parse(e.setting, cfg), "") << e.setting;
+    EXPECT_EQ(cfg.precision, e.precision) << e.setting;
+  }
+  SimConfig cfg;
+  const std::string error = parse("precision=float32", cfg);
+  EXPECT_NE(error.find("default, high or highest"), std::string::npos) << error;
 }
 
 TEST(Config, ErrorsNameTheBadKey) {
@@ -86,9 +107,9 @@ TEST(Config, ErrorsNameTheBadKey) {
             std::string::npos);                             // 2^50 + 1
   EXPECT_EQ(parse("hbm_bytes=1125899906842624", cfg), "");  // 2^50
 
-  for (const char* bad :
-       {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5", "timing=fast",
-        "precision=f16", "compile_cache_size=0", "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
+  for (const char* bad : {"chips=0", "chips=65", "memory_fraction=0", "memory_fraction=1.5",
+                          "timing=fast", "precision=f16", "subnormals=denormal",
+                          "compile_cache_size=0", "mxu_size=512", "clock_ghz=nan", "chips=2x"}) {
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
     error = parse(bad, cfg);
     EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;

@@ -184,6 +184,36 @@ TEST(OpCost, MatmulTimeIsTheLargerOfComputeAndHbmPlusOverhead) {
   EXPECT_DOUBLE_EQ(cost.estimated_time_ns, 16765.0 / clock_ghz + 1000.0);
 }
 
+// The precision's bf16 passes are GEMMs of the same shape run one after another: f32
+// [1024 x 1024] . [1024 x 1024] on v5e (overlap) has 64 folds, f = 16 per MXU and
+// pass, T = 1024: f * passes * 1024 + 2R + C - 3 = 16384 * passes + 381 cycles (above the
+// MAC bound 16384 * passes). bf16 inputs take one pass whatever the precision.
+TEST(OpCost, MxuCyclesScaleWithThePrecisionsPasses) {
+  const phx_plugin_tensor f32_in[2] = {tensor(PHX_DTYPE_F32, {1024, 1024}),
+                                       tensor(PHX_DTYPE_F32, {1024, 1024})};
+  const phx_plugin_tensor bf16_in[2] = {tensor(PHX_DTYPE_BF16, {1024, 1024}),
+                                        tensor(PHX_DTYPE_BF16, {1024, 1024})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F32, {1024, 1024});
+  const phx_matmul_params params PHX_MATMUL_PARAMS_INIT;
+  struct Expected {
+    Precision precision;
+    uint32_t passes;
+  };
+  for (const Expected& e : {Expected{Precision::kDefault, 1}, Expected{Precision::kHigh, 3},
+                            Expected{Precision::kHighest, 6}}) {
+    SimConfig cfg = v5e();
+    cfg.precision = e.precision;
+    const OpCost cost = cost_op(make_op(PHX_OP_MATMUL, &params, f32_in, 2, &out), cfg);
+    EXPECT_EQ(cost.mxu_passes, e.passes);
+    EXPECT_EQ(cost.mxu.folds, 64u * e.passes);
+    EXPECT_EQ(cost.mxu.cycles, 16384u * e.passes + 381u);
+    const OpCost bf16 = cost_op(make_op(PHX_OP_MATMUL, &params, bf16_in, 2, &out), cfg);
+    EXPECT_EQ(bf16.mxu_passes, 1u);
+    EXPECT_EQ(bf16.mxu.cycles, 16765u);
+  }
+  EXPECT_EQ(mxu_passes(Precision::kHigh, PHX_DTYPE_F16), 3u);  // f16 is widened to f32
+}
+
 TEST(OpCost, BatchedMatmulAndConvolutionsLowerToGemms) {
   // matmul [4, 2, 64, 32] . [32, 16]: M = 64, N = 16, K = 32, batch = 4 * 2.
   const phx_plugin_tensor mm_in[2] = {tensor(PHX_DTYPE_F32, {4, 2, 64, 32}),
@@ -225,6 +255,54 @@ TEST(OpCost, BatchedMatmulAndConvolutionsLowerToGemms) {
   EXPECT_EQ(dg->k, 9u);
   EXPECT_EQ(dg->n, 1u);
   EXPECT_EQ(dg->batch, 32u);
+}
+
+// bf16 attention q [2, 4, 256, 128], k and v [2, 4, 512, 128] on v5e (overlap):
+//   scores q k^T: M = 256, N = 512, K = 128, batch 8: folds 8 * 1 * 4 = 32, f = 8,
+//     8 * max(256, 128) + 381 = 2429 cycles (MAC bound 256*512*128*8 / 65536 = 2048);
+//   values p v: M = 256, N = 128, K = 512, batch 8: folds 8 * 4 * 1 = 32, f = 8: 2429.
+//   softmax: 8 * 256 * 512 scores * 18 ops / 1024 lanes = 18432 vector cycles.
+//   HBM: q and out 524288 bytes each, k and v 1048576 each.
+TEST(OpCost, AttentionIsTwoMxuProductsAndASoftmaxOnTheVectorUnit) {
+  const phx_plugin_tensor in[3] = {tensor(PHX_DTYPE_BF16, {2, 4, 256, 128}),
+                                   tensor(PHX_DTYPE_BF16, {2, 4, 512, 128}),
+                                   tensor(PHX_DTYPE_BF16, {2, 4, 512, 128})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_BF16, {2, 4, 256, 128});
+  const phx_attention_params params PHX_ATTENTION_PARAMS_INIT;
+  const phx_plugin_op op = make_op(PHX_OP_ATTENTION, &params, in, 3, &out);
+  const AttentionGemms g = attention_gemms(op);
+  EXPECT_EQ(g.scores.m, 256u);
+  EXPECT_EQ(g.scores.n, 512u);
+  EXPECT_EQ(g.scores.k, 128u);
+  EXPECT_EQ(g.values.n, 128u);
+  EXPECT_EQ(g.values.k, 512u);
+  EXPECT_EQ(g.values.batch, 8u);
+  SimConfig cfg = v5e();
+  cfg.precision = Precision::kHigh;  // bf16 inputs: one pass whatever the precision
+  const OpCost cost = cost_op(op, cfg);
+  EXPECT_TRUE(cost.uses_mxu);
+  EXPECT_EQ(cost.mxu_passes, 1u);
+  EXPECT_EQ(cost.mxu.folds, 64u);
+  EXPECT_EQ(cost.mxu.cycles, 2u * 2429u);
+  EXPECT_EQ(cost.vector_cycles, 18432u);
+  EXPECT_DOUBLE_EQ(cost.mxu.mapping_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(cost.mxu.utilization, 2.0 * 256 * 512 * 128 * 8 / (2 * 2429.0 * 65536));
+  EXPECT_EQ(cost.hbm_bytes, 2u * 524288u + 2u * 1048576u);
+  const double clock_ghz = 197e3 / (2.0 * 4 * 128 * 128);
+  EXPECT_DOUBLE_EQ(cost.compute_time_ns, (2 * 2429.0 + 18432.0) / clock_ghz);
+}
+
+// rope on the vector unit: x bf16 [4, 128, 64]: 32768 elements * 3 ops / 1024 = 96 cycles.
+TEST(OpCost, RopeRunsOnTheVectorUnit) {
+  const phx_plugin_tensor in[3] = {tensor(PHX_DTYPE_BF16, {4, 128, 64}),
+                                   tensor(PHX_DTYPE_F32, {128, 32}),
+                                   tensor(PHX_DTYPE_F32, {128, 32})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_BF16, {4, 128, 64});
+  const phx_rope_params params PHX_ROPE_PARAMS_INIT;
+  const OpCost cost = cost_op(make_op(PHX_OP_ROPE, &params, in, 3, &out), v5e());
+  EXPECT_FALSE(cost.uses_mxu);
+  EXPECT_EQ(cost.vector_cycles, 96u);
+  EXPECT_EQ(cost.hbm_bytes, 2u * 65536u + 2u * 16384u);
 }
 
 TEST(OpCost, ElementwiseOpsRunOnTheVectorUnitAndAreMemoryBound) {

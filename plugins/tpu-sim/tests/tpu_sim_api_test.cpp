@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,15 @@ void expect_bit_identical(const std::vector<float>& got, const std::vector<float
       ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", the rule gives "
                     << want[i];
   EXPECT_EQ(mismatches, 0u) << what;
+}
+
+// The value of metric name in record index of stream; NaN when absent.
+double metric(phx_stream stream, size_t index, const char* name) {
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
+  return NAN;
 }
 
 // ---- tests ---------------------------------------------------------------------------
@@ -298,6 +308,363 @@ TEST(TpuSim, HighestPrecisionKeepsF32Inputs) {
   phx_stream_destroy(stream);
 }
 
+// One [1 x 2] . [2 x 1] matmul per case, f32 in and out, under subnormals=flush (the
+// default) and subnormals=keep. FLT_MIN = 2^-126 and every value here are exact in bf16,
+// so the bf16 rounding changes none of them and the expected results are exact.
+TEST(TpuSim, SubnormalsAreFlushedByDefaultAndKeptOnRequest) {
+  const float tiny = 0x1p-130f;  // subnormal in f32 and in bf16
+  struct Case {
+    const char* what;
+    float a0, a1, b0, b1, flushed, kept;
+  };
+  const Case cases[] = {
+      // a subnormal input: flushed it contributes nothing; kept, 2^-130 * 2^10 = 2^-120
+      {"subnormal input", tiny, 0.0f, 0x1p10f, 0.0f, 0.0f, 0x1p-120f},
+      // normal inputs whose sum is subnormal: 2^-125 - 1.5 * 2^-126 = 2^-127
+      {"subnormal result", 0x1p-125f, 0x1p-126f, 1.0f, -1.5f, 0.0f, 0x1p-127f},
+      // a negative subnormal result is flushed to -0
+      {"negative subnormal result", -0x1p-125f, 0x1p-126f, 1.0f, 1.5f, -0.0f, -0x1p-127f},
+  };
+  for (const char* mode : {"subnormals=flush", "", "subnormals=keep"}) {
+    const bool keep = std::string(mode) == "subnormals=keep";
+    Sim sim(mode);
+    EXPECT_EQ(property(sim.context(), sim.device(), "subnormals"), keep ? "keep" : "flush");
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 2});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {2, 1});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1});
+    Tensor ta_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 2});
+    Tensor tb_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {2, 1});
+    Tensor out_bf16(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1});
+    for (const Case& c : cases) {
+      ta.upload(std::vector<float>{c.a0, c.a1});
+      tb.upload(std::vector<float>{c.b0, c.b1});
+      const float want = keep ? c.kept : c.flushed;
+      ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()),
+                PHX_STATUS_OK);
+      const float got = out.download<float>(1)[0];
+      EXPECT_EQ(bits(got), bits(want)) << mode << ", " << c.what << ": " << got;
+      // bf16 in and out: the output rounded from the f32 sums as the GEMM stores them.
+      ta_bf16.upload(std::vector<uint16_t>{to_bf16(c.a0), to_bf16(c.a1)});
+      tb_bf16.upload(std::vector<uint16_t>{to_bf16(c.b0), to_bf16(c.b1)});
+      ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta_bf16.get(), tb_bf16.get()}, out_bf16.get()),
+                PHX_STATUS_OK);
+      EXPECT_EQ(out_bf16.download<uint16_t>(1)[0], to_bf16(want)) << mode << ", " << c.what;
+    }
+    // A normal sum plus a bias that leaves a subnormal: flushed after the epilogue.
+    Tensor bias(sim.context(), sim.device(), PHX_DTYPE_F32, {1});
+    ta.upload(std::vector<float>{0x1p-125f, 0.0f});
+    tb.upload(std::vector<float>{1.0f, 0.0f});
+    bias.upload(std::vector<float>{-1.5f * 0x1p-126f});
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get(), bias.get()}, out.get()),
+              PHX_STATUS_OK);
+    EXPECT_EQ(out.download<float>(1)[0], keep ? 0x1p-127f : 0.0f) << mode << ", bias";
+    phx_stream_destroy(stream);
+  }
+}
+
+// conv2d's MXU path flushes as matmul's does: a 1x1 kernel on one subnormal pixel.
+TEST(TpuSim, Conv2dFlushesSubnormals) {
+  for (const bool keep : {false, true}) {
+    Sim sim(keep ? "subnormals=keep" : "");
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor x(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    Tensor w(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, 1, 1, 1});
+    x.upload(std::vector<float>{0x1p-130f});
+    w.upload(std::vector<float>{0x1p10f});
+    phx_conv2d_params p = PHX_CONV2D_PARAMS_INIT;
+    ASSERT_EQ(run(stream, PHX_OP_CONV2D, &p, {x.get(), w.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    EXPECT_EQ(out.download<float>(1)[0], keep ? 0x1p-120f : 0.0f);
+    phx_stream_destroy(stream);
+  }
+}
+
+// The bound on |result - the float64 product| for f32 inputs, in units of sum_k |a b|:
+//   default: each input rounded to bf16 (relative 2^-8, 8-bit significand), so a product
+//            is off by up to 2 * 2^-8 + 2^-16; the f32 sums add K * 2^-24.
+//   high:    a = hi + lo + r with |r| <= 2^-16 |a| (lo rounded to bf16), and the lo.lo
+//            term left out: about 3 * 2^-16 per product; three passes of K f32 sums
+//            and two additions of passes: (K + 3) * 2^-24.
+//   highest: f32 products (2^-24) and K f32 sums.
+// Each doubled for the second-order terms.
+double precision_bound(const std::string& precision, int64_t k) {
+  if (precision == "default") return 2 * (0x1p-7 + 0x1p-16 + double(k) * 0x1p-24);
+  if (precision == "high") return 2 * (3 * 0x1p-16 + double(k + 3) * 0x1p-24);
+  return 2 * double(k + 1) * 0x1p-24;
+}
+
+// f32 matmul under each precision against the float64 product, with the passes each
+// takes in the profile record and the modelled cycles growing with them.
+TEST(TpuSim, EachPrecisionIsWithinItsBoundOfTheFloat64Product) {
+  const int64_t m = 8, k = 1000, n = 8;
+  const auto a = random_values(size_t(m * k), 11), b = random_values(size_t(k * n), 12);
+  std::map<std::string, double> worst;  // the largest error, in units of sum |a b|
+  std::map<std::string, double> cycles;
+  struct Precision {
+    const char* name;
+    double passes;
+  };
+  for (const auto& [precision, passes] :
+       {Precision{"default", 1}, Precision{"high", 3}, Precision{"highest", 6}}) {
+    Sim sim((std::string("timing=scalesim,precision=") + precision).c_str(), PHX_CONTEXT_PROFILE);
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {m, k});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {k, n});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+    ta.upload(a);
+    tb.upload(b);
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
+    const auto got = out.download<float>(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = double(a[size_t(i * k + kk)]) * b[size_t(kk * n + j)];
+          exact += p;
+          magnitude += std::abs(p);
+        }
+        const double error = std::abs(got[size_t(i * n + j)] - exact) / magnitude;
+        worst[precision] = std::max(worst[precision], error);
+      }
+    EXPECT_LE(worst[precision], precision_bound(precision, k)) << precision;
+    EXPECT_EQ(metric(stream, 0, "mxu_passes"), passes) << precision;
+    // 8 x 1000 x 8 on 4 MXUs of 128 x 128, scalesim: folds = 8 * passes, f = 2 * passes,
+    // T = 8: f * (2R + C + T - 2) - 1 = 2 * passes * 390 - 1.
+    EXPECT_EQ(metric(stream, 0, "mxu_cycles"), 2 * passes * 390 - 1) << precision;
+    phx_stream_destroy(stream);
+  }
+  // Each precision is really more accurate than the one below it.
+  EXPECT_GT(worst["default"], precision_bound("high", k));
+  EXPECT_GT(worst["default"], 16 * worst["high"]);
+  EXPECT_GE(worst["high"], worst["highest"]);
+}
+
+// precision=high (bf16x3) computed by its rule, written plainly: hi = bf16(x),
+// lo = bf16(x - hi); three passes summed by the MXU rule; (hi.lo + lo.hi) + hi.hi.
+TEST(TpuSim, HighPrecisionIsBitIdenticalToTheRule) {
+  Sim sim("precision=high");
+  EXPECT_EQ(property(sim.context(), sim.device(), "precision"), "high");
+  EXPECT_EQ(property(sim.context(), sim.device(), "matmul_precision"), "bf16x3");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+  const int64_t m = 20, k = 300, n = 30;
+  const auto a = random_values(size_t(m * k), 13), b = random_values(size_t(k * n), 14);
+  Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F32, {m, k});
+  Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F32, {k, n});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+  ta.upload(a);
+  tb.upload(b);
+  ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK);
+  auto hi = [](float x) { return round_bf16(x); };
+  auto lo = [](float x) { return round_bf16(x - round_bf16(x)); };
+  std::vector<float> want(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      auto pass = [&](auto part_a, auto part_b) {
+        return mxu_dot(
+            k, 128, [&](int64_t kk) { return part_a(a[size_t(i * k + kk)]); },
+            [&](int64_t kk) { return part_b(b[size_t(kk * n + j)]); });
+      };
+      want[size_t(i * n + j)] = (pass(hi, lo) + pass(lo, hi)) + pass(hi, hi);
+    }
+  expect_bit_identical(out.download<float>(want.size()), want, "high");
+  phx_stream_destroy(stream);
+}
+
+// conv2d takes the precision's passes too: NHWC, K = 3 * 3 * 40 = 360, against float64.
+TEST(TpuSim, Conv2dHighPrecisionIsWithinItsBound) {
+  const int64_t h = 6, w = 6, c_in = 40, c_out = 4, kh = 3, kw = 3, ho = 4, wo = 4;
+  const int64_t patch = kh * kw * c_in;
+  const auto x = random_values(size_t(h * w * c_in), 15);
+  const auto wt = random_values(size_t(c_out * patch), 16);
+  for (const char* precision : {"high", "default"}) {
+    Sim sim((std::string("precision=") + precision).c_str());
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor tx(sim.context(), sim.device(), PHX_DTYPE_F32, {1, h, w, c_in});
+    Tensor tw(sim.context(), sim.device(), PHX_DTYPE_F32, {c_out, kh, kw, c_in});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {1, ho, wo, c_out});
+    tx.upload(x);
+    tw.upload(wt);
+    phx_conv2d_params p = PHX_CONV2D_PARAMS_INIT;
+    p.layout = PHX_LAYOUT_NHWC;
+    ASSERT_EQ(run(stream, PHX_OP_CONV2D, &p, {tx.get(), tw.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    const auto got = out.download<float>(size_t(ho * wo * c_out));
+    double worst = 0;
+    for (int64_t oh = 0; oh < ho; ++oh)
+      for (int64_t ow = 0; ow < wo; ++ow)
+        for (int64_t co = 0; co < c_out; ++co) {
+          double exact = 0, magnitude = 0;
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j)
+              for (int64_t c = 0; c < c_in; ++c) {
+                const double v = double(x[size_t(((oh + i) * w + ow + j) * c_in + c)]) *
+                                 wt[size_t(((co * kh + i) * kw + j) * c_in + c)];
+                exact += v;
+                magnitude += std::abs(v);
+              }
+          const double error =
+              std::abs(got[size_t((oh * wo + ow) * c_out + co)] - exact) / magnitude;
+          worst = std::max(worst, error);
+        }
+    if (std::string(precision) == "high") {
+      EXPECT_LE(worst, precision_bound("high", patch));
+    } else {  // the default's bf16 inputs are outside high's bound
+      EXPECT_LE(worst, precision_bound("default", patch));
+      EXPECT_GT(worst, precision_bound("high", patch));
+    }
+    phx_stream_destroy(stream);
+  }
+}
+
+bool supports(const Sim& sim, phx_op_id op, phx_dtype dtype) {
+  int supported = -1;
+  EXPECT_EQ(phx_device_supports(sim.context(), sim.device(), op, dtype, &supported), PHX_STATUS_OK);
+  return supported == 1;
+}
+
+// attention on bf16 only (f32 or f16 inputs would enter the MXU rounded to bf16); rope
+// and the ops of API 0.1 on f16 too, widened to f32 as XLA does.
+TEST(TpuSim, ClaimsBf16AttentionAndF16) {
+  Sim sim("");
+  EXPECT_TRUE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_BF16));
+  EXPECT_FALSE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_F32));
+  EXPECT_FALSE(supports(sim, PHX_OP_ATTENTION, PHX_DTYPE_F16));
+  for (phx_dtype dtype : {PHX_DTYPE_F32, PHX_DTYPE_BF16, PHX_DTYPE_F16}) {
+    EXPECT_TRUE(supports(sim, PHX_OP_ROPE, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_MATMUL, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_CONV2D, dtype)) << dtype;
+    EXPECT_TRUE(supports(sim, PHX_OP_SOFTMAX, dtype)) << dtype;
+  }
+  EXPECT_FALSE(supports(sim, PHX_OP_QMATMUL, PHX_DTYPE_I8));
+}
+
+// f16 bits of x, for values exact in f16 (normal, or zero).
+uint16_t f16_bits(float x) {
+  if (x == 0.0f) return 0;
+  int exponent = 0;
+  const float mantissa = std::frexp(std::abs(x), &exponent);  // in [0.5, 1)
+  const auto fraction = static_cast<uint16_t>((mantissa * 2.0f - 1.0f) * 1024.0f);
+  return static_cast<uint16_t>((x < 0 ? 0x8000u : 0u) | uint32_t(exponent - 1 + 15) << 10 |
+                               fraction);
+}
+
+// f16 matmul: the inputs widened to f32 (exactly), then as f32 inputs under the
+// precision: rounded to bf16 by default, kept by highest. Values n / 256 with |n| < 2048
+// are exact in f16 (11 bits) and mostly not in bf16 (8 bits); an f32 output shows the
+// sums as they are. Bit-identical to the rule.
+TEST(TpuSim, F16MatmulIsWidenedThenFollowsThePrecision) {
+  const int64_t m = 9, k = 300, n = 7;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> numerator(-2047, 2047);
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (float& x : a) x = float(numerator(rng)) / 256.0f;
+  for (float& x : b) x = float(numerator(rng)) / 256.0f;
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a16[i] = f16_bits(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b16[i] = f16_bits(b[i]);
+  for (const char* precision : {"default", "highest"}) {
+    const bool rounded = std::string(precision) == "default";
+    Sim sim((std::string("precision=") + precision).c_str());
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+    Tensor ta(sim.context(), sim.device(), PHX_DTYPE_F16, {m, k});
+    Tensor tb(sim.context(), sim.device(), PHX_DTYPE_F16, {k, n});
+    Tensor out(sim.context(), sim.device(), PHX_DTYPE_F32, {m, n});
+    ta.upload(a16);
+    tb.upload(b16);
+    ASSERT_EQ(run(stream, PHX_OP_MATMUL, nullptr, {ta.get(), tb.get()}, out.get()), PHX_STATUS_OK)
+        << phx_last_error();
+    auto entering = [&](float x) { return rounded ? round_bf16(x) : x; };
+    std::vector<float> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        want[size_t(i * n + j)] = mxu_dot(
+            k, 128, [&](int64_t kk) { return entering(a[size_t(i * k + kk)]); },
+            [&](int64_t kk) { return entering(b[size_t(kk * n + j)]); });
+    expect_bit_identical(out.download<float>(want.size()), want, precision);
+    phx_stream_destroy(stream);
+  }
+}
+
+// bf16 attention against float64, with the causal mask and grouped heads (B 1, H 2,
+// Hkv 1, Sq 5, Skv 9, D 16, Dv 8), and its cost in the profile record. The bound is
+// the op suite's for an f32 computation (u = 2^-24, p_j the exact weights,
+// A = |scale| max_j sum_d |q_d k_jd|): ((3 Skv + 32) + 4 (D + 2) A) u sum_j p_j |v_j|,
+// plus the bf16 output's rounding, 2^-8 |ref|.
+TEST(TpuSim, Bf16AttentionIsWithinItsBoundAndCostsTwoMxuProducts) {
+  Sim sim("timing=scalesim", PHX_CONTEXT_PROFILE);
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.device(), &stream), PHX_STATUS_OK);
+  const int64_t heads = 2, sq = 5, skv = 9, d = 16, dv = 8;
+  std::vector<uint16_t> q(size_t(heads * sq * d)), k(size_t(skv * d)), v(size_t(skv * dv));
+  const auto rq = random_values(q.size(), 18), rk = random_values(k.size(), 19),
+             rv = random_values(v.size(), 20);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = to_bf16(rq[i]);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = to_bf16(rk[i]);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = to_bf16(rv[i]);
+  Tensor tq(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, heads, sq, d});
+  Tensor tk(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1, skv, d});
+  Tensor tv(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, 1, skv, dv});
+  Tensor out(sim.context(), sim.device(), PHX_DTYPE_BF16, {1, heads, sq, dv});
+  tq.upload(q);
+  tk.upload(k);
+  tv.upload(v);
+  phx_attention_params params = PHX_ATTENTION_PARAMS_INIT;
+  params.mask = PHX_ATTENTION_MASK_CAUSAL;
+  ASSERT_EQ(run(stream, PHX_OP_ATTENTION, &params, {tq.get(), tk.get(), tv.get()}, out.get()),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  const auto got = out.download<uint16_t>(size_t(heads * sq * dv));
+  const double scale = 1.0 / std::sqrt(double(d));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i) {
+      const int64_t seen = i + skv - sq + 1;  // causal: keys 0 .. i + Skv - Sq
+      std::vector<double> p(static_cast<size_t>(seen));
+      double top = -INFINITY, magnitude = 0, total = 0;
+      for (int64_t j = 0; j < seen; ++j) {
+        double dot = 0, abs = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          const double x = double(bf16_value(q[size_t((h * sq + i) * d + c)])) *
+                           bf16_value(k[size_t(j * d + c)]);
+          dot += x;
+          abs += std::abs(x);
+        }
+        p[size_t(j)] = scale * dot;
+        top = std::max(top, scale * dot);
+        magnitude = std::max(magnitude, scale * abs);
+      }
+      for (double& w : p) total += w = std::exp(w - top);
+      for (int64_t col = 0; col < dv; ++col) {
+        double ref = 0, weighted = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          const double value = bf16_value(v[size_t(j * dv + col)]);
+          ref += p[size_t(j)] / total * value;
+          weighted += p[size_t(j)] / total * std::abs(value);
+        }
+        const double bound =
+            (3.0 * double(skv) + 32 + 4.0 * double(d + 2) * magnitude) * 0x1p-24 * weighted +
+            0x1p-8 * std::abs(ref);
+        EXPECT_NEAR(bf16_value(got[size_t((h * sq + i) * dv + col)]), ref, bound)
+            << "head " << h << " query " << i << " column " << col;
+      }
+    }
+  // scores: M 5, N 9, K 16, batch 2: folds 2, f = 1 on 4 MXUs: 256 + 128 + 5 - 2 - 1 = 386;
+  // values: M 5, N 8, K 9, batch 2: the same, 386. softmax: ceil(2 * 5 * 9 scores * 18
+  // ops / 1024 lanes) = ceil(1620 / 1024) = 2 cycles.
+  EXPECT_EQ(metric(stream, 0, "mxu_passes"), 1.0);
+  EXPECT_EQ(metric(stream, 0, "mxu_folds"), 4.0);
+  EXPECT_EQ(metric(stream, 0, "mxu_cycles"), 2 * 386.0);
+  EXPECT_EQ(metric(stream, 0, "vector_cycles"), 2.0);
+  phx_stream_destroy(stream);
+}
+
 TEST(TpuSim, HbmCapacityIsEnforced) {
   Sim sim("hbm_bytes=1048576");
   const size_t d = sim.device();
@@ -338,6 +705,59 @@ TEST(TpuSim, HbmCapacityIsEnforced) {
   ASSERT_EQ(phx_memory_set_limit(sim.context(), d, 0), PHX_STATUS_OK);
   Tensor back(sim.context(), d, PHX_DTYPE_F32, {131072});
   EXPECT_EQ(back.status(), PHX_STATUS_OK);
+}
+
+void expect_same_memory_stats(const phx_memory_stats& got, const phx_memory_stats& want) {
+  EXPECT_EQ(got.bytes_in_use, want.bytes_in_use);
+  EXPECT_EQ(got.peak_bytes_in_use, want.peak_bytes_in_use);
+  EXPECT_EQ(got.bytes_cached, want.bytes_cached);
+  EXPECT_EQ(got.limit_bytes, want.limit_bytes);
+  EXPECT_EQ(got.allocation_count, want.allocation_count);
+}
+
+// A refused allocation changes nothing, whichever memory is short: the kept blocks stay
+// (no eviction), and the memory statistics, bytes in use and the compile cache's
+// figures are as before. The message says which memory is short.
+TEST(TpuSim, ARefusedAllocationChangesNothing) {
+  Sim sim("hbm_bytes=1125899906842624");  // 2^50 bytes: the HBM never refuses first below
+  const size_t d = sim.device();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  {
+    Tensor x(sim.context(), d, PHX_DTYPE_F32, {262144}),
+        y(sim.context(), d, PHX_DTYPE_F32, {262144});
+    ASSERT_EQ(run(stream, PHX_OP_RELU, nullptr, {x.get()}, y.get()), PHX_STATUS_OK);
+  }  // two 1 MiB blocks kept for reuse, one program in the compile cache
+  // With the limit at 2^49 bytes a 2^49-byte tensor needs the kept blocks' room, and
+  // no host can back it (x86-64 user space is 2^47 bytes): the host refuses.
+  ASSERT_EQ(phx_memory_set_limit(sim.context(), d, uint64_t{1} << 49), PHX_STATUS_OK);
+  phx_memory_stats before = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &before), PHX_STATUS_OK);
+  ASSERT_EQ(before.bytes_cached, 2u << 20);
+  const auto stats_before = sim.stats(d);
+
+  Tensor host_short(sim.context(), d, PHX_DTYPE_F32, {int64_t{1} << 47});
+  EXPECT_EQ(host_short.status(), PHX_STATUS_OUT_OF_MEMORY);
+  std::string message = phx_last_error();
+  EXPECT_NE(message.find("out of host memory backing the simulated HBM"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the HBM has room"), std::string::npos) << message;
+  phx_memory_stats after = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &after), PHX_STATUS_OK);
+  expect_same_memory_stats(after, before);
+  EXPECT_EQ(sim.stats(d), stats_before);  // memory_evictions and the compile cache's
+
+  Tensor device_short(sim.context(), d, PHX_DTYPE_F32, {(int64_t{1} << 47) + 1});
+  EXPECT_EQ(device_short.status(), PHX_STATUS_OUT_OF_MEMORY);
+  message = phx_last_error();
+  EXPECT_NE(message.find("device " + std::to_string(d) + " (tpu-sim): out of HBM:"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("host"), std::string::npos) << message;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), d, &after), PHX_STATUS_OK);
+  expect_same_memory_stats(after, before);
+  EXPECT_EQ(sim.stats(d), stats_before);
+  phx_stream_destroy(stream);
 }
 
 // Resident set size of this process, in bytes.
@@ -397,15 +817,6 @@ TEST(TpuSim, BadConfigFileRejectsThePlugin) {
   }
   unsetenv("PHX_TPU_SIM_CONFIG");
   std::remove(path.c_str());
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
 }
 
 TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {
