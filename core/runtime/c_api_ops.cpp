@@ -108,14 +108,15 @@ PHX_API phx_status phx_op_run(phx_stream handle, const phx_op_desc* desc, uint64
 
     const OpVariant variant =
         variant_of(op, params, inputs, desc->input_count, outputs, desc->output_count);
-    if (needs_fallback(stream, variant)) {
+    Device& device = *stream.device;
+    const bool runs = device_runs(device, variant);
+    if (!runs && fallback_runs(stream, variant)) {
       uint64_t ticket = run_on_fallback_device(stream, op, params, inputs, desc->input_count,
                                                outputs, desc->output_count);
       if (out_ticket != nullptr) *out_ticket = ticket;
       return;
     }
-    Device& device = *stream.device;
-    if (!device_runs(device, variant))
+    if (!runs)
       fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device.index) + " (" + device.name +
                                        ") does not implement " + variant_text(variant));
     uint64_t ticket =

@@ -50,10 +50,9 @@ void log_once(Device& device, Device& cpu, phx_op_id op, phx_dtype dtype, spdlog
 
 }  // namespace
 
-bool needs_fallback(const Stream& stream, const OpVariant& variant) {
+bool fallback_runs(const Stream& stream, const OpVariant& variant) {
   Device* cpu = stream.context->fallback_device;
-  return cpu != nullptr && cpu != stream.device && !device_runs(*stream.device, variant) &&
-         device_runs(*cpu, variant);
+  return cpu != nullptr && cpu != stream.device && device_runs(*cpu, variant);
 }
 
 uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params,

@@ -6,9 +6,9 @@
 
 namespace phx {
 
-// Whether variant runs on stream's device only through the fallback: the device does not
-// run it, the fallback device does.
-bool needs_fallback(const Stream& stream, const OpVariant& variant);
+// Whether the fallback can run variant for stream: the context has a fallback device, it
+// is not the stream's own, and it runs the variant.
+bool fallback_runs(const Stream& stream, const OpVariant& variant);
 
 // Runs a checked op on the context's fallback device, in the stream's order: waits for
 // the stream's work, copies the inputs to the CPU device, runs the op there, copies the
