@@ -47,12 +47,13 @@ OpVariant read_variant(const phx_op_variant* user, OpParams& params, bool& rules
   variant.op = user->op;
   variant.input_count = user->input_count;
   variant.output_count = user->output_count;
-  auto read = [](phx_dtype dtype, bool may_be_absent, const std::string& what) {
+  // By reference: the caller's value is read as an int until it is known to be a dtype.
+  auto read = [](const phx_dtype& dtype, bool may_be_absent, const std::string& what) {
     const int value = enum_value(dtype);
     if ((value == PHX_DTYPE_INVALID && !may_be_absent) || value < PHX_DTYPE_INVALID ||
         value >= PHX_DTYPE_COUNT)
       fail(PHX_STATUS_INVALID_ARGUMENT, what + " has an unknown dtype " + std::to_string(value));
-    return dtype;
+    return static_cast<phx_dtype>(value);
   };
   for (size_t i = 0; i < variant.input_count; ++i)
     variant.inputs[i] = read(user->input_dtypes[i], i > 0, "input " + std::to_string(i));
