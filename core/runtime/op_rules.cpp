@@ -193,13 +193,18 @@ void check_quantized_product_dtypes(const OpVariant& v) {
   dtype_is_if_present(op, in(8), PHX_DTYPE_I32, "y_zero_point");
 }
 
+bool relu_or_none(const phx_activation& activation) {
+  const int value = enum_value(activation);
+  return value == PHX_ACTIVATION_NONE || value == PHX_ACTIVATION_RELU;
+}
+
 // What the rules say of an op's parameters that does not depend on shapes.
 void check_params(phx_op_id op, const void* params) {
   switch (op) {
     case PHX_OP_QMATMUL: {
       auto& p = *static_cast<const phx_matmul_params*>(params);
       if (p.transpose_a) broken(op, "a cannot be transposed");
-      if (p.activation != PHX_ACTIVATION_NONE && p.activation != PHX_ACTIVATION_RELU)
+      if (!relu_or_none(p.activation))
         broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
       break;
     }
@@ -208,8 +213,7 @@ void check_params(phx_op_id op, const void* params) {
       auto& p = *static_cast<const phx_conv2d_params*>(params);
       if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
         broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
-      if (op == PHX_OP_QCONV2D && p.activation != PHX_ACTIVATION_NONE &&
-          p.activation != PHX_ACTIVATION_RELU)
+      if (op == PHX_OP_QCONV2D && !relu_or_none(p.activation))
         broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
       break;
     }
