@@ -545,4 +545,36 @@ static_assert(kSame<decltype(&phx_calibrator_observe), phx_status (*)(phx_calibr
 static_assert(kSame<decltype(&phx_calibrator_compute),
                     phx_status (*)(phx_calibrator, float*, int32_t*, size_t, size_t*)>);
 
+// ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
+
+TEST_F(AbiLayout, Api_0_3_OpVariant) {
+  PHX_EXPECT_OFFSET(phx_op_variant, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_op_variant, op, 8);
+  PHX_EXPECT_OFFSET(phx_op_variant, params, 16);
+  PHX_EXPECT_OFFSET(phx_op_variant, input_dtypes, 24);
+  PHX_EXPECT_OFFSET(phx_op_variant, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_op_variant, output_dtypes, 40);
+  PHX_EXPECT_OFFSET(phx_op_variant, output_count, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_op_variant, 56);
+}
+
+TEST_F(AbiLayout, PluginAbi_1_2_OpVariant) {
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, op, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, params, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, input_dtypes, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, output_dtypes, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_op_variant, output_count, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_op_variant, 56);
+  // Appended after the last entry of 1.1: a 1.1 plugin's table ends before it.
+  PHX_EXPECT_OFFSET(phx_plugin_api, op_variant_supported, 184);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 192);
+}
+
+static_assert(kSame<decltype(&phx_device_supports_op),
+                    phx_status (*)(phx_context, size_t, const phx_op_variant*, int*)>);
+static_assert(kSame<decltype(phx_plugin_api::op_variant_supported),
+                    phx_status (*)(void*, uint32_t, const phx_plugin_op_variant*, int*)>);
+
 }  // namespace
