@@ -14,12 +14,14 @@
 
 namespace npu_sim_test {
 
+inline const phx_test::SimPluginNames kNpuSim = {"npu-sim", "phx_npu_sim", "PHX_NPU_SIM",
+                                                 "PHX_NPU_SIM_CONFIG"};
+
 class Sim : public phx_test::SimContext {
  public:
   // settings: PHX_NPU_SIM's value; config_file: PHX_NPU_SIM_CONFIG's, or none.
   explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
-      : SimContext({"npu-sim", "phx_npu_sim", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG"}, settings, flags,
-                   config_file) {}
+      : SimContext(kNpuSim, settings, flags, config_file) {}
 };
 
 // A stream on a device that destroys itself.
