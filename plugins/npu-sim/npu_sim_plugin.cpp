@@ -24,6 +24,7 @@
 #include "property_list.h"
 #include "quant_error.h"
 #include "reporting.h"
+#include "simulator_api.h"
 #include "simulator_initialize.h"
 #include "sync_stream.h"
 
@@ -249,33 +250,18 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 }
 
 // ABI 1.1: the host asks about, and submits, the quantized ops.
-constexpr phx_plugin_api kApi = {
-    sizeof(phx_plugin_api),
-    1,
-    1,
-    "npu-sim",
-    "0.1.0",
-    initialize,
-    shutdown,
-    device_count,
-    device_info,
-    op_supported,
-    simulated_buffer_allocate<Plugin>,
-    simulated_buffer_free<Plugin>,
-    host_buffer_write<simulated_block_data>,
-    host_buffer_read<simulated_block_data>,
-    sync_stream_create,
-    sync_stream_destroy,
-    stream_submit,
-    sync_stream_wait,
-    sync_stream_completed,
-    memory_stats<Plugin>,
-    memory_set_limit<Plugin>,
-    memory_release_cached<Plugin>,
-    host_buffer_copy<simulated_block_data>,
-    device_stats,
-    nullptr,  // op_variant_supported: every variant of a claimed op runs
-};
+constexpr phx_plugin_api kApi = simulator_api<Plugin>({
+    .name = "npu-sim",
+    .version = "0.1.0",
+    .abi_minor = 1,
+    .initialize = initialize,
+    .shutdown = shutdown,
+    .device_count = device_count,
+    .device_info = device_info,
+    .op_supported = op_supported,
+    .stream_submit = stream_submit,
+    .device_stats = device_stats,
+});
 
 }  // namespace
 }  // namespace phx::npu_sim

@@ -22,6 +22,7 @@
 #include "phx/kernels/thread_pool.h"
 #include "property_list.h"
 #include "reporting.h"
+#include "simulator_api.h"
 #include "simulator_initialize.h"
 #include "sync_stream.h"
 
@@ -286,33 +287,18 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
   return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
-constexpr phx_plugin_api kApi = {
-    sizeof(phx_plugin_api),
-    PHX_PLUGIN_ABI_MAJOR,
-    PHX_PLUGIN_ABI_MINOR,
-    "tpu-sim",
-    "0.1.0",
-    initialize,
-    shutdown,
-    device_count,
-    device_info,
-    op_supported,
-    simulated_buffer_allocate<Plugin>,
-    simulated_buffer_free<Plugin>,
-    host_buffer_write<simulated_block_data>,
-    host_buffer_read<simulated_block_data>,
-    sync_stream_create,
-    sync_stream_destroy,
-    stream_submit,
-    sync_stream_wait,
-    sync_stream_completed,
-    memory_stats<Plugin>,
-    memory_set_limit<Plugin>,
-    memory_release_cached<Plugin>,
-    host_buffer_copy<simulated_block_data>,
-    device_stats,
-    nullptr,  // op_variant_supported: every variant of a claimed op runs
-};
+constexpr phx_plugin_api kApi = simulator_api<Plugin>({
+    .name = "tpu-sim",
+    .version = "0.1.0",
+    .abi_minor = PHX_PLUGIN_ABI_MINOR,
+    .initialize = initialize,
+    .shutdown = shutdown,
+    .device_count = device_count,
+    .device_info = device_info,
+    .op_supported = op_supported,
+    .stream_submit = stream_submit,
+    .device_stats = device_stats,
+});
 
 }  // namespace
 }  // namespace phx::tpu_sim
