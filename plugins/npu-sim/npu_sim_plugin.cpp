@@ -129,13 +129,6 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   return initialize_simulator<Plugin>(host, read_config_sources, parse_config, out_plugin);
 }
 
-void shutdown(void* plugin) { delete &self(plugin); }
-
-phx_status device_count(void* plugin, uint32_t* out_count) {
-  *out_count = self(plugin).config.devices;
-  return PHX_STATUS_OK;
-}
-
 phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
   Plugin& p = self(plugin);
   Device& d = *p.devices[device];
@@ -255,8 +248,6 @@ constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .version = "0.1.0",
     .abi_minor = 1,
     .initialize = initialize,
-    .shutdown = shutdown,
-    .device_count = device_count,
     .device_info = device_info,
     .op_supported = op_supported,
     .stream_submit = stream_submit,
