@@ -1,14 +1,17 @@
 // What the simulator plugins' API tests share: a context whose plugin reads the settings
-// the test gives it, that plugin's devices and record, tensors that free themselves, and
+// the test gives it, that plugin's devices and record, the metrics of its profile
+// records, tensors that free themselves, and
 // the checks of a rejected configuration.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -112,6 +115,15 @@ inline std::string property(phx_context ctx, size_t device, const std::string& k
   for (size_t i = 0; i < info.property_count; ++i)
     if (key == info.properties[i].key) return info.properties[i].value;
   return "";
+}
+
+// The value of metric name in record index of stream; NaN when absent.
+inline double metric(phx_stream stream, size_t index, const char* name) {
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
+  return NAN;
 }
 
 // A tensor that destroys itself.

@@ -18,10 +18,10 @@
 
 namespace {
 
-using npu_sim_test::metric;
 using npu_sim_test::run;
 using npu_sim_test::Sim;
 using phx_test::expect_rejected;
+using phx_test::metric;
 using phx_test::property;
 using phx_test::Tensor;
 

@@ -31,6 +31,7 @@ class Sim : public phx_test::SimContext {
 };
 
 using phx_test::expect_rejected;
+using phx_test::metric;
 using phx_test::property;
 using phx_test::Tensor;
 
@@ -92,15 +93,6 @@ void expect_bit_identical(const std::vector<float>& got, const std::vector<float
       ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", the rule gives "
                     << want[i];
   EXPECT_EQ(mismatches, 0u) << what;
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
 }
 
 // ---- tests ---------------------------------------------------------------------------
