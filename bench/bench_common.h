@@ -1,7 +1,7 @@
 // What the benchmark programs share: the CPU device reached through the C API (alone, or
 // beside a device of another plugin to compare with it), tensors that free themselves,
-// and reporters that print as usual and keep the results for the summary each program
-// prints at the end.
+// reporters that print as usual and keep the results for the summary each program prints
+// at the end, and the run and close of a program that compares a device with the CPU.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -189,5 +189,20 @@ class BestTimeReporter : public benchmark::ConsoleReporter {
   }
   std::map<std::string, double> best;
 };
+
+// Runs the benchmarks the command line selects, printed as usual, and returns the fastest
+// real time of each, by function name.
+inline std::map<std::string, double> run_keeping_best_times(int* argc, char** argv) {
+  benchmark::Initialize(argc, argv);
+  BestTimeReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  return reporter.best;
+}
+
+// Closes what open_cpu_and_device opened, and the benchmark library.
+inline void close_cpu_and_device(const CpuAndDevice& opened) {
+  phx_context_destroy(opened.context);
+  benchmark::Shutdown();
+}
 
 }  // namespace phx_bench

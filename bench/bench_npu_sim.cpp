@@ -105,17 +105,13 @@ BENCHMARK(BM_NpuSimQmatmulI8ToI8)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  phx_bench::BestTimeReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  const auto& best = reporter.best;
+  const auto best = phx_bench::run_keeping_best_times(&argc, argv);
   if (best.count("BM_CpuF32") != 0) {
     for (const char* sim : {"BM_NpuSimQmatmulI8ToI32", "BM_NpuSimQmatmulI8ToI8"})
       if (best.count(sim) != 0)
         std::printf("speedup BM_CpuF32 / %s (best real time): %.2fx (goal >= 2)\n", sim,
                     best.at("BM_CpuF32") / best.at(sim));
   }
-  phx_context_destroy(setup().context);
-  benchmark::Shutdown();
+  phx_bench::close_cpu_and_device(setup());
   return 0;
 }

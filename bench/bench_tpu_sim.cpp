@@ -74,17 +74,13 @@ BENCHMARK(BM_TpuSimBf16ToBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  phx_bench::BestTimeReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  const auto& best = reporter.best;
+  const auto best = phx_bench::run_keeping_best_times(&argc, argv);
   if (best.count("BM_CpuF32") != 0) {
     for (const char* sim : {"BM_TpuSimBf16ToF32", "BM_TpuSimBf16ToBf16"})
       if (best.count(sim) != 0)
         std::printf("ratio %s / BM_CpuF32 (best real time): %.3f (goal <= 1.5)\n", sim,
                     best.at(sim) / best.at("BM_CpuF32"));
   }
-  phx_context_destroy(setup().context);
-  benchmark::Shutdown();
+  phx_bench::close_cpu_and_device(setup());
   return 0;
 }

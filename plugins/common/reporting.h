@@ -1,5 +1,5 @@
 // How an entry reports to the host: a failure as its status plus a message through
-// set_error, an op's figures in its profile record, a device's figures through
+// set_error, a note through log, an op's figures in its profile record, a device's figures through
 // device_stats. No C++ exception may cross the plugin ABI: guarded() turns the ones an
 // entry can meet into a status and a message.
 #pragma once
@@ -17,6 +17,11 @@ namespace phx::plugin_common {
 inline phx_status fail(const phx_plugin_host& host, phx_status status, const std::string& message) {
   host.set_error(host.host_data, message.c_str());
   return status;
+}
+
+// Logs message through the host, which drops it below the user's log level.
+inline void host_log(const phx_plugin_host& host, phx_log_level level, const std::string& message) {
+  host.log(host.host_data, level, message.c_str());
 }
 
 // Runs body (returning a phx_status): out of host memory is OUT_OF_MEMORY, any other

@@ -10,9 +10,11 @@
 #include "cpu_device_info.h"
 #include "cpu_memory_pool.h"
 #include "host_buffers.h"
+#include "memory_entries.h"
 #include "phx/kernels/gemm.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
+#include "property_list.h"
 #include "reporting.h"
 #include "sync_stream.h"
 
@@ -31,18 +33,16 @@ struct Plugin {
       : host(h),
         description(describe_host()),
         pool(h->num_threads),
-        memory(description.memory_total_bytes) {
-    threads_text = std::to_string(pool.size());
-    properties = {{"isa", kernels::gemm_isa()}, {"threads", threads_text.c_str()}};
-  }
+        host_memory(description.memory_total_bytes),
+        properties({{"isa", kernels::gemm_isa()}, {"threads", std::to_string(pool.size())}}) {}
 
   const phx_plugin_host* host;
   HostDescription description;
   kernels::ThreadPool pool;
-  MemoryPool memory;
-  std::string threads_text;
-  std::vector<phx_property> properties;
+  MemoryPool host_memory;
+  PropertyList properties;
 
+  MemoryPool& memory(uint32_t) { return host_memory; }
   phx_status error(phx_status status, const std::string& message) const {
     return fail(*host, status, message);
   }
@@ -86,13 +86,13 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
 phx_status buffer_allocate(void* plugin, uint32_t, uint64_t size, void** out_buffer) {
   Plugin& p = *self(plugin);
   std::string error;
-  void* block = p.memory.allocate(size, error);
+  void* block = p.host_memory.allocate(size, error);
   if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
   *out_buffer = block;
   return PHX_STATUS_OK;
 }
 
-void buffer_free(void* plugin, void* buffer) { self(plugin)->memory.free(buffer); }
+void buffer_free(void* plugin, void* buffer) { self(plugin)->host_memory.free(buffer); }
 
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
@@ -118,22 +118,6 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   return PHX_STATUS_OK;
 }
 
-phx_status memory_stats(void* plugin, uint32_t, phx_memory_stats* out_stats) {
-  const phx_memory_stats stats = self(plugin)->memory.stats();
-  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_set_limit(void* plugin, uint32_t, uint64_t limit_bytes) {
-  self(plugin)->memory.set_limit(limit_bytes);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_release_cached(void* plugin, uint32_t) {
-  self(plugin)->memory.release_cached();
-  return PHX_STATUS_OK;
-}
-
 constexpr phx_plugin_api kApi = {
     sizeof(phx_plugin_api),
     PHX_PLUGIN_ABI_MAJOR,
@@ -154,9 +138,9 @@ constexpr phx_plugin_api kApi = {
     stream_submit,
     sync_stream_wait,
     sync_stream_completed,
-    memory_stats,
-    memory_set_limit,
-    memory_release_cached,
+    memory_stats<Plugin>,
+    memory_set_limit<Plugin>,
+    memory_release_cached<Plugin>,
     host_buffer_copy<buffer_is_data>,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
     nullptr,  // op_variant_supported: the host kernels run every variant of an op they claim

@@ -17,11 +17,15 @@
 #include "config.h"
 #include "dram.h"
 #include "host_buffers.h"
+#include "memory_entries.h"
 #include "op_cost.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
+#include "property_list.h"
 #include "quant_error.h"
 #include "reporting.h"
+#include "simulator_api.h"
+#include "simulator_initialize.h"
 #include "sync_stream.h"
 
 namespace phx::npu_sim {
@@ -43,38 +47,42 @@ struct Totals {
   double compute_ns = 0, memory_ns = 0, modelled_ns = 0;
 };
 
+// The device properties of a device of config, which runs supported_ops.
+std::vector<std::pair<std::string, std::string>> describe_device(const NpuConfig& config,
+                                                                 const std::string& supported_ops) {
+  const DeviceFigures& f = config.figures;
+  return {
+      {"profile", f.profile->name},
+      {"class", f.profile->description},
+      {"sram", size_text(f.sram_bytes)},
+      {"dram", size_text(f.dram_bytes)},
+      {"dram_bandwidth", format_number(f.dram_bandwidth_gbps) + " GB/s"},
+      {"int8_macs_per_cycle", std::to_string(f.int8_macs_per_cycle)},
+      {"int16_macs_per_cycle", std::to_string(f.int16_macs_per_cycle)},
+      {"fp16_macs_per_cycle", std::to_string(f.fp16_macs_per_cycle)},
+      {"clock", format_number(f.clock_ghz) + " GHz"},
+      {"peak_int8_tops", format_number(f.peak_int8_tops())},
+      {"peak_int16_tops", format_number(f.peak_int16_tops())},
+      {"peak_fp16_tflops", format_number(f.peak_fp16_tflops())},
+      {"op_overhead", format_number(f.op_overhead_ns) + " ns"},
+      {"memory_optimization", config.memory_optimization ? "on" : "off"},
+      {"supported_ops", supported_ops},
+      {"source", f.profile->source},
+  };
+}
+
 struct Device {
   Device(uint32_t index, const NpuConfig& config)
-      : dram(index, config.figures.dram_bytes, dram_options(config.memory_optimization)) {
-    const DeviceFigures& f = config.figures;
-    name = std::string("NPU ") + f.profile->name + " (simulated)";
-    supported_ops = describe_ops(*f.profile);
-    texts = {
-        {"profile", f.profile->name},
-        {"class", f.profile->description},
-        {"sram", size_text(f.sram_bytes)},
-        {"dram", size_text(f.dram_bytes)},
-        {"dram_bandwidth", format_number(f.dram_bandwidth_gbps) + " GB/s"},
-        {"int8_macs_per_cycle", std::to_string(f.int8_macs_per_cycle)},
-        {"int16_macs_per_cycle", std::to_string(f.int16_macs_per_cycle)},
-        {"fp16_macs_per_cycle", std::to_string(f.fp16_macs_per_cycle)},
-        {"clock", format_number(f.clock_ghz) + " GHz"},
-        {"peak_int8_tops", format_number(f.peak_int8_tops())},
-        {"peak_int16_tops", format_number(f.peak_int16_tops())},
-        {"peak_fp16_tflops", format_number(f.peak_fp16_tflops())},
-        {"op_overhead", format_number(f.op_overhead_ns) + " ns"},
-        {"memory_optimization", config.memory_optimization ? "on" : "off"},
-        {"supported_ops", supported_ops},
-        {"source", f.profile->source},
-    };
-    for (const auto& [key, value] : texts) properties.push_back({key.c_str(), value.c_str()});
+      : name(std::string("NPU ") + config.figures.profile->name + " (simulated)"),
+        supported_ops(describe_ops(*config.figures.profile)),
+        properties(describe_device(config, supported_ops)),
+        dram(index, config.figures.dram_bytes, dram_options(config.memory_optimization)) {
     if (config.memory_limit != 0) dram.set_limit(config.memory_limit);
   }
 
   std::string name;
   std::string supported_ops;
-  std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
-  std::vector<phx_property> properties;
+  PropertyList properties;
   SimulatedMemory dram;
   std::mutex mutex;  // guards totals
   Totals totals;
@@ -93,15 +101,13 @@ struct Plugin {
   kernels::ThreadPool pool;
   std::vector<std::unique_ptr<Device>> devices;
 
+  SimulatedMemory& memory(uint32_t device) { return devices[device]->dram; }
   phx_status error(phx_status status, const std::string& message) const {
     return fail(*host, status, message);
   }
-  void log(phx_log_level level, const std::string& message) const {
-    host->log(host->host_data, level, message.c_str());
-  }
 };
 
-Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+Plugin& self(void* plugin) { return plugin_of<Plugin>(plugin); }
 
 // Whether the device runs op with a first input of dtype: the profile lists it, the
 // host kernels compute it, and the device has the MAC array its rate needs.
@@ -120,26 +126,7 @@ bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
 }
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
-  return guarded(*host, [&] {
-    ConfigSources sources;
-    NpuConfig config;
-    std::string error;
-    if (!read_config_sources(sources, error) || !parse_config(sources, config, error))
-      return fail(*host, PHX_STATUS_INVALID_ARGUMENT, "configuration: " + error);
-    auto* plugin = new Plugin(host, config);
-    plugin->log(PHX_LOG_INFO,
-                std::to_string(config.devices) + " x " + plugin->devices[0]->name +
-                    (sources.file_path.empty() ? "" : ", config " + sources.file_path));
-    *out_plugin = plugin;
-    return PHX_STATUS_OK;
-  });
-}
-
-void shutdown(void* plugin) { delete &self(plugin); }
-
-phx_status device_count(void* plugin, uint32_t* out_count) {
-  *out_count = self(plugin).config.devices;
-  return PHX_STATUS_OK;
+  return initialize_simulator<Plugin>(host, read_config_sources, parse_config, out_plugin);
 }
 
 phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
@@ -164,23 +151,6 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 phx_status op_supported(void* plugin, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
   *out_supported = supports(self(plugin), op, dtype) ? 1 : 0;
   return PHX_STATUS_OK;
-}
-
-phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
-  Plugin& p = self(plugin);
-  // Out of host memory when the host refuses what the DRAM model allowed.
-  return guarded(*p.host, [&] {
-    std::string error;
-    SimulatedBlock* block = p.devices[device]->dram.allocate(size, error);
-    if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
-    *out_buffer = block;
-    return PHX_STATUS_OK;
-  });
-}
-
-void buffer_free(void* plugin, void* buffer) {
-  SimulatedBlock& block = block_of(buffer);
-  self(plugin).devices[block.device]->dram.free(&block);
 }
 
 // Costs op, adds it to the device's totals and, when profiling, to its record with the
@@ -247,22 +217,6 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   });
 }
 
-phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
-  const phx_memory_stats stats = self(plugin).devices[device]->dram.stats();
-  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
-  self(plugin).devices[device]->dram.set_limit(limit_bytes);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_release_cached(void* plugin, uint32_t device) {
-  self(plugin).devices[device]->dram.release_cached();
-  return PHX_STATUS_OK;
-}
-
 phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
                         size_t* out_count) {
   Device& d = *self(plugin).devices[device];
@@ -289,33 +243,16 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 }
 
 // ABI 1.1: the host asks about, and submits, the quantized ops.
-constexpr phx_plugin_api kApi = {
-    sizeof(phx_plugin_api),
-    1,
-    1,
-    "npu-sim",
-    "0.1.0",
-    initialize,
-    shutdown,
-    device_count,
-    device_info,
-    op_supported,
-    buffer_allocate,
-    buffer_free,
-    host_buffer_write<simulated_block_data>,
-    host_buffer_read<simulated_block_data>,
-    sync_stream_create,
-    sync_stream_destroy,
-    stream_submit,
-    sync_stream_wait,
-    sync_stream_completed,
-    memory_stats,
-    memory_set_limit,
-    memory_release_cached,
-    host_buffer_copy<simulated_block_data>,
-    device_stats,
-    nullptr,  // op_variant_supported: every variant of a claimed op runs
-};
+constexpr phx_plugin_api kApi = simulator_api<Plugin>({
+    .name = "npu-sim",
+    .version = "0.1.0",
+    .abi_minor = 1,
+    .initialize = initialize,
+    .device_info = device_info,
+    .op_supported = op_supported,
+    .stream_submit = stream_submit,
+    .device_stats = device_stats,
+});
 
 }  // namespace
 }  // namespace phx::npu_sim

@@ -15,11 +15,15 @@
 #include "config.h"
 #include "hbm.h"
 #include "host_buffers.h"
+#include "memory_entries.h"
 #include "mxu_ops.h"
 #include "op_cost.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
+#include "property_list.h"
 #include "reporting.h"
+#include "simulator_api.h"
+#include "simulator_initialize.h"
 #include "sync_stream.h"
 
 namespace phx::tpu_sim {
@@ -69,34 +73,37 @@ struct Totals {
   double modelled_time_ns = 0, compile_time_ns = 0;
 };
 
+// The device properties of a chip of config.
+std::vector<std::pair<std::string, std::string>> describe_chip(const SimConfig& config) {
+  const ChipConfig& chip = config.chip;
+  return {
+      {"generation", chip.generation},
+      {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
+                  std::to_string(chip.hbm_bytes) + " bytes; GB = 10^9 bytes)"},
+      {"memory_fraction", format_number(config.memory_fraction)},
+      {"hbm_bandwidth", format_number(chip.hbm_bandwidth_gbps) + " GB/s"},
+      {"peak_bf16_tflops", format_number(chip.peak_bf16_tflops())},
+      {"mxu", std::to_string(chip.mxu_count) + " x " + std::to_string(chip.mxu_size) + "x" +
+                  std::to_string(chip.mxu_size)},
+      {"clock", format_number(chip.clock_ghz) + " GHz"},
+      {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
+      {"precision", precision_name(config.precision)},
+      {"matmul_precision", matmul_precision(config.precision)},
+      {"subnormals", config.flush_subnormals ? "flush" : "keep"},
+      {"compile_cache_size", std::to_string(config.compile_cache_size)},
+      {"source", chip.source},
+  };
+}
+
 struct Device {
   Device(uint32_t index, const SimConfig& config)
-      : hbm(index, config.usable_hbm_bytes(), kHbmOptions), cache(config.compile_cache_size) {
-    const ChipConfig& chip = config.chip;
-    name = "TPU " + chip.generation + " (simulated)";
-    texts = {
-        {"generation", chip.generation},
-        {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
-                    std::to_string(chip.hbm_bytes) + " bytes; GB = 10^9 bytes)"},
-        {"memory_fraction", format_number(config.memory_fraction)},
-        {"hbm_bandwidth", format_number(chip.hbm_bandwidth_gbps) + " GB/s"},
-        {"peak_bf16_tflops", format_number(chip.peak_bf16_tflops())},
-        {"mxu", std::to_string(chip.mxu_count) + " x " + std::to_string(chip.mxu_size) + "x" +
-                    std::to_string(chip.mxu_size)},
-        {"clock", format_number(chip.clock_ghz) + " GHz"},
-        {"timing", config.timing == TimingMode::kOverlap ? "overlap" : "scalesim"},
-        {"precision", precision_name(config.precision)},
-        {"matmul_precision", matmul_precision(config.precision)},
-        {"subnormals", config.flush_subnormals ? "flush" : "keep"},
-        {"compile_cache_size", std::to_string(config.compile_cache_size)},
-        {"source", chip.source},
-    };
-    for (const auto& [key, value] : texts) properties.push_back({key.c_str(), value.c_str()});
-  }
+      : name("TPU " + config.chip.generation + " (simulated)"),
+        properties(describe_chip(config)),
+        hbm(index, config.usable_hbm_bytes(), kHbmOptions),
+        cache(config.compile_cache_size) {}
 
   std::string name;
-  std::vector<std::pair<std::string, std::string>> texts;  // what properties point into
-  std::vector<phx_property> properties;
+  PropertyList properties;
   SimulatedMemory hbm;
   std::mutex mutex;  // guards cache and totals
   CompileCache cache;
@@ -114,37 +121,16 @@ struct Plugin {
   kernels::ThreadPool pool;
   std::vector<std::unique_ptr<Device>> devices;
 
+  SimulatedMemory& memory(uint32_t device) { return devices[device]->hbm; }
   phx_status error(phx_status status, const std::string& message) const {
     return fail(*host, status, message);
   }
-  void log(phx_log_level level, const std::string& message) const {
-    host->log(host->host_data, level, message.c_str());
-  }
 };
 
-Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+Plugin& self(void* plugin) { return plugin_of<Plugin>(plugin); }
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
-  return guarded(*host, [&] {
-    ConfigSources sources;
-    SimConfig config;
-    std::string error;
-    if (!read_config_sources(sources, error) || !parse_config(sources, config, error))
-      return fail(*host, PHX_STATUS_INVALID_ARGUMENT, "configuration: " + error);
-    auto* plugin = new Plugin(host, config);
-    plugin->log(PHX_LOG_INFO,
-                std::to_string(config.chips) + " x " + plugin->devices[0]->name +
-                    (sources.file_path.empty() ? "" : ", config " + sources.file_path));
-    *out_plugin = plugin;
-    return PHX_STATUS_OK;
-  });
-}
-
-void shutdown(void* plugin) { delete &self(plugin); }
-
-phx_status device_count(void* plugin, uint32_t* out_count) {
-  *out_count = self(plugin).config.chips;
-  return PHX_STATUS_OK;
+  return initialize_simulator<Plugin>(host, read_config_sources, parse_config, out_plugin);
 }
 
 phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* out) {
@@ -175,23 +161,6 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
   *out_supported = (kDtypeMask & PHX_DTYPE_BIT(dtype)) != 0 && claims(op, dtype) &&
                    kernels::op_supported(op, dtype);
   return PHX_STATUS_OK;
-}
-
-phx_status buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
-  Plugin& p = self(plugin);
-  // Out of host memory when the host refuses what the HBM model allowed.
-  return guarded(*p.host, [&] {
-    std::string error;
-    SimulatedBlock* block = p.devices[device]->hbm.allocate(size, error);
-    if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
-    *out_buffer = block;
-    return PHX_STATUS_OK;
-  });
-}
-
-void buffer_free(void* plugin, void* buffer) {
-  SimulatedBlock& block = block_of(buffer);
-  self(plugin).devices[block.device]->hbm.free(&block);
 }
 
 // Every op of the C API has at most three inputs and one output.
@@ -246,10 +215,11 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
     t.cache_evictions += lookup.evicted ? 1 : 0;
   }
   if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
-    p.log(PHX_LOG_INFO, std::string(mxu_op_name(op.op)) + " uses " +
-                            format_number(100 * cost.mxu.mapping_efficiency) +
-                            "% of the MXU cells it occupies: K and N padded to multiples of " +
-                            std::to_string(p.config.chip.mxu_size));
+    host_log(*p.host, PHX_LOG_INFO,
+             std::string(mxu_op_name(op.op)) + " uses " +
+                 format_number(100 * cost.mxu.mapping_efficiency) +
+                 "% of the MXU cells it occupies: K and N padded to multiples of " +
+                 std::to_string(p.config.chip.mxu_size));
   if (op.profile == nullptr) return;
   phx_plugin_profile& profile = *op.profile;
   add_metric(profile, "mxu_cycles", double(cost.mxu.cycles));
@@ -286,22 +256,6 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   });
 }
 
-phx_status memory_stats(void* plugin, uint32_t device, phx_memory_stats* out_stats) {
-  const phx_memory_stats stats = self(plugin).devices[device]->hbm.stats();
-  phx_plugin_write_struct(out_stats, &stats, sizeof stats);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_set_limit(void* plugin, uint32_t device, uint64_t limit_bytes) {
-  self(plugin).devices[device]->hbm.set_limit(limit_bytes);
-  return PHX_STATUS_OK;
-}
-
-phx_status memory_release_cached(void* plugin, uint32_t device) {
-  self(plugin).devices[device]->hbm.release_cached();
-  return PHX_STATUS_OK;
-}
-
 phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
                         size_t* out_count) {
   Device& d = *self(plugin).devices[device];
@@ -326,33 +280,16 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
   return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
-constexpr phx_plugin_api kApi = {
-    sizeof(phx_plugin_api),
-    PHX_PLUGIN_ABI_MAJOR,
-    PHX_PLUGIN_ABI_MINOR,
-    "tpu-sim",
-    "0.1.0",
-    initialize,
-    shutdown,
-    device_count,
-    device_info,
-    op_supported,
-    buffer_allocate,
-    buffer_free,
-    host_buffer_write<simulated_block_data>,
-    host_buffer_read<simulated_block_data>,
-    sync_stream_create,
-    sync_stream_destroy,
-    stream_submit,
-    sync_stream_wait,
-    sync_stream_completed,
-    memory_stats,
-    memory_set_limit,
-    memory_release_cached,
-    host_buffer_copy<simulated_block_data>,
-    device_stats,
-    nullptr,  // op_variant_supported: every variant of a claimed op runs
-};
+constexpr phx_plugin_api kApi = simulator_api<Plugin>({
+    .name = "tpu-sim",
+    .version = "0.1.0",
+    .abi_minor = PHX_PLUGIN_ABI_MINOR,
+    .initialize = initialize,
+    .device_info = device_info,
+    .op_supported = op_supported,
+    .stream_submit = stream_submit,
+    .device_stats = device_stats,
+});
 
 }  // namespace
 }  // namespace phx::tpu_sim

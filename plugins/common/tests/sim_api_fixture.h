@@ -1,12 +1,18 @@
 // What the simulator plugins' API tests share: a context whose plugin reads the settings
-// the test gives it, that plugin's devices and record, and tensors that free themselves.
+// the test gives it, that plugin's devices and record, the metrics of its profile
+// records, tensors that free themselves, and
+// the checks of a rejected configuration.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -111,6 +117,15 @@ inline std::string property(phx_context ctx, size_t device, const std::string& k
   return "";
 }
 
+// The value of metric name in record index of stream; NaN when absent.
+inline double metric(phx_stream stream, size_t index, const char* name) {
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
+  return NAN;
+}
+
 // A tensor that destroys itself.
 class Tensor {
  public:
@@ -142,5 +157,51 @@ class Tensor {
   phx_tensor t_ = nullptr;
   phx_status status_ = PHX_STATUS_OK;
 };
+
+// A plugin that refused its settings: rejected with a reason that contains named, no
+// devices of its own, and the CPU plugin still loaded and computing.
+inline void expect_rejected(const SimContext& sim, const std::string& named) {
+  const phx_plugin_info info = sim.plugin();
+  EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
+  EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
+  EXPECT_TRUE(sim.devices().empty());
+  ASSERT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), sim.cpu(), &stream), PHX_STATUS_OK);
+  Tensor x(sim.context(), sim.cpu(), PHX_DTYPE_F32, {4});
+  Tensor y(sim.context(), sim.cpu(), PHX_DTYPE_F32, {4});
+  x.upload(std::vector<float>{-1, 2, -3, 4});
+  const phx_tensor input = x.get(), output = y.get();
+  const phx_op_desc relu = {sizeof(phx_op_desc), PHX_OP_RELU, nullptr, &input, 1, &output, 1};
+  ASSERT_EQ(phx_op_run(stream, &relu, nullptr), PHX_STATUS_OK);
+  EXPECT_EQ(y.download<float>(4), (std::vector<float>{0, 2, 0, 4}));
+  phx_stream_destroy(stream);
+}
+
+// The plugin's config file: a malformed line rejects the plugin naming the file and line,
+// a named file that does not exist rejects it naming the file; a well-formed file (with a
+// comment) is read, and the settings variable wins over it. key = value is a setting that
+// shows as the device property key; count_key sets how many devices there are.
+inline void expect_config_file_read(const SimPluginNames& names, const std::string& key,
+                                    const std::string& value, const std::string& count_key) {
+  const std::string path = testing::TempDir() + "phx-" + names.plugin + "-test.conf";
+  std::ofstream(path) << key << " = " << value << "\n" << count_key << " 2\n";
+  expect_rejected(SimContext(names, "", 0, path.c_str()), path + ":2");
+  const std::string missing = std::string("/nonexistent/") + names.plugin + ".conf";
+  expect_rejected(SimContext(names, "", 0, missing.c_str()), missing);
+
+  std::ofstream(path) << key << " = " << value << "   # a comment\n" << count_key << " = 2\n";
+  {
+    SimContext sim(names, "", 0, path.c_str());
+    ASSERT_EQ(sim.devices().size(), 2u);
+    EXPECT_EQ(property(sim.context(), sim.device(), key), value);
+  }
+  {
+    SimContext sim(names, (count_key + "=1").c_str(), 0, path.c_str());
+    EXPECT_EQ(sim.devices().size(), 1u);
+  }
+  unsetenv(names.config_variable);
+  std::remove(path.c_str());
+}
 
 }  // namespace phx_test

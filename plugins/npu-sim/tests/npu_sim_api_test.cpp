@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -19,9 +18,10 @@
 
 namespace {
 
-using npu_sim_test::metric;
 using npu_sim_test::run;
 using npu_sim_test::Sim;
+using phx_test::expect_rejected;
+using phx_test::metric;
 using phx_test::property;
 using phx_test::Tensor;
 
@@ -217,23 +217,6 @@ TEST(NpuSim, MemoryOptimizationReusesFreedBuffers) {
 
 // ---- configuration errors ------------------------------------------------------------------
 
-void expect_rejected(const Sim& sim, const std::string& named) {
-  const phx_plugin_info info = sim.plugin();
-  EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
-  EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
-  EXPECT_TRUE(sim.devices().empty());
-  ASSERT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
-  // And it computes.
-  phx_stream stream = nullptr;
-  ASSERT_EQ(phx_stream_create(sim.context(), sim.cpu(), &stream), PHX_STATUS_OK);
-  Tensor x(sim.context(), sim.cpu(), PHX_DTYPE_F32, {4});
-  Tensor y(sim.context(), sim.cpu(), PHX_DTYPE_F32, {4});
-  x.upload(std::vector<float>{-1, 2, -3, 4});
-  ASSERT_EQ(run(stream, PHX_OP_RELU, nullptr, {x.get()}, {y.get()}), PHX_STATUS_OK);
-  EXPECT_EQ(y.download<float>(4), (std::vector<float>{0, 2, 0, 4}));
-  phx_stream_destroy(stream);
-}
-
 TEST(NpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
   expect_rejected(Sim("profile=tiny"), "'profile'");
   expect_rejected(Sim("devices=0"), "'devices'");
@@ -243,23 +226,7 @@ TEST(NpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
 }
 
 TEST(NpuSim, BadConfigFileRejectsThePlugin) {
-  const std::string path = testing::TempDir() + "phx-npu-sim-test.conf";
-  std::ofstream(path) << "profile = edge\ndevices 2\n";
-  expect_rejected(Sim("", 0, path.c_str()), path + ":2");
-  expect_rejected(Sim("", 0, "/nonexistent/npu-sim.conf"), "/nonexistent/npu-sim.conf");
-
-  std::ofstream(path) << "profile = edge   # a comment\ndevices = 2\n";  // now well-formed
-  {
-    Sim sim("", 0, path.c_str());
-    ASSERT_EQ(sim.devices().size(), 2u);
-    EXPECT_EQ(property(sim.context(), sim.device(), "profile"), "edge");
-  }
-  {
-    Sim sim("devices=1", 0, path.c_str());  // the environment wins over the file
-    EXPECT_EQ(sim.devices().size(), 1u);
-  }
-  unsetenv("PHX_NPU_SIM_CONFIG");
-  std::remove(path.c_str());
+  phx_test::expect_config_file_read(npu_sim_test::kNpuSim, "profile", "edge", "devices");
 }
 
 // ---- the timing model in profile records and statistics ---------------------------------

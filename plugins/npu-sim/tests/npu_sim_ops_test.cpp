@@ -19,12 +19,12 @@ namespace {
 
 using npu_sim_test::f16_value;
 using npu_sim_test::from_f16;
-using npu_sim_test::metric;
 using npu_sim_test::round_f16;
 using npu_sim_test::run;
 using npu_sim_test::Sim;
 using npu_sim_test::Stream;
 using npu_sim_test::to_f16;
+using phx_test::metric;
 using phx_test::Tensor;
 
 constexpr uint32_t kFlags = PHX_CONTEXT_FALLBACK_CPU | PHX_CONTEXT_PROFILE;

@@ -1,25 +1,24 @@
 // What the npu-sim C API tests share: a context whose npu-sim plugin reads the settings a
-// test gives it, a stream that destroys itself, and running an op and reading its
-// profile record's metrics.
+// test gives it, a stream that destroys itself, and running an op.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
-#include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "sim_api_fixture.h"
 
 namespace npu_sim_test {
 
+inline const phx_test::SimPluginNames kNpuSim = {"npu-sim", "phx_npu_sim", "PHX_NPU_SIM",
+                                                 "PHX_NPU_SIM_CONFIG"};
+
 class Sim : public phx_test::SimContext {
  public:
   // settings: PHX_NPU_SIM's value; config_file: PHX_NPU_SIM_CONFIG's, or none.
   explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
-      : SimContext({"npu-sim", "phx_npu_sim", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG"}, settings, flags,
-                   config_file) {}
+      : SimContext(kNpuSim, settings, flags, config_file) {}
 };
 
 // A stream on a device that destroys itself.
@@ -44,15 +43,6 @@ inline phx_status run(phx_stream stream, phx_op_id op, const void* params,
   phx_op_desc desc = {sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
                       outputs.size()};
   return phx_op_run(stream, &desc, nullptr);
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-inline double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
 }
 
 }  // namespace npu_sim_test

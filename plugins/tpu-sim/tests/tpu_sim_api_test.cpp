@@ -20,14 +20,18 @@ namespace {
 
 // ---- the context and its tpu-sim devices ---------------------------------------------
 
+const phx_test::SimPluginNames kTpuSim = {"tpu-sim", "phx_tpu_sim", "PHX_TPU_SIM",
+                                          "PHX_TPU_SIM_CONFIG"};
+
 class Sim : public phx_test::SimContext {
  public:
   // settings: PHX_TPU_SIM's value; config_file: PHX_TPU_SIM_CONFIG's, or none.
   explicit Sim(const char* settings, uint32_t flags = 0, const char* config_file = nullptr)
-      : SimContext({"tpu-sim", "phx_tpu_sim", "PHX_TPU_SIM", "PHX_TPU_SIM_CONFIG"}, settings, flags,
-                   config_file) {}
+      : SimContext(kTpuSim, settings, flags, config_file) {}
 };
 
+using phx_test::expect_rejected;
+using phx_test::metric;
 using phx_test::property;
 using phx_test::Tensor;
 
@@ -89,15 +93,6 @@ void expect_bit_identical(const std::vector<float>& got, const std::vector<float
       ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", the rule gives "
                     << want[i];
   EXPECT_EQ(mismatches, 0u) << what;
-}
-
-// The value of metric name in record index of stream; NaN when absent.
-double metric(phx_stream stream, size_t index, const char* name) {
-  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-  if (phx_profile_get(stream, index, &record) != PHX_STATUS_OK) return NAN;
-  for (size_t i = 0; i < record.metric_count; ++i)
-    if (std::strcmp(record.metrics[i].name, name) == 0) return record.metrics[i].value;
-  return NAN;
 }
 
 // ---- tests ---------------------------------------------------------------------------
@@ -784,14 +779,6 @@ TEST(TpuSim, AHugeChipReservesNoHostMemory) {
   EXPECT_LT(resident_bytes() - before, uint64_t{64} << 20);
 }
 
-void expect_rejected(const Sim& sim, const std::string& named) {
-  const phx_plugin_info info = sim.plugin();
-  EXPECT_EQ(info.state, PHX_PLUGIN_REJECTED);
-  EXPECT_NE(std::string(info.reason).find(named), std::string::npos) << info.reason;
-  EXPECT_TRUE(sim.devices().empty());
-  EXPECT_TRUE(sim.has_cpu()) << "the CPU plugin must keep working";
-}
-
 TEST(TpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
   expect_rejected(Sim("generation=v9"), "'generation'");
   expect_rejected(Sim("hbm_bytes=-1"), "'hbm_bytes'");
@@ -800,23 +787,7 @@ TEST(TpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
 }
 
 TEST(TpuSim, BadConfigFileRejectsThePlugin) {
-  const std::string path = testing::TempDir() + "phx-tpu-sim-test.conf";
-  std::ofstream(path) << "generation = v4\nchips 2\n";
-  expect_rejected(Sim("", 0, path.c_str()), path + ":2");
-  expect_rejected(Sim("", 0, "/nonexistent/tpu-sim.conf"), "/nonexistent/tpu-sim.conf");
-
-  std::ofstream(path) << "generation = v4   # a comment\nchips = 2\n";  // now well-formed
-  {
-    Sim sim("", 0, path.c_str());
-    ASSERT_EQ(sim.devices().size(), 2u);
-    EXPECT_EQ(property(sim.context(), sim.device(), "generation"), "v4");
-  }
-  {
-    Sim sim("chips=1", 0, path.c_str());  // the environment wins over the file
-    EXPECT_EQ(sim.devices().size(), 1u);
-  }
-  unsetenv("PHX_TPU_SIM_CONFIG");
-  std::remove(path.c_str());
+  phx_test::expect_config_file_read(kTpuSim, "generation", "v4", "chips");
 }
 
 TEST(TpuSim, CompileCacheMissesHitsAndEvicts) {

@@ -1,0 +1,74 @@
+// The entry table of a simulator plugin (tpu-sim, npu-sim). A simulator writes its own
+// identity, initialize, device description, op support, op submission and statistics;
+// shutdown deletes its Plugin, whose devices it counts; its buffers are SimulatedBlocks of each
+// device's SimulatedMemory (memory_entries.h, host_buffers.h), its streams synchronous
+// (sync_stream.h), and every variant of an op it claims runs, so it leaves op_variant_supported
+// out.
+#pragma once
+
+#include <phynexus/plugin.h>
+
+#include "host_buffers.h"
+#include "memory_entries.h"
+#include "sync_stream.h"
+
+namespace phx::plugin_common {
+
+// What each simulator writes itself; every member is required.
+struct SimulatorEntries {
+  const char* name;
+  const char* version;
+  uint32_t abi_minor;  // the minor of ABI 1 the plugin implements
+  decltype(phx_plugin_api::initialize) initialize;
+  decltype(phx_plugin_api::device_info) device_info;
+  decltype(phx_plugin_api::op_supported) op_supported;
+  decltype(phx_plugin_api::stream_submit) stream_submit;
+  decltype(phx_plugin_api::device_stats) device_stats;
+};
+
+template <class Plugin>
+void simulator_shutdown(void* plugin) {
+  delete &plugin_of<Plugin>(plugin);
+}
+
+// The devices Plugin made from its configuration.
+template <class Plugin>
+phx_status simulator_device_count(void* plugin, uint32_t* out_count) {
+  *out_count = static_cast<uint32_t>(plugin_of<Plugin>(plugin).devices.size());
+  return PHX_STATUS_OK;
+}
+
+// Plugin: as memory_entries.h asks, with SimulatedMemory, and devices, one owning pointer
+// per device.
+template <class Plugin>
+constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
+  return {
+      sizeof(phx_plugin_api),
+      PHX_PLUGIN_ABI_MAJOR,
+      own.abi_minor,
+      own.name,
+      own.version,
+      own.initialize,
+      simulator_shutdown<Plugin>,
+      simulator_device_count<Plugin>,
+      own.device_info,
+      own.op_supported,
+      simulated_buffer_allocate<Plugin>,
+      simulated_buffer_free<Plugin>,
+      host_buffer_write<simulated_block_data>,
+      host_buffer_read<simulated_block_data>,
+      sync_stream_create,
+      sync_stream_destroy,
+      own.stream_submit,
+      sync_stream_wait,
+      sync_stream_completed,
+      memory_stats<Plugin>,
+      memory_set_limit<Plugin>,
+      memory_release_cached<Plugin>,
+      host_buffer_copy<simulated_block_data>,
+      own.device_stats,
+      nullptr,  // op_variant_supported
+  };
+}
+
+}  // namespace phx::plugin_common
