@@ -1,13 +1,15 @@
 // Exhaustion on every device of a default context (cpu, tpu-sim, npu-sim, vulkan where
-// there is one): allocations past every limit fail cleanly, with the right status and a
-// message that names the device by its index in the context, and leave the device working and its
-// memory where it was; and 100,000 tensors created and destroyed leave the process's and the
-// device's memory where they were.
+// there is one): allocations past every limit, and those the host refuses, fail cleanly,
+// with the right status and a message that names the device by its index in the context,
+// change nothing (the memory statistics, cached blocks included, are as they were) and
+// leave the device working; and 100,000 tensors created and destroyed leave the process's
+// and the device's memory where they were.
 //
 // HundredThousandTensorsLeaveMemoryWhereItWas prints, per device, the figures it measured
 // (resident set size and the device's phx_memory_stats) on lines starting "exhaustion:".
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -34,6 +36,14 @@ uint64_t resident_bytes() {
   uint64_t size_pages = 0, resident_pages = 0;
   statm >> size_pages >> resident_pages;
   return resident_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// The process's virtual memory size, from /proc/self/statm.
+uint64_t virtual_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size_pages = 0;
+  statm >> size_pages;
+  return size_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // The last call failed with want and a message naming the function.
@@ -75,6 +85,25 @@ class Exhaustion : public ::testing::Test {
     phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
     EXPECT_EQ(phx_memory_stats_get(context_, device, &stats), PHX_STATUS_OK) << phx_last_error();
     return stats;
+  }
+
+  // A refused allocation changes nothing: every statistic, the cached bytes and the peak
+  // included, is what it was before the call.
+  static void expect_unchanged_by_refusal(size_t device, const phx_memory_stats& before) {
+    const phx_memory_stats now = memory(device);
+    EXPECT_EQ(now.bytes_in_use, before.bytes_in_use);
+    EXPECT_EQ(now.peak_bytes_in_use, before.peak_bytes_in_use);
+    EXPECT_EQ(now.bytes_cached, before.bytes_cached);
+    EXPECT_EQ(now.limit_bytes, before.limit_bytes);
+    EXPECT_EQ(now.allocation_count, before.allocation_count);
+  }
+
+  // A 64 KiB tensor created and destroyed: pools that keep freed blocks now hold one, which
+  // a refused allocation must not release.
+  static void leave_a_cached_block(size_t device) {
+    phx_tensor tensor = nullptr;
+    ASSERT_EQ(create(device, {16 << 10}, &tensor), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
   }
 
   static phx_status create(size_t device, std::vector<int64_t> shape, phx_tensor* tensor) {
@@ -176,13 +205,17 @@ TEST_F(Exhaustion, PastTheDevicesMemoryIsOutOfMemory) {
     phx_device_info info = PHX_DEVICE_INFO_INIT;
     ASSERT_EQ(phx_device_get(context_, device, &info), PHX_STATUS_OK);
     ASSERT_GT(info.memory_total_bytes, 0u);
+    ASSERT_NO_FATAL_FAILURE(leave_a_cached_block(device));
+    const phx_memory_stats before = memory(device);
     phx_tensor tensor = nullptr;
     const int64_t elements = static_cast<int64_t>(info.memory_total_bytes / 4) + (1 << 20);
     EXPECT_TRUE(
         Fails(create(device, {elements}, &tensor), PHX_STATUS_OUT_OF_MEMORY, "phx_tensor_create"));
+    expect_unchanged_by_refusal(device, before);
     // Far past it, still below the byte sizes that are invalid.
     EXPECT_TRUE(Fails(create(device, {int64_t{1} << 59}, &tensor), PHX_STATUS_OUT_OF_MEMORY,
                       "phx_tensor_create"));
+    expect_unchanged_by_refusal(device, before);
     EXPECT_EQ(tensor, nullptr);
     expect_device_works(device);
     expect_memory_as(device, start);
@@ -199,10 +232,13 @@ TEST_F(Exhaustion, PastTheLimitIsOutOfMemoryAndTensorsFillItUpToTheLimit) {
     const phx_memory_stats start = memory(device);
     ASSERT_EQ(phx_memory_set_limit(context_, device, start.bytes_in_use + kLimit), PHX_STATUS_OK)
         << phx_last_error();
+    ASSERT_NO_FATAL_FAILURE(leave_a_cached_block(device));
+    const phx_memory_stats before = memory(device);
     phx_tensor tensor = nullptr;
     EXPECT_TRUE(Fails(create(device, {int64_t{kLimit}}, &tensor), PHX_STATUS_OUT_OF_MEMORY,
                       "phx_tensor_create"));
     EXPECT_EQ(tensor, nullptr);
+    expect_unchanged_by_refusal(device, before);
     // The plugin's message reaches the user naming the device by its index in the
     // context, the one the user passed, and by no other number.
     const std::string message = phx_last_error();
@@ -230,6 +266,40 @@ TEST_F(Exhaustion, PastTheLimitIsOutOfMemoryAndTensorsFillItUpToTheLimit) {
     EXPECT_EQ(phx_memory_set_limit(context_, device, 0), PHX_STATUS_OK) << phx_last_error();
     expect_device_works(device);
     expect_memory_as(device, start);
+  }
+}
+
+// The host refuses memory the device has room for: the process's address space is capped
+// (RLIMIT_AS) a little above what it uses, and a 1 GiB tensor is asked of each device. A
+// device whose memory is smaller refuses it itself; the others get a refusal from the host
+// (the CPU pool's aligned_alloc, the simulators' host backing, lavapipe's memory). Either
+// way the call fails and changes nothing: no cached block is released to make room.
+// AddressSanitizer reserves terabytes of address space, so the cap cannot be set under it.
+TEST_F(Exhaustion, TheHostRefusingChangesNothing) {
+#if defined(PHX_TEST_UNDER_ASAN)
+  GTEST_SKIP() << "RLIMIT_AS cannot be set under AddressSanitizer";
+#endif
+  constexpr int64_t kGibOfF32 = int64_t{1} << 28;
+  constexpr uint64_t kHeadroom = 256ull << 20;
+  rlimit original{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &original), 0);
+  for (size_t device = 0; device < device_count_; ++device) {
+    SCOPED_TRACE("device " + device_name(device));
+    ASSERT_NO_FATAL_FAILURE(leave_a_cached_block(device));
+    const phx_memory_stats before = memory(device);
+    rlimit capped = original;
+    capped.rlim_cur = virtual_bytes() + kHeadroom;
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &capped), 0);
+    phx_tensor tensor = nullptr;
+    const phx_status status = create(device, {kGibOfF32}, &tensor);
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &original), 0);
+    EXPECT_TRUE(Fails(status, PHX_STATUS_OUT_OF_MEMORY, "phx_tensor_create"));
+    EXPECT_EQ(tensor, nullptr);
+    std::printf("exhaustion: device %s: 1 GiB under RLIMIT_AS refused with %llu bytes cached: %s\n",
+                device_name(device).c_str(), static_cast<unsigned long long>(before.bytes_cached),
+                phx_last_error());
+    expect_unchanged_by_refusal(device, before);
+    expect_device_works(device);
   }
 }
 

@@ -198,6 +198,72 @@ bool relu_or_none(const phx_activation& activation) {
   return value == PHX_ACTIVATION_NONE || value == PHX_ACTIVATION_RELU;
 }
 
+// The dtype rules between an op's inputs and outputs.
+void check_dtypes(const OpVariant& v) {
+  const phx_op_id op = v.op;
+  auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
+  const phx_dtype x = v.inputs[0], y = v.outputs[0];
+  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(x)))
+    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + phx_dtype_name(x));
+  switch (op) {
+    case PHX_OP_MATMUL:
+      same_dtype(op, x, in(1), "a and b");
+      if (y != x && y != PHX_DTYPE_F32)
+        broken(op, std::string("the output dtype must be a's or f32, got ") + phx_dtype_name(y));
+      same_dtype_if_present(op, y, in(2), "output and bias");
+      break;
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV:
+      same_dtype(op, x, in(1), "a and b");
+      same_dtype(op, x, y, "inputs and output");
+      break;
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+      same_dtype_if_present(op, x, in(1), "x and gamma");
+      same_dtype_if_present(op, x, in(2), "x and beta");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_CONV2D:
+      same_dtype(op, x, in(1), "x and weight");
+      same_dtype_if_present(op, x, in(2), "x and bias");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_ATTENTION:
+      same_dtype(op, x, in(1), "q and k");
+      same_dtype(op, x, in(2), "q and v");
+      same_dtype(op, x, y, "q and output");
+      break;
+    case PHX_OP_ROPE:
+      dtype_is(op, in(1), PHX_DTYPE_F32, "cos");
+      dtype_is(op, in(2), PHX_DTYPE_F32, "sin");
+      same_dtype(op, x, y, "x and output");
+      break;
+    case PHX_OP_CAST:
+      break;
+    case PHX_OP_QUANTIZE:
+    case PHX_OP_DEQUANTIZE:
+      dtype_is(op, in(1), PHX_DTYPE_F32, "scale");
+      dtype_is_if_present(op, in(2), PHX_DTYPE_I32, "the zero point");
+      dtype_in(op, y, op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32),
+               "the output");
+      break;
+    case PHX_OP_QMATMUL:
+    case PHX_OP_QCONV2D:
+      check_quantized_product_dtypes(v);
+      break;
+    case PHX_OP_DYNAMIC_QUANTIZE:
+      dtype_in(op, y, kQuantized, "y");
+      dtype_is(op, v.outputs[1], PHX_DTYPE_F32, "the scale output");
+      dtype_is(op, v.outputs[2], PHX_DTYPE_I32, "the zero point output");
+      break;
+    default:  // one input, and an output of its dtype
+      same_dtype(op, x, y, "input and output");
+      break;
+  }
+}
+
 // What the rules say of an op's parameters that does not depend on shapes.
 void check_params(phx_op_id op, const void* params) {
   switch (op) {
@@ -235,6 +301,49 @@ void check_params(phx_op_id op, const void* params) {
 void check_output_shape(phx_op_id op, const Shape& expected, const Tensor& out) {
   if (shape_of(out) != expected)
     broken(op, "the output must be " + text(expected) + ", got " + text(shape_of(out)));
+}
+
+void check_elementwise_binary(phx_op_id op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  Shape joined;
+  if (!broadcast(shape_of(a), shape_of(b), joined))
+    broken(op, "shapes " + text(shape_of(a)) + " and " + text(shape_of(b)) + " do not broadcast");
+  check_output_shape(op, joined, out);
+}
+
+void check_softmax(const phx_softmax_params& p, const Tensor& x, const Tensor& out) {
+  const int32_t axis = p.axis;
+  const int32_t rank = static_cast<int32_t>(x.rank);
+  if (rank < 1 || axis < -rank || axis >= rank)
+    broken(PHX_OP_SOFTMAX, "axis " + std::to_string(axis) + " is out of range for " + text(x));
+  check_output_shape(PHX_OP_SOFTMAX, shape_of(x), out);
+}
+
+void check_transpose(const phx_transpose_params& p, const Tensor& x, const Tensor& out) {
+  const uint32_t rank = x.rank;
+  bool seen[PHX_MAX_RANK] = {};
+  Shape expected;
+  for (uint32_t i = 0; i < rank; ++i) {
+    if (p.perm[i] >= rank || seen[p.perm[i]])
+      broken(PHX_OP_TRANSPOSE, "perm is not a permutation of 0.." + std::to_string(rank - 1));
+    seen[p.perm[i]] = true;
+    expected.push_back(x.shape[p.perm[i]]);
+  }
+  check_output_shape(PHX_OP_TRANSPOSE, expected, out);
+}
+
+void check_reduce(phx_op_id op, const phx_reduce_params& p, const Tensor& x, const Tensor& out) {
+  const uint32_t rank = x.rank;
+  if (rank < 32 && (p.axes_mask >> rank) != 0)
+    broken(op, "axes_mask names a dimension past the rank of " + text(x));
+  const uint32_t mask = p.axes_mask == 0 ? (1u << rank) - 1 : p.axes_mask;
+  Shape expected;
+  for (uint32_t i = 0; i < rank; ++i) {
+    if (!(mask & (1u << i)))
+      expected.push_back(x.shape[i]);
+    else if (p.keep_dims)
+      expected.push_back(1);
+  }
+  check_output_shape(op, expected, out);
 }
 
 void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, const Tensor* bias,
@@ -513,68 +622,7 @@ void check_variant(const OpVariant& v) {
   for (size_t i = 0; i < v.output_count; ++i)
     if (v.outputs[i] == PHX_DTYPE_INVALID) broken(op, "output " + std::to_string(i) + " is null");
   check_params(op, v.params);
-
-  auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
-  const phx_dtype x = v.inputs[0], y = v.outputs[0];
-  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(x)))
-    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + phx_dtype_name(x));
-  switch (op) {
-    case PHX_OP_MATMUL:
-      same_dtype(op, x, in(1), "a and b");
-      if (y != x && y != PHX_DTYPE_F32)
-        broken(op, std::string("the output dtype must be a's or f32, got ") + phx_dtype_name(y));
-      same_dtype_if_present(op, y, in(2), "output and bias");
-      break;
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_DIV:
-      same_dtype(op, x, in(1), "a and b");
-      same_dtype(op, x, y, "inputs and output");
-      break;
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-      same_dtype_if_present(op, x, in(1), "x and gamma");
-      same_dtype_if_present(op, x, in(2), "x and beta");
-      same_dtype(op, x, y, "x and output");
-      break;
-    case PHX_OP_CONV2D:
-      same_dtype(op, x, in(1), "x and weight");
-      same_dtype_if_present(op, x, in(2), "x and bias");
-      same_dtype(op, x, y, "x and output");
-      break;
-    case PHX_OP_ATTENTION:
-      same_dtype(op, x, in(1), "q and k");
-      same_dtype(op, x, in(2), "q and v");
-      same_dtype(op, x, y, "q and output");
-      break;
-    case PHX_OP_ROPE:
-      dtype_is(op, in(1), PHX_DTYPE_F32, "cos");
-      dtype_is(op, in(2), PHX_DTYPE_F32, "sin");
-      same_dtype(op, x, y, "x and output");
-      break;
-    case PHX_OP_CAST:
-      break;
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
-      dtype_is(op, in(1), PHX_DTYPE_F32, "scale");
-      dtype_is_if_present(op, in(2), PHX_DTYPE_I32, "the zero point");
-      dtype_in(op, y, op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32),
-               "the output");
-      break;
-    case PHX_OP_QMATMUL:
-    case PHX_OP_QCONV2D:
-      check_quantized_product_dtypes(v);
-      break;
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      dtype_in(op, y, kQuantized, "y");
-      dtype_is(op, v.outputs[1], PHX_DTYPE_F32, "the scale output");
-      dtype_is(op, v.outputs[2], PHX_DTYPE_I32, "the zero point output");
-      break;
-    default:  // one input, and an output of its dtype
-      same_dtype(op, x, y, "input and output");
-      break;
-  }
+  check_dtypes(v);
 }
 
 OpVariant variant_of(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
@@ -615,64 +663,28 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
     case PHX_OP_ADD:
     case PHX_OP_SUB:
     case PHX_OP_MUL:
-    case PHX_OP_DIV: {
-      Shape joined;
-      if (!broadcast(shape_of(*in[0]), shape_of(*in[1]), joined))
-        broken(op, "shapes " + text(shape_of(*in[0])) + " and " + text(shape_of(*in[1])) +
-                       " do not broadcast");
-      check_output_shape(op, joined, y);
+    case PHX_OP_DIV:
+      check_elementwise_binary(op, *in[0], *in[1], y);
       break;
-    }
     case PHX_OP_RELU:
     case PHX_OP_GELU:
     case PHX_OP_SILU:
+    case PHX_OP_CAST:
       check_output_shape(op, shape_of(*in[0]), y);
       break;
-    case PHX_OP_SOFTMAX: {
-      int32_t axis = static_cast<const phx_softmax_params*>(params)->axis;
-      int32_t rank = static_cast<int32_t>(in[0]->rank);
-      if (rank < 1 || axis < -rank || axis >= rank)
-        broken(op, "axis " + std::to_string(axis) + " is out of range for " + text(*in[0]));
-      check_output_shape(op, shape_of(*in[0]), y);
+    case PHX_OP_SOFTMAX:
+      check_softmax(*static_cast<const phx_softmax_params*>(params), *in[0], y);
       break;
-    }
     case PHX_OP_LAYER_NORM:
     case PHX_OP_RMS_NORM:
       check_norm(op, in, in_count, y);
       break;
-    case PHX_OP_TRANSPOSE: {
-      auto& p = *static_cast<const phx_transpose_params*>(params);
-      uint32_t rank = in[0]->rank;
-      bool seen[PHX_MAX_RANK] = {};
-      Shape expected;
-      for (uint32_t i = 0; i < rank; ++i) {
-        if (p.perm[i] >= rank || seen[p.perm[i]])
-          broken(op, "perm is not a permutation of 0.." + std::to_string(rank - 1));
-        seen[p.perm[i]] = true;
-        expected.push_back(in[0]->shape[p.perm[i]]);
-      }
-      check_output_shape(op, expected, y);
+    case PHX_OP_TRANSPOSE:
+      check_transpose(*static_cast<const phx_transpose_params*>(params), *in[0], y);
       break;
-    }
     case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX: {
-      auto& p = *static_cast<const phx_reduce_params*>(params);
-      uint32_t rank = in[0]->rank;
-      if (rank < 32 && (p.axes_mask >> rank) != 0)
-        broken(op, "axes_mask names a dimension past the rank of " + text(*in[0]));
-      uint32_t mask = p.axes_mask == 0 ? (1u << rank) - 1 : p.axes_mask;
-      Shape expected;
-      for (uint32_t i = 0; i < rank; ++i) {
-        if (!(mask & (1u << i)))
-          expected.push_back(in[0]->shape[i]);
-        else if (p.keep_dims)
-          expected.push_back(1);
-      }
-      check_output_shape(op, expected, y);
-      break;
-    }
-    case PHX_OP_CAST:
-      check_output_shape(op, shape_of(*in[0]), y);
+    case PHX_OP_REDUCE_MAX:
+      check_reduce(op, *static_cast<const phx_reduce_params*>(params), *in[0], y);
       break;
     case PHX_OP_CONV2D:
       check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1],

@@ -44,13 +44,14 @@ void* MemoryPool::allocate(uint64_t size, std::string& error) {
     cached_.erase(it);
     cached_bytes_ -= cls;
   } else {
+    // No cached block is freed to make host room: a refusal leaves the cache and the
+    // statistics as they were, and the caller chooses whether to release the cache.
     block = std::aligned_alloc(kAlignment, cls);
-    if (block == nullptr && !cached_.empty()) {
-      trim_cache_locked(0);
-      block = std::aligned_alloc(kAlignment, cls);
-    }
     if (block == nullptr) {
-      error = "out of memory: the host refused " + bytes_text(size);
+      error = "out of memory: the host refused " + bytes_text(size) +
+              (cached_bytes_ > 0 ? "; phx_memory_release_cached frees the " +
+                                       bytes_text(cached_bytes_) + " of cached blocks"
+                                 : "");
       return nullptr;
     }
   }

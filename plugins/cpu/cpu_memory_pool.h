@@ -22,7 +22,7 @@ class MemoryPool {
   MemoryPool& operator=(const MemoryPool&) = delete;
 
   // A block of at least size bytes, 64-byte aligned; null with error set when the limit
-  // or the host refuses.
+  // or the host refuses, with the cache and the statistics as they were.
   void* allocate(uint64_t size, std::string& error);
   void free(void* block);
 

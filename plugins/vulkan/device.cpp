@@ -100,7 +100,139 @@ bool has_extension(const std::vector<VkExtensionProperties>& extensions, const c
   });
 }
 
+// The Vulkan version both the instance and the device speak, and the device's extensions.
+struct DeviceExtensions {
+  uint32_t api = 0;
+  std::vector<VkExtensionProperties> offered;
+
+  DeviceExtensions(VkPhysicalDevice physical, uint32_t api_version) : api(api_version) {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    offered.resize(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, offered.data());
+  }
+  bool core12() const { return api >= VK_API_VERSION_1_2; }
+  bool core13() const { return api >= VK_API_VERSION_1_3; }
+  bool offers(const char* name) const { return has_extension(offered, name); }
+  // An extension is usable when core in the device's version or offered by it.
+  bool usable(bool core, const char* name) const { return core || offers(name); }
+};
+
 }  // namespace
+
+// The properties the device is set up and described from, read in one chained query.
+// Not copyable: the chain points into it.
+struct Device::PhysicalProperties {
+  VkPhysicalDeviceDriverProperties driver = vk_struct<VkPhysicalDeviceDriverProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  VkPhysicalDeviceSubgroupProperties subgroup = vk_struct<VkPhysicalDeviceSubgroupProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  VkPhysicalDeviceMaintenance3Properties maintenance3 =
+      vk_struct<VkPhysicalDeviceMaintenance3Properties>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  VkPhysicalDeviceProperties2 props2 =
+      vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  bool has_driver = false;  // whether driver was read
+
+  PhysicalProperties(VkPhysicalDevice physical, const DeviceExtensions& extensions) {
+    subgroup.pNext = &maintenance3;
+    props2.pNext = &subgroup;
+    has_driver = extensions.usable(extensions.core12(), VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    if (has_driver) {
+      driver.pNext = props2.pNext;
+      props2.pNext = &driver;
+    }
+    vkGetPhysicalDeviceProperties2(physical, &props2);
+  }
+  PhysicalProperties(const PhysicalProperties&) = delete;
+  PhysicalProperties& operator=(const PhysicalProperties&) = delete;
+  const VkPhysicalDeviceProperties& base() const { return props2.properties; }
+  const VkPhysicalDeviceLimits& limits() const { return props2.properties.limits; }
+};
+
+// The optional features the ops may use, chained for vkGetPhysicalDeviceFeatures2 and
+// then for vkCreateDevice, with the extensions that enabling them needs. Not copyable:
+// the chain points into it.
+struct Device::FeatureChain {
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline =
+      vk_struct<VkPhysicalDeviceTimelineSemaphoreFeatures>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
+  VkPhysicalDeviceShaderFloat16Int8Features float16_int8 =
+      vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  VkPhysicalDevice16BitStorageFeatures storage16 = vk_struct<VkPhysicalDevice16BitStorageFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  VkPhysicalDevice8BitStorageFeatures storage8 = vk_struct<VkPhysicalDevice8BitStorageFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
+  VkPhysicalDeviceFeatures2 features2 =
+      vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  std::vector<const char*> enabled;  // the extensions vkCreateDevice enables
+  // Whether each struct is in the chain (its extension usable), so that what it holds was read.
+  bool has_timeline = false, has_float16_int8 = false, has_storage16 = false, has_storage8 = false;
+
+  FeatureChain(VkPhysicalDevice physical, const DeviceExtensions& extensions) {
+    void** tail = &features2.pNext;
+    auto chain = [&](auto& feature, bool core, const char* extension) {
+      if (!extensions.usable(core, extension)) return false;
+      if (!core) enabled.push_back(extension);
+      *tail = &feature;
+      tail = &feature.pNext;
+      return true;
+    };
+    const bool core12 = extensions.core12();
+    has_timeline = chain(timeline, core12, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+    has_float16_int8 = chain(float16_int8, core12, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    has_storage16 = chain(storage16, true, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
+    has_storage8 = chain(storage8, core12, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+    vkGetPhysicalDeviceFeatures2(physical, &features2);
+  }
+  FeatureChain(const FeatureChain&) = delete;
+  FeatureChain& operator=(const FeatureChain&) = delete;
+
+  // Keeps on what the ops may use: offered and not switched off. Features we do not use
+  // are switched off in what we enable, so that the device is what DeviceCaps says.
+  void keep_used(const OfferedPaths& offered, const Settings& settings);
+};
+
+// The optional paths the device offers, before the settings switch any off (phx-devices
+// shows both).
+struct Device::OfferedPaths {
+  bool fp16, int8, storage16, storage8, subgroup_arithmetic, push_descriptor, creation_feedback;
+
+  OfferedPaths(const DeviceExtensions& extensions, const PhysicalProperties& properties,
+               const FeatureChain& features) {
+    fp16 = features.has_float16_int8 && features.float16_int8.shaderFloat16;
+    int8 = features.has_float16_int8 && features.float16_int8.shaderInt8;
+    storage16 = features.has_storage16 && features.storage16.storageBuffer16BitAccess;
+    storage8 = features.has_storage8 && features.storage8.storageBuffer8BitAccess;
+    const VkPhysicalDeviceSubgroupProperties& subgroup = properties.subgroup;
+    const VkSubgroupFeatureFlags arithmetic = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (subgroup.supportedOperations & arithmetic) == arithmetic;
+    push_descriptor = extensions.offers(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    creation_feedback =
+        extensions.usable(extensions.core13(), VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
+  }
+};
+
+void Device::FeatureChain::keep_used(const OfferedPaths& offered, const Settings& settings) {
+  float16_int8.shaderFloat16 = offered.fp16 && !settings.disable_fp16;
+  float16_int8.shaderInt8 = offered.int8 && !settings.disable_int8;
+  storage16.storageBuffer16BitAccess = offered.storage16 && !settings.disable_16bit_storage;
+  storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
+  storage16.storagePushConstant16 = VK_FALSE;
+  storage16.storageInputOutput16 = VK_FALSE;
+  storage8.storageBuffer8BitAccess = offered.storage8 && !settings.disable_8bit_storage;
+  storage8.uniformAndStorageBuffer8BitAccess = VK_FALSE;
+  storage8.storagePushConstant8 = VK_FALSE;
+  timeline.timelineSemaphore = VK_TRUE;
+  // Of Vulkan 1.0's optional features the ops may use 16- and 64-bit integers (i16
+  // arithmetic, 64-bit indices into large tensors).
+  VkPhysicalDeviceFeatures wanted{};
+  wanted.shaderInt16 = features2.features.shaderInt16;
+  wanted.shaderInt64 = features2.features.shaderInt64;
+  features2.features = wanted;
+}
 
 void Device::add(const std::string& key, const std::string& value) {
   texts_.emplace_back(key, value);
@@ -116,100 +248,36 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   if (api < VK_API_VERSION_1_1)
     throw OpError{PHX_STATUS_UNSUPPORTED,
                   name_ + ": Vulkan " + version_text(base.apiVersion) + ", the plugin needs 1.1"};
-  uint32_t extension_count = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, nullptr);
-  std::vector<VkExtensionProperties> extensions(extension_count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, extensions.data());
-  const bool core12 = api >= VK_API_VERSION_1_2, core13 = api >= VK_API_VERSION_1_3;
-  // An extension is usable when core in the device's version or offered by it.
-  auto usable = [&](bool core, const char* name) {
-    return core || has_extension(extensions, name);
-  };
-
-  // ---- Properties --------------------------------------------------------------------
-  auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-  auto subgroup = vk_struct<VkPhysicalDeviceSubgroupProperties>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
-  auto maintenance3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
-  auto props2 =
-      vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
-  subgroup.pNext = &maintenance3;
-  props2.pNext = &subgroup;
-  const bool driver_properties = usable(core12, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
-  if (driver_properties) {
-    driver.pNext = props2.pNext;
-    props2.pNext = &driver;
-  }
-  vkGetPhysicalDeviceProperties2(physical, &props2);
-  const VkPhysicalDeviceProperties& props = props2.properties;
-  const VkPhysicalDeviceLimits& limits = props.limits;
-
-  // ---- Features ----------------------------------------------------------------------
-  auto timeline = vk_struct<VkPhysicalDeviceTimelineSemaphoreFeatures>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
-  auto float16_int8 = vk_struct<VkPhysicalDeviceShaderFloat16Int8Features>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
-  auto storage16 = vk_struct<VkPhysicalDevice16BitStorageFeatures>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
-  auto storage8 = vk_struct<VkPhysicalDevice8BitStorageFeatures>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES);
-  auto features2 =
-      vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-  std::vector<const char*> enabled;
-  void** tail = &features2.pNext;
-  auto chain = [&](auto& feature, bool core, const char* extension) {
-    if (!usable(core, extension)) return false;
-    if (!core) enabled.push_back(extension);
-    *tail = &feature;
-    tail = &feature.pNext;
-    return true;
-  };
-  const bool has_timeline = chain(timeline, core12, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
-  const bool has_float16_int8 =
-      chain(float16_int8, core12, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-  const bool has_storage16 = chain(storage16, true, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
-  const bool has_storage8 = chain(storage8, core12, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  vkGetPhysicalDeviceFeatures2(physical, &features2);
-  if (!has_timeline || !timeline.timelineSemaphore)
+  const DeviceExtensions extensions(physical, api);
+  const PhysicalProperties properties(physical, extensions);
+  FeatureChain features(physical, extensions);
+  if (!features.has_timeline || !features.timeline.timelineSemaphore)
     throw OpError{PHX_STATUS_UNSUPPORTED, name_ + ": no timeline semaphores"};
-  if (!core12 && has_extension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME))
-    enabled.push_back(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  if (!extensions.core12() && extensions.offers(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME))
+    features.enabled.push_back(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
 
-  // What the ops may use: supported and not switched off. Features we do not use are
-  // switched off in what we enable, so that the device is what DeviceCaps says.
-  const bool fp16_supported = has_float16_int8 && float16_int8.shaderFloat16;
-  const bool int8_supported = has_float16_int8 && float16_int8.shaderInt8;
-  const bool s16_supported = has_storage16 && storage16.storageBuffer16BitAccess;
-  const bool s8_supported = has_storage8 && storage8.storageBuffer8BitAccess;
-  const VkSubgroupFeatureFlags arithmetic = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
-  const bool subgroup_supported = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                                  (subgroup.supportedOperations & arithmetic) == arithmetic;
-  float16_int8.shaderFloat16 = fp16_supported && !settings.disable_fp16;
-  float16_int8.shaderInt8 = int8_supported && !settings.disable_int8;
-  storage16.storageBuffer16BitAccess = s16_supported && !settings.disable_16bit_storage;
-  storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
-  storage16.storagePushConstant16 = VK_FALSE;
-  storage16.storageInputOutput16 = VK_FALSE;
-  storage8.storageBuffer8BitAccess = s8_supported && !settings.disable_8bit_storage;
-  storage8.uniformAndStorageBuffer8BitAccess = VK_FALSE;
-  storage8.storagePushConstant8 = VK_FALSE;
-  timeline.timelineSemaphore = VK_TRUE;
-  // Of Vulkan 1.0's optional features the ops may use 16- and 64-bit integers (i16
-  // arithmetic, 64-bit indices into large tensors).
-  VkPhysicalDeviceFeatures wanted{};
-  wanted.shaderInt16 = features2.features.shaderInt16;
-  wanted.shaderInt64 = features2.features.shaderInt64;
-  features2.features = wanted;
+  const OfferedPaths offered(extensions, properties, features);
+  features.keep_used(offered, settings);
+  push_descriptor_ = offered.push_descriptor && !settings.no_push_descriptor;
+  if (push_descriptor_) features.enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (offered.creation_feedback && !extensions.core13())
+    features.enabled.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 
-  const bool push_supported = has_extension(extensions, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  push_descriptor_ = push_supported && !settings.no_push_descriptor;
-  if (push_descriptor_) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  const bool feedback = usable(core13, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
-  if (feedback && !core13) enabled.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
+  choose_queue(physical, properties.limits());
+  create_logical_device(physical, features, extensions.core12());
+  set_caps(properties, features, offered, settings);
+  try {
+    create_memory_and_pipelines(physical, properties, offered.creation_feedback, settings);
+  } catch (...) {
+    transfers_.reset();
+    memory_.reset();
+    vkDestroyDevice(device_, nullptr);
+    throw;
+  }
+  describe(instance, physical, properties, offered, settings);
+}
 
-  // ---- Queue -------------------------------------------------------------------------
+void Device::choose_queue(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits) {
   uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &family_count, nullptr);
   std::vector<VkQueueFamilyProperties> families(family_count);
@@ -225,18 +293,21 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   queue_family_ = uint32_t(chosen);
   timestamp_bits_ = families[queue_family_].timestampValidBits;
   timestamp_period_ = limits.timestampPeriod;
+}
 
+void Device::create_logical_device(VkPhysicalDevice physical, const FeatureChain& features,
+                                   bool core12) {
   const float priority = 1.0f;
   auto queue_info = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   queue_info.queueFamilyIndex = queue_family_;
   queue_info.queueCount = 1;
   queue_info.pQueuePriorities = &priority;
   auto device_info = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
-  device_info.pNext = &features2;
+  device_info.pNext = &features.features2;
   device_info.queueCreateInfoCount = 1;
   device_info.pQueueCreateInfos = &queue_info;
-  device_info.enabledExtensionCount = uint32_t(enabled.size());
-  device_info.ppEnabledExtensionNames = enabled.data();
+  device_info.enabledExtensionCount = uint32_t(features.enabled.size());
+  device_info.ppEnabledExtensionNames = features.enabled.data();
   check(vkCreateDevice(physical, &device_info, nullptr, &device_),
         (name_ + ": vkCreateDevice").c_str());
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
@@ -252,8 +323,13 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
     vkDestroyDevice(device_, nullptr);
     throw OpError{PHX_STATUS_UNSUPPORTED, name_ + ": the driver lacks entry points it advertises"};
   }
+}
 
-  // ---- Caps --------------------------------------------------------------------------
+void Device::set_caps(const PhysicalProperties& properties, const FeatureChain& features,
+                      const OfferedPaths& offered, const Settings& settings) {
+  const VkPhysicalDeviceProperties& props = properties.base();
+  const VkPhysicalDeviceLimits& limits = props.limits;
+  const VkPhysicalDeviceSubgroupProperties& subgroup = properties.subgroup;
   caps_.device_type = props.deviceType;
   caps_.cpu_device = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   caps_.vendor_id = props.vendorID;
@@ -267,14 +343,14 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   caps_.max_binding_bytes = limits.maxStorageBufferRange;
   caps_.binding_offset_alignment = limits.minStorageBufferOffsetAlignment;
   caps_.max_push_constant_bytes = std::min(limits.maxPushConstantsSize, kPushConstantBytes);
-  caps_.shader_float16 = float16_int8.shaderFloat16;
-  caps_.shader_int8 = float16_int8.shaderInt8;
-  caps_.storage_16bit = storage16.storageBuffer16BitAccess;
-  caps_.storage_8bit = storage8.storageBuffer8BitAccess;
-  caps_.subgroup_arithmetic = subgroup_supported && !settings.disable_subgroup_arithmetic;
+  caps_.shader_float16 = features.float16_int8.shaderFloat16;
+  caps_.shader_int8 = features.float16_int8.shaderInt8;
+  caps_.storage_16bit = features.storage16.storageBuffer16BitAccess;
+  caps_.storage_8bit = features.storage8.storageBuffer8BitAccess;
+  caps_.subgroup_arithmetic = offered.subgroup_arithmetic && !settings.disable_subgroup_arithmetic;
   caps_.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
-  caps_.shader_int64 = wanted.shaderInt64;
+  caps_.shader_int64 = features.features2.features.shaderInt64;
   dtype_mask_ = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
   if (caps_.storage_16bit)
     dtype_mask_ |=
@@ -288,53 +364,62 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
                          ? uint32_t(std::atoi(threads))
                          : std::max(1u, std::thread::hardware_concurrency());
   }
+}
 
-  try {
-    choose_memory(physical, props, maintenance3.maxMemoryAllocationSize, settings);
-    transfers_ = std::make_unique<Transfers>(*this, staging_memory_type_, kStagingBytes);
-    PipelinesConfig pipelines;
-    pipelines.device = device_;
-    pipelines.push_descriptor = push_descriptor_;
-    pipelines.creation_feedback = feedback;
-    pipelines.push_constant_bytes = caps_.max_push_constant_bytes;
-    pipelines.identity.vendor_id = props.vendorID;
-    pipelines.identity.device_id = props.deviceID;
-    pipelines.identity.driver_version = props.driverVersion;
-    std::memcpy(pipelines.identity.cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
-    if (!settings.no_pipeline_cache && !settings.cache_dir.empty()) {
-      char file[64];
-      std::snprintf(file, sizeof file, "/vulkan-%04x-%04x.pipelines", props.vendorID,
-                    props.deviceID);
-      pipelines.cache_path = settings.cache_dir + file;
-    }
-    pipelines_ = std::make_unique<Pipelines>(pipelines, logger_, stats_);
-  } catch (...) {
-    transfers_.reset();
-    memory_.reset();
-    vkDestroyDevice(device_, nullptr);
-    throw;
+void Device::create_memory_and_pipelines(VkPhysicalDevice physical,
+                                         const PhysicalProperties& properties,
+                                         bool creation_feedback, const Settings& settings) {
+  const VkPhysicalDeviceProperties& props = properties.base();
+  choose_memory(physical, props, properties.maintenance3.maxMemoryAllocationSize, settings);
+  transfers_ = std::make_unique<Transfers>(*this, staging_memory_type_, kStagingBytes);
+  PipelinesConfig pipelines;
+  pipelines.device = device_;
+  pipelines.push_descriptor = push_descriptor_;
+  pipelines.creation_feedback = creation_feedback;
+  pipelines.push_constant_bytes = caps_.max_push_constant_bytes;
+  pipelines.identity.vendor_id = props.vendorID;
+  pipelines.identity.device_id = props.deviceID;
+  pipelines.identity.driver_version = props.driverVersion;
+  std::memcpy(pipelines.identity.cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
+  if (!settings.no_pipeline_cache && !settings.cache_dir.empty()) {
+    char file[64];
+    std::snprintf(file, sizeof file, "/vulkan-%04x-%04x.pipelines", props.vendorID, props.deviceID);
+    pipelines.cache_path = settings.cache_dir + file;
   }
+  pipelines_ = std::make_unique<Pipelines>(pipelines, logger_, stats_);
+}
 
-  // ---- Properties for phx-devices ----------------------------------------------------
+void Device::describe(const Instance& instance, VkPhysicalDevice physical,
+                      const PhysicalProperties& properties, const OfferedPaths& offered,
+                      const Settings& settings) {
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+  describe_hardware(properties, memory);
+  describe_paths(instance, offered, settings, memory.memoryTypes[tensor_memory_type_]);
+  for (const auto& [key, value] : texts_) properties_.push_back({key.c_str(), value.c_str()});
+}
+
+void Device::describe_hardware(const PhysicalProperties& properties,
+                               const VkPhysicalDeviceMemoryProperties& memory) {
+  const VkPhysicalDeviceProperties& props = properties.base();
+  const VkPhysicalDeviceLimits& limits = props.limits;
+  const uint64_t max_allocation = properties.maintenance3.maxMemoryAllocationSize;
   add("device_type", type_name(props.deviceType));
   add("api_version", version_text(props.apiVersion));
   add("driver_version", version_text(props.driverVersion) + " (" + hex(props.driverVersion) + ")");
-  if (driver_properties) {
-    add("driver_name", driver.driverName);
-    add("driver_info", driver.driverInfo);
+  if (properties.has_driver) {
+    add("driver_name", properties.driver.driverName);
+    add("driver_info", properties.driver.driverInfo);
   }
   add("vendor_id", hex(props.vendorID));
   add("device_id", hex(props.deviceID));
-  VkPhysicalDeviceMemoryProperties memory;
-  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     add("memory_heap_" + std::to_string(i), std::to_string(memory.memoryHeaps[i].size) +
                                                 " bytes, " +
                                                 heap_flags(memory.memoryHeaps[i].flags));
   add("tensor_memory_type", std::to_string(tensor_memory_type_) + ": " +
                                 type_flags(memory.memoryTypes[tensor_memory_type_].propertyFlags));
-  add("memory_block_bytes",
-      std::to_string(std::min(kBlockBytes, maintenance3.maxMemoryAllocationSize)));
+  add("memory_block_bytes", std::to_string(std::min(kBlockBytes, max_allocation)));
   add("max_workgroup_size", std::to_string(caps_.max_workgroup_size[0]) + " x " +
                                 std::to_string(caps_.max_workgroup_size[1]) + " x " +
                                 std::to_string(caps_.max_workgroup_size[2]));
@@ -346,34 +431,38 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   add("subgroup_size", std::to_string(caps_.subgroup_size));
   add("max_storage_buffer_range", std::to_string(caps_.max_binding_bytes));
   add("min_storage_buffer_offset_alignment", std::to_string(caps_.binding_offset_alignment));
-  add("max_allocation_bytes", std::to_string(maintenance3.maxMemoryAllocationSize));
+  add("max_allocation_bytes", std::to_string(max_allocation));
   add("max_push_constants_bytes", std::to_string(limits.maxPushConstantsSize));
   add("timestamp_period_ns", std::to_string(limits.timestampPeriod));
   add("timestamp_valid_bits", std::to_string(timestamp_bits_));
+}
+
+void Device::describe_paths(const Instance& instance, const OfferedPaths& offered,
+                            const Settings& settings, const VkMemoryType& tensor_memory) {
   add("timeline_semaphores", "yes");
-  add("float16", path_state(fp16_supported, settings.disable_fp16, "PHX_VULKAN_DISABLE_FP16"));
-  add("int8", path_state(int8_supported, settings.disable_int8, "PHX_VULKAN_DISABLE_INT8"));
-  add("storage_16bit", path_state(s16_supported, settings.disable_16bit_storage,
+  add("float16", path_state(offered.fp16, settings.disable_fp16, "PHX_VULKAN_DISABLE_FP16"));
+  add("int8", path_state(offered.int8, settings.disable_int8, "PHX_VULKAN_DISABLE_INT8"));
+  add("storage_16bit", path_state(offered.storage16, settings.disable_16bit_storage,
                                   "PHX_VULKAN_DISABLE_16BIT_STORAGE"));
-  add("storage_8bit",
-      path_state(s8_supported, settings.disable_8bit_storage, "PHX_VULKAN_DISABLE_8BIT_STORAGE"));
-  add("subgroup_arithmetic", path_state(subgroup_supported, settings.disable_subgroup_arithmetic,
-                                        "PHX_VULKAN_DISABLE_SUBGROUP_ARITHMETIC"));
+  add("storage_8bit", path_state(offered.storage8, settings.disable_8bit_storage,
+                                 "PHX_VULKAN_DISABLE_8BIT_STORAGE"));
+  add("subgroup_arithmetic",
+      path_state(offered.subgroup_arithmetic, settings.disable_subgroup_arithmetic,
+                 "PHX_VULKAN_DISABLE_SUBGROUP_ARITHMETIC"));
   // The direct matmul kernel needs both (ops/matmul.cpp); without them the shared one runs.
   add("subgroup_shuffle", yes_no(caps_.subgroup_shuffle));
   add("int64", yes_no(caps_.shader_int64));
   const VkMemoryPropertyFlags direct_flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
                                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  const bool direct_supported =
-      (memory.memoryTypes[tensor_memory_type_].propertyFlags & direct_flags) == direct_flags;
+  const bool direct_supported = (tensor_memory.propertyFlags & direct_flags) == direct_flags;
   add("host_visible_device_local", yes_no(direct_supported));
   add("direct_upload",
       path_state(direct_supported, settings.no_direct_upload, "PHX_VULKAN_NO_DIRECT_UPLOAD") +
           (direct_io_ ? " (no staging copy)" : ""));
-  add("push_descriptor",
-      path_state(push_supported, settings.no_push_descriptor, "PHX_VULKAN_NO_PUSH_DESCRIPTOR"));
-  add("pipeline_creation_feedback", yes_no(feedback));
+  add("push_descriptor", path_state(offered.push_descriptor, settings.no_push_descriptor,
+                                    "PHX_VULKAN_NO_PUSH_DESCRIPTOR"));
+  add("pipeline_creation_feedback", yes_no(offered.creation_feedback));
   add("pipeline_cache", settings.no_pipeline_cache ? "off (PHX_VULKAN_NO_PIPELINE_CACHE=1)"
                                                    : pipelines_->cache_state());
   add("validation", instance.validation_enabled() ? "on" : "off");
@@ -381,7 +470,6 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   add("glsl_subgroup_arithmetic", yes_no(PHX_GLSL_HAS_SUBGROUP_ARITHMETIC));
   add("glsl_bfloat16", yes_no(PHX_GLSL_HAS_BFLOAT16));
   add("glsl_cooperative_matrix", yes_no(PHX_GLSL_HAS_COOPERATIVE_MATRIX));
-  for (const auto& [key, value] : texts_) properties_.push_back({key.c_str(), value.c_str()});
 }
 
 void Device::choose_memory(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props,

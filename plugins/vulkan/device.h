@@ -76,6 +76,30 @@ class Device {
   void mark_lost() { lost_ = true; }
 
  private:
+  // What the constructor reads from the physical device and builds on (device.cpp).
+  struct PhysicalProperties;
+  struct FeatureChain;
+  struct OfferedPaths;
+
+  // The constructor's steps, in order; each throws OpError. Sets queue_family_ and the
+  // timestamp fields.
+  void choose_queue(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits);
+  // vkCreateDevice and the entry points the plugin calls through pointers.
+  void create_logical_device(VkPhysicalDevice physical, const FeatureChain& features, bool core12);
+  // caps_, dtype_mask_, vendor_ and compute_units_ from what was enabled.
+  void set_caps(const PhysicalProperties& properties, const FeatureChain& features,
+                const OfferedPaths& offered, const Settings& settings);
+  // memory_, transfers_ and pipelines_; the caller destroys the device if this throws.
+  void create_memory_and_pipelines(VkPhysicalDevice physical, const PhysicalProperties& properties,
+                                   bool creation_feedback, const Settings& settings);
+  // The properties phx-devices shows: what the hardware is, then which paths are on.
+  void describe(const Instance& instance, VkPhysicalDevice physical,
+                const PhysicalProperties& properties, const OfferedPaths& offered,
+                const Settings& settings);
+  void describe_hardware(const PhysicalProperties& properties,
+                         const VkPhysicalDeviceMemoryProperties& memory);
+  void describe_paths(const Instance& instance, const OfferedPaths& offered,
+                      const Settings& settings, const VkMemoryType& tensor_memory);
   void choose_memory(VkPhysicalDevice physical, const VkPhysicalDeviceProperties& props,
                      uint64_t max_allocation, const Settings& settings);
   void add(const std::string& key, const std::string& value);

@@ -126,11 +126,13 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Instance::on_message(
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* user_data) {
   auto& self = *static_cast<Instance*>(user_data);
   const std::string message = data->pMessage != nullptr ? data->pMessage : "(no message)";
-  // The loader's own general warnings (e.g. about other layers' manifests) are not
-  // validation findings: logged, not held against the next call.
-  const bool finding = (types & ~VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT) != 0 ||
-                       severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  self.logger_.log(finding ? PHX_LOG_ERROR : PHX_LOG_WARN, "Vulkan validation: " + message);
+  // General messages are not validation findings: the loader's warnings (e.g. about other
+  // layers' manifests), and the driver's note of an error it returns (lavapipe reports
+  // VK_ERROR_OUT_OF_DEVICE_MEMORY so), which the call that got it reports as its own
+  // error. Logged, not held against the next call: a refused allocation changes nothing.
+  const bool finding = (types & ~VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT) != 0;
+  const bool error = finding || severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  self.logger_.log(error ? PHX_LOG_ERROR : PHX_LOG_WARN, "Vulkan validation: " + message);
   if (finding) {
     std::lock_guard lock(self.mutex_);
     if (!self.validation_errors_.empty()) self.validation_errors_ += "; ";

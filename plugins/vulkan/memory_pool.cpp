@@ -102,26 +102,21 @@ Allocation* MemoryPool::allocate(uint64_t size, bool scratch) {
   }
   if (allocation->block == nullptr) {
     const uint64_t block_size = dedicated ? reserved : config_.block_size;
+    // No cached empty block is destroyed to make room: a refusal leaves the blocks and the
+    // statistics as they were, and the caller chooses whether to release the cache.
     try {
       allocation->block = new_block(block_size, dedicated);
     } catch (const OpError& e) {
       if (e.status != PHX_STATUS_OUT_OF_MEMORY) throw;
-      // Cached empty blocks may be what stands in the way.
-      std::erase_if(blocks_, [this](const std::unique_ptr<MemoryBlock>& b) {
-        if (b->used != 0) return false;
-        destroy_block(b.get());
-        return true;
-      });
-      try {
-        allocation->block = new_block(block_size, dedicated);
-      } catch (const OpError& again) {
-        if (again.status != PHX_STATUS_OUT_OF_MEMORY) throw;
-        throw OpError{PHX_STATUS_OUT_OF_MEMORY,
-                      "cannot allocate " + std::to_string(size) +
-                          " bytes: the device refused a block of " + std::to_string(block_size) +
-                          " bytes (" + again.message + "); " + std::to_string(in_use_) +
-                          " bytes in use of " + std::to_string(config_.capacity)};
-      }
+      const uint64_t cached = cached_bytes_locked();
+      throw OpError{PHX_STATUS_OUT_OF_MEMORY,
+                    "cannot allocate " + std::to_string(size) +
+                        " bytes: the device refused a block of " + std::to_string(block_size) +
+                        " bytes (" + e.message + "); " + std::to_string(in_use_) +
+                        " bytes in use of " + std::to_string(config_.capacity) +
+                        (cached > 0 ? "; phx_memory_release_cached frees the " +
+                                          std::to_string(cached) + " bytes of cached blocks"
+                                    : "")};
     }
     carve(*allocation->block, reserved, allocation->offset);
   }
@@ -177,11 +172,17 @@ phx_memory_stats MemoryPool::stats() const {
   phx_memory_stats s = PHX_MEMORY_STATS_INIT;
   s.bytes_in_use = in_use_;
   s.peak_bytes_in_use = peak_;
-  for (const auto& block : blocks_)
-    if (block->used == 0) s.bytes_cached += block->size;
+  s.bytes_cached = cached_bytes_locked();
   s.limit_bytes = limit_ != 0 ? limit_ : config_.capacity;
   s.allocation_count = count_;
   return s;
+}
+
+uint64_t MemoryPool::cached_bytes_locked() const {
+  uint64_t bytes = 0;
+  for (const auto& block : blocks_)
+    if (block->used == 0) bytes += block->size;
+  return bytes;
 }
 
 void MemoryPool::set_limit(uint64_t limit_bytes) {

@@ -1,7 +1,8 @@
 // A device's memory: a few large VkDeviceMemory blocks, each with one VkBuffer over all
 // of it, carved into aligned ranges; a tensor bigger than half a block gets a block of
 // its own. Freed ranges are coalesced and reused; blocks that become empty stay cached
-// for the next allocations until release_cached(). Thread-safe.
+// for the next allocations until release_cached(). An allocation that fails changes
+// nothing: no cached block is destroyed to make room. Thread-safe.
 #pragma once
 
 #include <phynexus/phynexus.h>
@@ -71,6 +72,7 @@ class MemoryPool {
   MemoryBlock* new_block(uint64_t size, bool dedicated);  // under mutex_
   void destroy_block(MemoryBlock* block);
   bool carve(MemoryBlock& block, uint64_t bytes, uint64_t& offset);
+  uint64_t cached_bytes_locked() const;  // the empty blocks' bytes, under mutex_
 
   MemoryPoolConfig config_;
   mutable std::mutex mutex_;

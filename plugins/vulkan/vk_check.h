@@ -17,8 +17,6 @@ std::string result_name(VkResult result);
 // INTERNAL for the rest (a result the plugin did not expect is its bug).
 phx_status result_status(VkResult result);
 
-// Throws OpError{result_status(result), "<what>: <result name>"} unless result is
-// VK_SUCCESS (or another non-negative result, which is not a failure).
 // A Vulkan struct with its sType set and every other member zero.
 template <typename T>
 T vk_struct(VkStructureType type) {
@@ -27,6 +25,8 @@ T vk_struct(VkStructureType type) {
   return value;
 }
 
+// Throws OpError{result_status(result), "<what>: <result name>"} unless result is
+// VK_SUCCESS (or another non-negative result, which is not a failure).
 inline void check(VkResult result, const char* what) {
   if (result < 0)
     throw OpError{result_status(result), std::string(what) + ": " + result_name(result)};

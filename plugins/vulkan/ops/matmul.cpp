@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "families.h"
 #include "op_util.h"
@@ -77,10 +78,9 @@ uint64_t batch_offset(const Push& p, uint64_t batch, uint32_t mask, uint64_t mat
   return offset;
 }
 
-}  // namespace
-
-void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
-  const DeviceCaps& caps = recorder.caps();
+// The push constants of matmul y = a x b (+ bias): sizes, strides and batch broadcasting.
+// The dispatch fields (shifts, bases, m_end) are set per dispatch.
+Push matmul_push(const phx_plugin_op& op) {
   const phx_plugin_tensor& a = op.inputs[0];
   const phx_plugin_tensor& b = op.inputs[1];
   const phx_plugin_tensor* bias = optional_input(op, 2);
@@ -99,10 +99,8 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   p.b_rs = tb ? 1 : p.n;
   p.b_cs = tb ? p.k : 1;
   p.batch_rank = rank - 2;
-  uint64_t batches = 1;
   for (uint32_t d = 0; d < p.batch_rank; ++d) {
     p.batch_shape[d] = static_cast<uint32_t>(y.shape[d]);
-    batches *= p.batch_shape[d];
     if (aligned_dim(a, rank, d) == 1) p.batch_mask |= 1u << d;
     if (aligned_dim(b, rank, d) == 1) p.batch_mask |= 0x100u << d;
     if (bias && aligned_dim(*bias, rank, d) == 1) p.batch_mask |= 0x10000u << d;
@@ -115,14 +113,27 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
     p.bias_matrix = static_cast<uint32_t>(bias_m * bias_n);
   }
   p.flags = static_cast<uint32_t>(params.activation) | (bias ? 0x100u : 0u);
+  return p;
+}
 
-  const uint32_t k_block = use_shared_memory(caps) ? shared_k_block(caps) : 0;
-  const std::string kernel = std::string(k_block ? "matmul_shared_" : "matmul_direct_") +
-                             std::string(dtype_name(a.dtype)) + "_" +
-                             std::string(dtype_name(y.dtype));
-  const auto dispatch = [&](std::initializer_list<Binding> bindings, uint32_t batch_count) {
+uint64_t batch_count(const Push& p) {
+  uint64_t batches = 1;
+  for (uint32_t d = 0; d < p.batch_rank; ++d) batches *= p.batch_shape[d];
+  return batches;
+}
+
+// The kernel one matmul runs and how each of its dispatches is recorded.
+struct MatmulKernel {
+  OpRecorder& recorder;
+  std::string name;
+  uint32_t k_block;  // the shared variant's K block; 0 for the direct variant
+  bool ta, tb;
+
+  // Rows m_base..m_end of the output, for batch_count batches from batch_base.
+  void dispatch(const Push& p, std::initializer_list<Binding> bindings,
+                uint32_t batch_count) const {
     if (k_block) {
-      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, k_block}}, (p.n + kTile - 1) / kTile,
+      recorder.dispatch(name, bindings, &p, sizeof p, {{0, k_block}}, (p.n + kTile - 1) / kTile,
                         (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
     } else {
       // Operands whose rows start at multiples of 8 elements are loaded 8 elements at a
@@ -130,51 +141,71 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       // element multiples of 8 (a batch matrix then starts at one too).
       const uint32_t a_vec = !ta && p.k % 8 == 0 && p.a_shift % 8 == 0 ? 1 : 0;
       const uint32_t b_vec = !tb && p.n % 8 == 0 && p.b_shift % 8 == 0 ? 1 : 0;
-      recorder.dispatch(kernel, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}},
+      recorder.dispatch(name, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}},
                         (p.n + kTile - 1) / kTile, (p.m_end - p.m_base + kTile - 1) / kTile,
                         batch_count);
     }
-  };
-  if ((p.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {
-    fail_unsupported("matmul: N = " + std::to_string(p.n) + " exceeds the device's grid");
   }
+};
+
+MatmulKernel matmul_kernel(OpRecorder& recorder, const phx_plugin_op& op) {
+  const auto& params = *static_cast<const phx_matmul_params*>(op.params);
+  const uint32_t k_block = use_shared_memory(recorder.caps()) ? shared_k_block(recorder.caps()) : 0;
+  std::string name = std::string(k_block ? "matmul_shared_" : "matmul_direct_") +
+                     std::string(dtype_name(op.inputs[0].dtype)) + "_" +
+                     std::string(dtype_name(op.outputs[0].dtype));
+  return {recorder, std::move(name), k_block, params.transpose_a != 0, params.transpose_b != 0};
+}
+
+// Every operand in one binding: dispatches only as the grid's limits on rows and batches
+// require.
+void record_whole(const MatmulKernel& kernel, const phx_plugin_op& op, Push& p,
+                  const Binding* bias) {
+  const DeviceCaps& caps = kernel.recorder.caps();
+  const uint64_t max_rows = static_cast<uint64_t>(caps.max_workgroup_count[1]) * kTile;
+  const uint64_t batches = batch_count(p);
+  const Binding ab = kernel.recorder.bind(op.inputs[0]);
+  const Binding bb = kernel.recorder.bind(op.inputs[1]);
+  const Binding yb = kernel.recorder.bind(op.outputs[0]);
+  for (uint64_t batch = 0; batch < batches; batch += caps.max_workgroup_count[2]) {
+    for (uint64_t row = 0; row < p.m; row += max_rows) {
+      p.batch_base = static_cast<uint32_t>(batch);
+      p.m_base = static_cast<uint32_t>(row);
+      p.m_end = static_cast<uint32_t>(std::min<uint64_t>(p.m, row + max_rows));
+      kernel.dispatch(
+          p, {ab, bb, yb, bias ? *bias : yb},
+          static_cast<uint32_t>(std::min<uint64_t>(batches - batch, caps.max_workgroup_count[2])));
+    }
+  }
+}
+
+// An operand larger than one binding: one dispatch per batch and block of output rows,
+// each binding the sub-ranges it reads (the file's opening comment).
+void record_in_row_blocks(const MatmulKernel& kernel, const phx_plugin_op& op, Push& p,
+                          const Binding* bias) {
+  OpRecorder& recorder = kernel.recorder;
+  const DeviceCaps& caps = recorder.caps();
+  const phx_plugin_tensor& a = op.inputs[0];
+  const phx_plugin_tensor& b = op.inputs[1];
+  const phx_plugin_tensor& y = op.outputs[0];
   const uint64_t max_rows = static_cast<uint64_t>(caps.max_workgroup_count[1]) * kTile;
   const uint64_t limit = caps.max_binding_bytes;
   const uint64_t in_bytes = dtype_bytes(a.dtype);
   const uint64_t out_bytes = dtype_bytes(y.dtype);
-  const Binding bias_binding = bias ? recorder.bind(*bias) : Binding{};
-
-  const bool fits = element_count(a) * in_bytes <= limit && element_count(b) * in_bytes <= limit &&
-                    element_count(y) * out_bytes <= limit;
-  if (fits) {
-    const Binding ab = recorder.bind(a);
-    const Binding bb = recorder.bind(b);
-    const Binding yb = recorder.bind(y);
-    for (uint64_t batch = 0; batch < batches; batch += caps.max_workgroup_count[2]) {
-      for (uint64_t row = 0; row < p.m; row += max_rows) {
-        p.batch_base = static_cast<uint32_t>(batch);
-        p.m_base = static_cast<uint32_t>(row);
-        p.m_end = static_cast<uint32_t>(std::min<uint64_t>(p.m, row + max_rows));
-        dispatch({ab, bb, yb, bias ? bias_binding : yb},
-                 static_cast<uint32_t>(
-                     std::min<uint64_t>(batches - batch, caps.max_workgroup_count[2])));
-      }
-    }
-    return;
-  }
 
   // Rows per dispatch: as many whole rows of a and of the output as one binding holds,
   // in whole tiles when there is room for one.
-  const uint64_t a_rows = ta ? max_rows : elements_per_binding(caps, in_bytes) / p.k;
+  const uint64_t a_rows = kernel.ta ? max_rows : elements_per_binding(caps, in_bytes) / p.k;
   const uint64_t y_rows = elements_per_binding(caps, out_bytes) / p.n;
   uint64_t rows = std::min({a_rows, y_rows, max_rows});
   if (rows >= kTile) rows -= rows % kTile;
   const uint64_t a_matrix = static_cast<uint64_t>(p.m) * p.k;
   const uint64_t b_matrix = static_cast<uint64_t>(p.k) * p.n;
-  if (rows == 0 || b_matrix * in_bytes > limit || (ta && a_matrix * in_bytes > limit)) {
+  if (rows == 0 || b_matrix * in_bytes > limit || (kernel.ta && a_matrix * in_bytes > limit)) {
     fail_unsupported("matmul: a row block or a batch matrix of an operand exceeds one binding (" +
                      std::to_string(limit) + " bytes)");
   }
+  const uint64_t batches = batch_count(p);
   for (uint64_t batch = 0; batch < batches; ++batch) {
     const uint64_t a_first = batch_offset(p, batch, p.batch_mask & 0xFFu, a_matrix);
     const uint64_t b_first = batch_offset(p, batch, (p.batch_mask >> 8) & 0xFFu, b_matrix);
@@ -182,8 +213,8 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
     for (uint64_t row = 0; row < p.m; row += rows) {
       const uint64_t row_end = std::min<uint64_t>(p.m, row + rows);
       const ElementRange ar =
-          ta ? bind_elements(recorder, a, a_first, a_matrix)
-             : bind_elements(recorder, a, a_first + row * p.k, (row_end - row) * p.k);
+          kernel.ta ? bind_elements(recorder, a, a_first, a_matrix)
+                    : bind_elements(recorder, a, a_first + row * p.k, (row_end - row) * p.k);
       const ElementRange yr =
           bind_elements(recorder, y, batch * p.m * p.n + row * p.n, (row_end - row) * p.n);
       p.a_shift = ar.shift;
@@ -192,9 +223,31 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       p.batch_base = static_cast<uint32_t>(batch);
       p.m_base = static_cast<uint32_t>(row);
       p.m_end = static_cast<uint32_t>(row_end);
-      dispatch({ar.binding, br.binding, yr.binding, bias ? bias_binding : yr.binding}, 1);
+      kernel.dispatch(p, {ar.binding, br.binding, yr.binding, bias ? *bias : yr.binding}, 1);
     }
   }
+}
+
+}  // namespace
+
+void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
+  const DeviceCaps& caps = recorder.caps();
+  Push p = matmul_push(op);
+  const MatmulKernel kernel = matmul_kernel(recorder, op);
+  if ((p.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {
+    fail_unsupported("matmul: N = " + std::to_string(p.n) + " exceeds the device's grid");
+  }
+  const phx_plugin_tensor* bias = optional_input(op, 2);
+  const Binding bias_binding = bias ? recorder.bind(*bias) : Binding{};
+  const uint64_t limit = caps.max_binding_bytes;
+  const uint64_t in_bytes = dtype_bytes(op.inputs[0].dtype);
+  const bool fits = element_count(op.inputs[0]) * in_bytes <= limit &&
+                    element_count(op.inputs[1]) * in_bytes <= limit &&
+                    element_count(op.outputs[0]) * dtype_bytes(op.outputs[0].dtype) <= limit;
+  if (fits)
+    record_whole(kernel, op, p, bias ? &bias_binding : nullptr);
+  else
+    record_in_row_blocks(kernel, op, p, bias ? &bias_binding : nullptr);
 }
 
 }  // namespace phx::vulkan::ops
