@@ -226,8 +226,10 @@ typedef struct phx_plugin_api {
   /* Fills *out_info (struct_size set by the host) for device. Thread-safe. */
   phx_status (*device_info)(void* plugin, uint32_t device, phx_plugin_device_info* out_info);
 
-  /* Sets *out_supported to 1 if device implements op with inputs of dtype. An op the
-   * plugin does not know is 0, not an error. Thread-safe. */
+  /* Sets *out_supported to 1 if device implements op for some variant whose first input
+   * is of dtype (op_variant_supported, since 1.2, says which variants). An op the plugin
+   * does not know is 0, not an error. Asked once per op and dtype when a context is
+   * created; the answers must not change while the plugin is loaded. Thread-safe. */
   phx_status (*op_supported)(void* plugin, uint32_t device, phx_op_id op, phx_dtype dtype,
                              int* out_supported);
 
