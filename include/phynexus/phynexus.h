@@ -606,14 +606,16 @@ typedef struct phx_op_variant {
 
 /* Sets *out_supported to 1 if device runs the op variant, else 0. The answer is the one
  * phx_op_run then gives: for tensors of these dtypes, in shapes the op's rules accept,
- * on a context without CPU fallback, phx_op_run returns UNSUPPORTED exactly when this
- * says 0 (a device may still refuse a tensor too large for it, which shapes decide).
- * A variant that the op's rules refuse (say, matmul of f32 by f16) is answered 0 and
- * phx_op_run refuses it with INVALID_ARGUMENT. A plugin of plugin ABI 1.1 or older
- * answers for the first input's dtype only.
- * Returns INVALID_ARGUMENT (null variant, bad struct_size, unknown op or dtype, counts
- * past PHX_MAX_OP_INPUTS or PHX_MAX_OP_OUTPUTS, null dtype arrays with a count, a bad
- * parameter struct), NOT_FOUND (no such device), PLUGIN_ERROR. Thread-safe. Since API 0.3. */
+ * on a context without CPU fallback, phx_op_run succeeds when this says 1 (a device may
+ * still refuse a tensor too large for it, which shapes decide) and refuses the op when
+ * it says 0: UNSUPPORTED, or INVALID_ARGUMENT for a variant the op's rules refuse (say,
+ * matmul of f32 by f16), which is answered 0 too. A plugin of plugin ABI 1.1 or older
+ * answers for the first input's dtype only. variant, its parameter struct and its dtype
+ * arrays are read during the call only; none is kept.
+ * Returns INVALID_ARGUMENT (null variant or out_supported, bad struct_size, unknown op
+ * or dtype, no inputs or outputs or more than PHX_MAX_OP_INPUTS or PHX_MAX_OP_OUTPUTS,
+ * null dtype arrays, a bad parameter struct), NOT_FOUND (no such device), PLUGIN_ERROR.
+ * Thread-safe. Since API 0.3. */
 PHX_API phx_status phx_device_supports_op(phx_context context, size_t device,
                                           const phx_op_variant* variant, int* out_supported);
 
