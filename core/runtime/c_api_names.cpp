@@ -3,6 +3,7 @@
 #include <phynexus/plugin.h>
 
 #include "abi_structs.h"
+#include "op_table.h"
 
 using phx::enum_value;
 
@@ -80,57 +81,8 @@ PHX_API const char* phx_device_type_name(phx_device_type type) {
 }
 
 PHX_API const char* phx_op_name(phx_op_id op) {
-  switch (enum_value(op)) {
-    case PHX_OP_MATMUL:
-      return "matmul";
-    case PHX_OP_ADD:
-      return "add";
-    case PHX_OP_SUB:
-      return "sub";
-    case PHX_OP_MUL:
-      return "mul";
-    case PHX_OP_DIV:
-      return "div";
-    case PHX_OP_RELU:
-      return "relu";
-    case PHX_OP_GELU:
-      return "gelu";
-    case PHX_OP_SILU:
-      return "silu";
-    case PHX_OP_SOFTMAX:
-      return "softmax";
-    case PHX_OP_LAYER_NORM:
-      return "layer_norm";
-    case PHX_OP_RMS_NORM:
-      return "rms_norm";
-    case PHX_OP_TRANSPOSE:
-      return "transpose";
-    case PHX_OP_REDUCE_SUM:
-      return "reduce_sum";
-    case PHX_OP_REDUCE_MAX:
-      return "reduce_max";
-    case PHX_OP_CAST:
-      return "cast";
-    case PHX_OP_CONV2D:
-      return "conv2d";
-    case PHX_OP_ATTENTION:
-      return "attention";
-    case PHX_OP_ROPE:
-      return "rope";
-    case PHX_OP_QUANTIZE:
-      return "quantize";
-    case PHX_OP_DEQUANTIZE:
-      return "dequantize";
-    case PHX_OP_QMATMUL:
-      return "qmatmul";
-    case PHX_OP_QCONV2D:
-      return "qconv2d";
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      return "dynamic_quantize";
-    case PHX_OP_INVALID:
-      break;
-  }
-  return "unknown";
+  const phx::OpSchema* schema = phx::find_op_schema(enum_value(op));
+  return schema != nullptr ? schema->name : "unknown";
 }
 
 }  // extern "C"

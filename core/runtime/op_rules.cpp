@@ -52,79 +52,6 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return from.size() <= to.size() && broadcast(from, to, joined) && joined == to;
 }
 
-struct Arity {
-  size_t min_inputs, max_inputs;
-  uint32_t required_inputs;  // bit i: input i may not be null
-  size_t outputs;
-};
-
-Arity arity(phx_op_id op) {
-  switch (op) {
-    case PHX_OP_MATMUL:
-    case PHX_OP_CONV2D:
-      return {2, 3, 0b11, 1};
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_DIV:
-      return {2, 2, 0b11, 1};
-    case PHX_OP_LAYER_NORM:
-      return {1, 3, 0b1, 1};
-    case PHX_OP_RMS_NORM:
-      return {1, 2, 0b1, 1};
-    case PHX_OP_ATTENTION:
-    case PHX_OP_ROPE:
-      return {3, 3, 0b111, 1};
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
-      return {2, 3, 0b11, 1};
-    case PHX_OP_QMATMUL:
-    case PHX_OP_QCONV2D:
-      // a, b, a_scale, a_zero_point, b_scale are positional; the rest may be left off.
-      return {5, 9, 0b10111, 1};
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      return {1, 1, 0b1, 3};
-    default:
-      return {1, 1, 0b1, 1};
-  }
-}
-
-constexpr uint32_t kFloats =
-    PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
-constexpr uint32_t kSignedInts =
-    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
-constexpr uint32_t kAll = kFloats | kSignedInts | PHX_DTYPE_BIT(PHX_DTYPE_U8);
-// What the quantized ops store their values in.
-constexpr uint32_t kQuantized =
-    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
-
-// The dtypes an op is defined for (its first input's). A dtype outside is a wrong
-// argument; one inside that a device does not implement is UNSUPPORTED, later.
-uint32_t defined_dtypes(phx_op_id op) {
-  switch (op) {
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      return PHX_DTYPE_BIT(PHX_DTYPE_F32);
-    case PHX_OP_DEQUANTIZE:
-      return kQuantized | PHX_DTYPE_BIT(PHX_DTYPE_I32);
-    case PHX_OP_QMATMUL:
-    case PHX_OP_QCONV2D:
-      return kQuantized;
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_TRANSPOSE:
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-    case PHX_OP_CAST:
-      return kAll;
-    case PHX_OP_RELU:
-      return kFloats | kSignedInts;
-    default:
-      return kFloats;
-  }
-}
-
 std::string dtype_list(uint32_t mask) {
   std::string s;
   for (int d = 1; d < PHX_DTYPE_COUNT; ++d) {
@@ -166,10 +93,28 @@ void dtype_in(phx_op_id op, phx_dtype got, uint32_t mask, const char* name) {
     broken(op, std::string(name) + " must be " + dtype_list(mask) + ", got " + phx_dtype_name(got));
 }
 
-// The dtypes of qmatmul and qconv2d: a (or x), b (or the weight), their scales and zero
-// points, the bias, and the output with y_scale and y_zero_point when it is requantized.
-void check_quantized_product_dtypes(const OpVariant& v) {
+bool relu_or_none(const phx_activation& activation) {
+  const int value = enum_value(activation);
+  return value == PHX_ACTIVATION_NONE || value == PHX_ACTIVATION_RELU;
+}
+
+// What qmatmul and qconv2d take of their parameter structs.
+void check_quantized_product_params(phx_op_id op, const void* params) {
+  const phx_activation& activation =
+      op == PHX_OP_QMATMUL ? static_cast<const phx_matmul_params*>(params)->activation
+                           : static_cast<const phx_conv2d_params*>(params)->activation;
+  if (op == PHX_OP_QMATMUL && static_cast<const phx_matmul_params*>(params)->transpose_a)
+    broken(op, "a cannot be transposed");
+  if (!relu_or_none(activation))
+    broken(op, "takes no activation but relu, got " + std::to_string(enum_value(activation)));
+}
+
+// The variant of qmatmul or qconv2d: the parameters above, then the dtypes of a (or x),
+// b (or the weight), their scales and zero points, the bias, and the output with y_scale
+// and y_zero_point when it is requantized.
+void check_quantized_product_variant(const OpVariant& v) {
   const phx_op_id op = v.op;
+  check_quantized_product_params(op, v.params);
   auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
   const phx_dtype out = v.outputs[0];
   dtype_is(op, in(1), PHX_DTYPE_I8, "the weights (b)");
@@ -178,7 +123,7 @@ void check_quantized_product_dtypes(const OpVariant& v) {
   dtype_is(op, in(4), PHX_DTYPE_F32, "b_scale");
   dtype_is_if_present(op, in(5), PHX_DTYPE_I32, "b_zero_point");
   dtype_is_if_present(op, in(6), PHX_DTYPE_I32, "bias");
-  const bool requantized = (kQuantized & PHX_DTYPE_BIT(out)) != 0;
+  const bool requantized = (kQuantizedDtypes & PHX_DTYPE_BIT(out)) != 0;
   if (!requantized && out != PHX_DTYPE_I32 && out != PHX_DTYPE_F32)
     broken(op,
            std::string("the output must be i8, u8, i16, i32 or f32, got ") + phx_dtype_name(out));
@@ -193,97 +138,74 @@ void check_quantized_product_dtypes(const OpVariant& v) {
   dtype_is_if_present(op, in(8), PHX_DTYPE_I32, "y_zero_point");
 }
 
-bool relu_or_none(const phx_activation& activation) {
-  const int value = enum_value(activation);
-  return value == PHX_ACTIVATION_NONE || value == PHX_ACTIVATION_RELU;
+// Every operand present, past the first input, has the first input's dtype; messages name
+// the operands as the op table does.
+void check_same_dtypes(const OpSchema& schema, const OpVariant& v) {
+  const phx_dtype x = v.inputs[0];
+  auto check = [&](phx_dtype got, const char* name) {
+    if (got != PHX_DTYPE_INVALID && got != x)
+      broken(v.op, std::string(name) + " must have " + schema.inputs[0] + "'s dtype, " +
+                       phx_dtype_name(x) + ", got " + phx_dtype_name(got));
+  };
+  for (size_t i = 1; i < v.input_count; ++i) check(v.inputs[i], schema.inputs[i]);
+  for (size_t i = 0; i < v.output_count; ++i) check(v.outputs[i], schema.outputs[i]);
 }
 
 // The dtype rules between an op's inputs and outputs.
-void check_dtypes(const OpVariant& v) {
+void check_dtypes(const OpSchema& schema, const OpVariant& v) {
   const phx_op_id op = v.op;
   auto in = [&](size_t i) { return i < v.input_count ? v.inputs[i] : PHX_DTYPE_INVALID; };
   const phx_dtype x = v.inputs[0], y = v.outputs[0];
-  if (!(defined_dtypes(op) & PHX_DTYPE_BIT(x)))
-    broken(op, "is defined for " + dtype_list(defined_dtypes(op)) + "; got " + phx_dtype_name(x));
-  switch (op) {
-    case PHX_OP_MATMUL:
+  if (!(schema.dtypes & PHX_DTYPE_BIT(x)))
+    broken(op, "is defined for " + dtype_list(schema.dtypes) + "; got " + phx_dtype_name(x));
+  switch (schema.dtype_rule) {
+    case DtypeRule::same:
+      check_same_dtypes(schema, v);
+      break;
+    case DtypeRule::matmul:
       same_dtype(op, x, in(1), "a and b");
       if (y != x && y != PHX_DTYPE_F32)
         broken(op, std::string("the output dtype must be a's or f32, got ") + phx_dtype_name(y));
       same_dtype_if_present(op, y, in(2), "output and bias");
       break;
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_DIV:
-      same_dtype(op, x, in(1), "a and b");
-      same_dtype(op, x, y, "inputs and output");
+    case DtypeRule::cast:
       break;
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-      same_dtype_if_present(op, x, in(1), "x and gamma");
-      same_dtype_if_present(op, x, in(2), "x and beta");
-      same_dtype(op, x, y, "x and output");
-      break;
-    case PHX_OP_CONV2D:
-      same_dtype(op, x, in(1), "x and weight");
-      same_dtype_if_present(op, x, in(2), "x and bias");
-      same_dtype(op, x, y, "x and output");
-      break;
-    case PHX_OP_ATTENTION:
-      same_dtype(op, x, in(1), "q and k");
-      same_dtype(op, x, in(2), "q and v");
-      same_dtype(op, x, y, "q and output");
-      break;
-    case PHX_OP_ROPE:
+    case DtypeRule::rope:
       dtype_is(op, in(1), PHX_DTYPE_F32, "cos");
       dtype_is(op, in(2), PHX_DTYPE_F32, "sin");
       same_dtype(op, x, y, "x and output");
       break;
-    case PHX_OP_CAST:
-      break;
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
+    case DtypeRule::quantize:
+    case DtypeRule::dequantize:
       dtype_is(op, in(1), PHX_DTYPE_F32, "scale");
       dtype_is_if_present(op, in(2), PHX_DTYPE_I32, "the zero point");
-      dtype_in(op, y, op == PHX_OP_QUANTIZE ? kQuantized : PHX_DTYPE_BIT(PHX_DTYPE_F32),
+      dtype_in(op, y,
+               schema.dtype_rule == DtypeRule::quantize ? kQuantizedDtypes
+                                                        : PHX_DTYPE_BIT(PHX_DTYPE_F32),
                "the output");
       break;
-    case PHX_OP_QMATMUL:
-    case PHX_OP_QCONV2D:
-      check_quantized_product_dtypes(v);
+    case DtypeRule::quantized_product:
+      check_quantized_product_variant(v);
       break;
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      dtype_in(op, y, kQuantized, "y");
+    case DtypeRule::dynamic_quantize:
+      dtype_in(op, y, kQuantizedDtypes, "y");
       dtype_is(op, v.outputs[1], PHX_DTYPE_F32, "the scale output");
       dtype_is(op, v.outputs[2], PHX_DTYPE_I32, "the zero point output");
-      break;
-    default:  // one input, and an output of its dtype
-      same_dtype(op, x, y, "input and output");
       break;
   }
 }
 
-// What the rules say of an op's parameters that does not depend on shapes.
-void check_params(phx_op_id op, const void* params) {
-  switch (op) {
-    case PHX_OP_QMATMUL: {
-      auto& p = *static_cast<const phx_matmul_params*>(params);
-      if (p.transpose_a) broken(op, "a cannot be transposed");
-      if (!relu_or_none(p.activation))
-        broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
-      break;
-    }
-    case PHX_OP_QCONV2D:
-    case PHX_OP_CONV2D: {
+// What the rules say of a parameter struct's values, whatever the shapes (an unknown
+// activation is refused earlier, by normalize_params).
+void check_params(phx_op_id op, ParamsKind kind, const void* params) {
+  switch (kind) {
+    case ParamsKind::conv2d: {
       auto& p = *static_cast<const phx_conv2d_params*>(params);
       if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
         broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
-      if (op == PHX_OP_QCONV2D && !relu_or_none(p.activation))
-        broken(op, "takes no activation but relu, got " + std::to_string(enum_value(p.activation)));
       break;
     }
-    case PHX_OP_ATTENTION: {
+    case ParamsKind::attention: {
       auto& p = *static_cast<const phx_attention_params*>(params);
       const int mask = enum_value(p.mask);
       if (mask < PHX_ATTENTION_MASK_NONE || mask > PHX_ATTENTION_MASK_SLIDING_WINDOW)
@@ -561,68 +483,66 @@ const void* copy_params(const void* user, Params& params, const Params& defaults
 
 const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank,
                              OpParams& params) {
-  switch (op) {
-    case PHX_OP_MATMUL: {
+  const OpSchema* schema = find_op_schema(op);
+  if (schema == nullptr) broken(op, "unknown op");
+  switch (schema->params) {
+    case ParamsKind::none:
+      return nullptr;
+    case ParamsKind::matmul: {
       auto* p = copy_params(user, params.matmul, phx_matmul_params PHX_MATMUL_PARAMS_INIT, op);
       check_activation(op, params.matmul.activation);
       return p;
     }
-    case PHX_OP_SOFTMAX:
+    case ParamsKind::softmax:
       return copy_params(user, params.softmax, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT, op);
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
+    case ParamsKind::norm:
       return copy_params(user, params.norm, phx_norm_params PHX_NORM_PARAMS_INIT, op);
-    case PHX_OP_TRANSPOSE: {
+    case ParamsKind::transpose: {
       // The default reverses the dimensions, as NumPy's transpose does.
       phx_transpose_params reverse{sizeof(phx_transpose_params), {}};
       for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
         reverse.perm[i] = input_rank - 1 - i;
       return copy_params(user, params.transpose, reverse, op);
     }
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
+    case ParamsKind::reduce:
       return copy_params(user, params.reduce, phx_reduce_params PHX_REDUCE_PARAMS_INIT, op);
-    case PHX_OP_CONV2D:
-    case PHX_OP_QCONV2D: {
+    case ParamsKind::conv2d: {
       auto* p = copy_params(user, params.conv2d, phx_conv2d_params PHX_CONV2D_PARAMS_INIT, op);
       check_activation(op, params.conv2d.activation);
       return p;
     }
-    case PHX_OP_QMATMUL: {
-      auto* p = copy_params(user, params.matmul, phx_matmul_params PHX_MATMUL_PARAMS_INIT, op);
-      check_activation(op, params.matmul.activation);
-      return p;
-    }
-    case PHX_OP_ATTENTION:
+    case ParamsKind::attention:
       return copy_params(user, params.attention, phx_attention_params PHX_ATTENTION_PARAMS_INIT,
                          op);
-    case PHX_OP_ROPE:
+    case ParamsKind::rope:
       return copy_params(user, params.rope, phx_rope_params PHX_ROPE_PARAMS_INIT, op);
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
+    case ParamsKind::quantize:
       return copy_params(user, params.quantize, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT, op);
-    default:
-      return nullptr;
   }
+  return nullptr;
 }
 
 void check_variant(const OpVariant& v) {
   const phx_op_id op = v.op;
-  const Arity a = arity(op);
-  if (v.input_count < a.min_inputs || v.input_count > a.max_inputs)
-    broken(op, "takes " + std::to_string(a.min_inputs) +
-                   (a.max_inputs != a.min_inputs ? " to " + std::to_string(a.max_inputs) : "") +
+  const OpSchema* schema = find_op_schema(op);
+  if (schema == nullptr) broken(op, "unknown op");
+  const size_t min_inputs = schema->min_input_count(), max_inputs = schema->input_count();
+  if (v.input_count < min_inputs || v.input_count > max_inputs)
+    broken(op, "takes " + std::to_string(min_inputs) +
+                   (max_inputs != min_inputs ? " to " + std::to_string(max_inputs) : "") +
                    " inputs, got " + std::to_string(v.input_count));
-  if (v.output_count != a.outputs)
-    broken(op, "takes " + std::to_string(a.outputs) + " output" + (a.outputs > 1 ? "s" : "") +
+  const size_t outputs = schema->output_count();
+  if (v.output_count != outputs)
+    broken(op, "takes " + std::to_string(outputs) + " output" + (outputs > 1 ? "s" : "") +
                    ", got " + std::to_string(v.output_count));
   for (size_t i = 0; i < v.input_count; ++i)
-    if (v.inputs[i] == PHX_DTYPE_INVALID && (a.required_inputs >> i & 1u))
-      broken(op, "input " + std::to_string(i) + " is required but null");
+    if (v.inputs[i] == PHX_DTYPE_INVALID && schema->input_required(i))
+      broken(op, std::string("input ") + std::to_string(i) + " (" + schema->inputs[i] +
+                     ") is required but null");
   for (size_t i = 0; i < v.output_count; ++i)
     if (v.outputs[i] == PHX_DTYPE_INVALID) broken(op, "output " + std::to_string(i) + " is null");
-  check_params(op, v.params);
-  check_dtypes(v);
+  check_params(op, schema->params, v.params);
+  check_dtypes(*schema, v);
 }
 
 OpVariant variant_of(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
@@ -653,64 +573,51 @@ std::string variant_text(const OpVariant& v) {
 void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
               const Tensor* const* out, size_t out_count) {
   check_variant(variant_of(op, params, in, in_count, out, out_count));
+  auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
   const Tensor& y = *out[0];
-
-  switch (op) {
-    case PHX_OP_MATMUL:
-      check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1],
-                   in_count > 2 ? in[2] : nullptr, y);
-      break;
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_DIV:
-      check_elementwise_binary(op, *in[0], *in[1], y);
-      break;
-    case PHX_OP_RELU:
-    case PHX_OP_GELU:
-    case PHX_OP_SILU:
-    case PHX_OP_CAST:
+  switch (find_op_schema(op)->shape_rule) {
+    case ShapeRule::same:
       check_output_shape(op, shape_of(*in[0]), y);
       break;
-    case PHX_OP_SOFTMAX:
+    case ShapeRule::broadcast:
+      check_elementwise_binary(op, *in[0], *in[1], y);
+      break;
+    case ShapeRule::matmul:
+      check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1], input(2), y);
+      break;
+    case ShapeRule::softmax:
       check_softmax(*static_cast<const phx_softmax_params*>(params), *in[0], y);
       break;
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
+    case ShapeRule::norm:
       check_norm(op, in, in_count, y);
       break;
-    case PHX_OP_TRANSPOSE:
+    case ShapeRule::transpose:
       check_transpose(*static_cast<const phx_transpose_params*>(params), *in[0], y);
       break;
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
+    case ShapeRule::reduce:
       check_reduce(op, *static_cast<const phx_reduce_params*>(params), *in[0], y);
       break;
-    case PHX_OP_CONV2D:
-      check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1],
-                   in_count > 2 ? in[2] : nullptr, y);
+    case ShapeRule::conv2d:
+      check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1], input(2), y);
       break;
-    case PHX_OP_ATTENTION:
+    case ShapeRule::attention:
       check_attention(*in[0], *in[1], *in[2], y);
       break;
-    case PHX_OP_ROPE:
+    case ShapeRule::rope:
       check_rope(*in[0], *in[1], *in[2], y);
       break;
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
+    case ShapeRule::quantize:
       check_quantize(op, *static_cast<const phx_quantize_params*>(params), in, in_count, y);
       break;
-    case PHX_OP_QMATMUL:
+    case ShapeRule::qmatmul:
       check_qmatmul(*static_cast<const phx_matmul_params*>(params), in, in_count, y);
       break;
-    case PHX_OP_QCONV2D:
+    case ShapeRule::qconv2d:
       check_qconv2d(*static_cast<const phx_conv2d_params*>(params), in, in_count, y);
       break;
-    case PHX_OP_DYNAMIC_QUANTIZE:
+    case ShapeRule::dynamic_quantize:
       check_dynamic_quantize(*in[0], out);
       break;
-    default:
-      broken(op, "unknown op");
   }
 }
 

@@ -1,5 +1,6 @@
-// The rules of every op (docs/ops.md), checked before a plugin sees the op, so that
-// plugins may trust what they are given and users get one message per broken rule.
+// The rules of every op (docs/ops.md), as the op table (op_table.h) states them, checked
+// before a plugin sees the op, so that plugins may trust what they are given and users
+// get one message per broken rule.
 #pragma once
 
 #include <phynexus/phynexus.h>
@@ -7,11 +8,9 @@
 #include <string>
 
 #include "context.h"
+#include "op_table.h"
 
 namespace phx {
-
-constexpr size_t kMaxOpInputs = PHX_MAX_OP_INPUTS;
-constexpr size_t kMaxOpOutputs = PHX_MAX_OP_OUTPUTS;
 
 // The parameters of an op in this library's layout, defaults filled in.
 union OpParams {

@@ -1,0 +1,246 @@
+#include "op_table.h"
+
+#include <initializer_list>
+#include <iterator>
+
+namespace phx {
+namespace {
+
+constexpr uint32_t optional(std::initializer_list<int> inputs) {
+  uint32_t bits = 0;
+  for (int i : inputs) bits |= 1u << i;
+  return bits;
+}
+
+// qmatmul and qconv2d: their two operands, then the quantization of each and of the
+// output (docs/ops.md, "Quantized ops").
+constexpr OpSchema quantized_product(phx_op_id op, const char* name, const char* first,
+                                     const char* second, ParamsKind params, ShapeRule shape_rule,
+                                     const char* summary) {
+  return {.op = op,
+          .name = name,
+          .inputs = {first, second, "a_scale", "a_zero_point", "b_scale", "b_zero_point", "bias",
+                     "y_scale", "y_zero_point"},
+          .optional_inputs = optional({3, 5, 6, 7, 8}),
+          .outputs = {"y"},
+          .params = params,
+          .dtypes = kQuantizedDtypes,
+          .dtype_rule = DtypeRule::quantized_product,
+          .shape_rule = shape_rule,
+          .summary = summary};
+}
+
+constexpr OpSchema binary(phx_op_id op, const char* name, uint32_t dtypes, const char* summary) {
+  return {.op = op,
+          .name = name,
+          .inputs = {"a", "b"},
+          .outputs = {"y"},
+          .dtypes = dtypes,
+          .shape_rule = ShapeRule::broadcast,
+          .summary = summary};
+}
+
+constexpr OpSchema unary(phx_op_id op, const char* name, uint32_t dtypes, const char* summary) {
+  return {.op = op,
+          .name = name,
+          .inputs = {"x"},
+          .outputs = {"y"},
+          .dtypes = dtypes,
+          .summary = summary};
+}
+
+constexpr OpSchema reduction(phx_op_id op, const char* name, const char* summary) {
+  return {.op = op,
+          .name = name,
+          .inputs = {"x"},
+          .outputs = {"y"},
+          .params = ParamsKind::reduce,
+          .dtypes = kAllDtypes,
+          .shape_rule = ShapeRule::reduce,
+          .summary = summary};
+}
+
+constexpr OpSchema kOps[] = {
+    {.op = PHX_OP_MATMUL,
+     .name = "matmul",
+     .inputs = {"a", "b", "bias"},
+     .optional_inputs = optional({2}),
+     .outputs = {"y"},
+     .params = ParamsKind::matmul,
+     .dtypes = kFloatDtypes,
+     .dtype_rule = DtypeRule::matmul,
+     .shape_rule = ShapeRule::matmul,
+     .summary = "activation(a @ b + bias), either operand transposed, batch dimensions "
+                "broadcast, f32 accumulation"},
+    binary(PHX_OP_ADD, "add", kAllDtypes, "a + b, broadcast; integers wrap around"),
+    binary(PHX_OP_SUB, "sub", kAllDtypes, "a - b, broadcast; integers wrap around"),
+    binary(PHX_OP_MUL, "mul", kAllDtypes, "a * b, broadcast; integers wrap around"),
+    binary(PHX_OP_DIV, "div", kFloatDtypes, "a / b, broadcast"),
+    unary(PHX_OP_RELU, "relu", kFloatDtypes | kSignedIntDtypes, "max(x, 0)"),
+    unary(PHX_OP_GELU, "gelu", kFloatDtypes, "x (1 + erf(x / sqrt 2)) / 2, the exact form"),
+    unary(PHX_OP_SILU, "silu", kFloatDtypes, "x / (1 + e^-x)"),
+    {.op = PHX_OP_SOFTMAX,
+     .name = "softmax",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::softmax,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::softmax,
+     .summary = "softmax along one axis, sums in f32"},
+    {.op = PHX_OP_LAYER_NORM,
+     .name = "layer_norm",
+     .inputs = {"x", "gamma", "beta"},
+     .optional_inputs = optional({1, 2}),
+     .outputs = {"y"},
+     .params = ParamsKind::norm,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::norm,
+     .summary = "(x - mean) / sqrt(variance + epsilon) * gamma + beta over the last dimension"},
+    {.op = PHX_OP_RMS_NORM,
+     .name = "rms_norm",
+     .inputs = {"x", "gamma"},
+     .optional_inputs = optional({1}),
+     .outputs = {"y"},
+     .params = ParamsKind::norm,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::norm,
+     .summary = "x / sqrt(mean(x^2) + epsilon) * gamma over the last dimension"},
+    {.op = PHX_OP_TRANSPOSE,
+     .name = "transpose",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::transpose,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::transpose,
+     .summary = "the dimensions of x permuted (reversed by default)"},
+    reduction(PHX_OP_REDUCE_SUM, "reduce_sum", "the sum over the axes; f32 sums for floats"),
+    reduction(PHX_OP_REDUCE_MAX, "reduce_max", "the largest value over the axes"),
+    {.op = PHX_OP_CAST,
+     .name = "cast",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .dtypes = kAllDtypes,
+     .dtype_rule = DtypeRule::cast,
+     .summary = "x converted to the output's dtype, rounded once"},
+    {.op = PHX_OP_CONV2D,
+     .name = "conv2d",
+     .inputs = {"x", "weight", "bias"},
+     .optional_inputs = optional({2}),
+     .outputs = {"y"},
+     .params = ParamsKind::conv2d,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::conv2d,
+     .summary = "2-D convolution, NCHW or NHWC, with stride, padding, dilation, groups and "
+                "a fused activation"},
+    {.op = PHX_OP_ATTENTION,
+     .name = "attention",
+     .inputs = {"q", "k", "v"},
+     .outputs = {"y"},
+     .params = ParamsKind::attention,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::attention,
+     .summary = "softmax(scale q k^T + mask) v per head, grouped-query heads, softmax in f32"},
+    {.op = PHX_OP_ROPE,
+     .name = "rope",
+     .inputs = {"x", "cos", "sin"},
+     .outputs = {"y"},
+     .params = ParamsKind::rope,
+     .dtypes = kFloatDtypes,
+     .dtype_rule = DtypeRule::rope,
+     .shape_rule = ShapeRule::rope,
+     .summary = "rotary position embedding from a table of cosines and sines"},
+    {.op = PHX_OP_QUANTIZE,
+     .name = "quantize",
+     .inputs = {"x", "scale", "zero_point"},
+     .optional_inputs = optional({2}),
+     .outputs = {"y"},
+     .params = ParamsKind::quantize,
+     .dtypes = PHX_DTYPE_BIT(PHX_DTYPE_F32),
+     .dtype_rule = DtypeRule::quantize,
+     .shape_rule = ShapeRule::quantize,
+     .summary = "saturate(round_half_even(x / scale) + zero_point), per tensor or channel"},
+    {.op = PHX_OP_DEQUANTIZE,
+     .name = "dequantize",
+     .inputs = {"q", "scale", "zero_point"},
+     .optional_inputs = optional({2}),
+     .outputs = {"y"},
+     .params = ParamsKind::quantize,
+     .dtypes = kQuantizedDtypes | PHX_DTYPE_BIT(PHX_DTYPE_I32),
+     .dtype_rule = DtypeRule::dequantize,
+     .shape_rule = ShapeRule::quantize,
+     .summary = "(q - zero_point) * scale, per tensor or channel"},
+    quantized_product(PHX_OP_QMATMUL, "qmatmul", "a", "b", ParamsKind::matmul, ShapeRule::qmatmul,
+                      "integer matmul with integer accumulation; the output requantized, raw "
+                      "i32 or f32"),
+    quantized_product(PHX_OP_QCONV2D, "qconv2d", "x", "weight", ParamsKind::conv2d,
+                      ShapeRule::qconv2d, "integer conv2d, the inputs and output as for qmatmul"),
+    {.op = PHX_OP_DYNAMIC_QUANTIZE,
+     .name = "dynamic_quantize",
+     .inputs = {"x"},
+     .outputs = {"y", "y_scale", "y_zero_point"},
+     .dtypes = PHX_DTYPE_BIT(PHX_DTYPE_F32),
+     .dtype_rule = DtypeRule::dynamic_quantize,
+     .shape_rule = ShapeRule::dynamic_quantize,
+     .summary = "quantization per tensor with the scale and zero point taken from x's range"},
+};
+
+static_assert(std::size(kOps) == PHX_OP_COUNT - 1, "an entry for every op");
+
+constexpr bool in_id_order() {
+  for (size_t i = 0; i < std::size(kOps); ++i)
+    if (kOps[i].op != static_cast<phx_op_id>(i + 1)) return false;
+  return true;
+}
+static_assert(in_id_order(), "the entries follow phx_op_id");
+
+size_t count_names(const char* const* names, size_t capacity) {
+  size_t n = 0;
+  while (n < capacity && names[n] != nullptr) ++n;
+  return n;
+}
+
+}  // namespace
+
+size_t OpSchema::input_count() const { return count_names(inputs, kMaxOpInputs); }
+
+size_t OpSchema::min_input_count() const {
+  size_t n = input_count();
+  while (n > 0 && !input_required(n - 1)) --n;
+  return n;
+}
+
+size_t OpSchema::output_count() const { return count_names(outputs, kMaxOpOutputs); }
+
+std::span<const OpSchema> op_schemas() { return kOps; }
+
+const OpSchema* find_op_schema(int op) {
+  return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? &kOps[op - 1] : nullptr;
+}
+
+const char* params_struct_name(ParamsKind params) {
+  switch (params) {
+    case ParamsKind::none:
+      return "";
+    case ParamsKind::matmul:
+      return "phx_matmul_params";
+    case ParamsKind::softmax:
+      return "phx_softmax_params";
+    case ParamsKind::norm:
+      return "phx_norm_params";
+    case ParamsKind::transpose:
+      return "phx_transpose_params";
+    case ParamsKind::reduce:
+      return "phx_reduce_params";
+    case ParamsKind::conv2d:
+      return "phx_conv2d_params";
+    case ParamsKind::attention:
+      return "phx_attention_params";
+    case ParamsKind::rope:
+      return "phx_rope_params";
+    case ParamsKind::quantize:
+      return "phx_quantize_params";
+  }
+  return "";
+}
+
+}  // namespace phx

@@ -1,0 +1,98 @@
+// The op table: one entry per op saying what it is (name, operands, parameters, the dtypes
+// it is defined for, which dtype and shape rules hold, a line for the docs). The core's
+// rules (op_rules.cpp), phx_op_name, phx_op_info_get and the generated op list in
+// docs/ops.md all read it, so a new op is an entry here plus its kernels.
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace phx {
+
+constexpr size_t kMaxOpInputs = PHX_MAX_OP_INPUTS;
+constexpr size_t kMaxOpOutputs = PHX_MAX_OP_OUTPUTS;
+
+constexpr uint32_t kFloatDtypes =
+    PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
+constexpr uint32_t kSignedIntDtypes =
+    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+constexpr uint32_t kAllDtypes = kFloatDtypes | kSignedIntDtypes | PHX_DTYPE_BIT(PHX_DTYPE_U8);
+// What the quantized ops store their values in.
+constexpr uint32_t kQuantizedDtypes =
+    PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_U8) | PHX_DTYPE_BIT(PHX_DTYPE_I16);
+
+// The parameter struct an op takes (none: params is ignored and null reaches plugins).
+enum class ParamsKind {
+  none,
+  matmul,
+  softmax,
+  norm,
+  transpose,
+  reduce,
+  conv2d,
+  attention,
+  rope,
+  quantize
+};
+
+// How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
+enum class DtypeRule {
+  same,               // every operand present has the first input's dtype
+  matmul,             // b as a; the output a's or f32; the bias the output's
+  cast,               // the output any dtype
+  rope,               // cos and sin f32; the output x's
+  quantize,           // scale f32, zero point i32, the output a quantized dtype
+  dequantize,         // scale f32, zero point i32, the output f32
+  quantized_product,  // qmatmul, qconv2d: i8 weights, f32 scales, i32 zero points and bias
+  dynamic_quantize,   // outputs: a quantized dtype, its f32 scale and i32 zero point
+};
+
+// Which shapes an op accepts and what its output shape is (op_rules.cpp).
+enum class ShapeRule {
+  same,  // the output has the first input's shape
+  broadcast,
+  matmul,
+  softmax,
+  norm,
+  transpose,
+  reduce,
+  conv2d,
+  attention,
+  rope,
+  quantize,
+  qmatmul,
+  qconv2d,
+  dynamic_quantize,
+};
+
+struct OpSchema {
+  phx_op_id op = PHX_OP_INVALID;
+  const char* name = nullptr;
+  const char* inputs[kMaxOpInputs] = {};  // names, null past the last
+  uint32_t optional_inputs = 0;           // bit i: input i may be null (or left off the end)
+  const char* outputs[kMaxOpOutputs] = {};
+  ParamsKind params = ParamsKind::none;
+  uint32_t dtypes = 0;  // PHX_DTYPE_BIT of each first-input dtype the op is defined for
+  DtypeRule dtype_rule = DtypeRule::same;
+  ShapeRule shape_rule = ShapeRule::same;
+  const char* summary = nullptr;  // one line: what the op computes
+
+  size_t input_count() const;      // the most inputs it takes
+  size_t min_input_count() const;  // through the last required one
+  size_t output_count() const;
+  bool input_required(size_t i) const { return !(optional_inputs >> i & 1u); }
+};
+
+// Every op, in phx_op_id order.
+std::span<const OpSchema> op_schemas();
+
+// The op's entry; null for PHX_OP_INVALID and values outside phx_op_id.
+const OpSchema* find_op_schema(int op);
+
+// "phx_matmul_params", "" for ParamsKind::none.
+const char* params_struct_name(ParamsKind params);
+
+}  // namespace phx
