@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -259,6 +260,26 @@ class OpSupport : public ::testing::TestWithParam<DeviceParam> {
   phx_stream stream_ = nullptr;
   std::map<std::pair<phx_dtype, Shape>, phx_tensor> tensors_;
 };
+
+// The forms above run through phx_op_run below, their optional inputs left out in turn,
+// so they agree with the rules; here they agree with the op table (phx_op_info_get), so
+// that the table says what the rules do. Every op has a form.
+TEST(OpForms, FollowTheOpTable) {
+  std::set<phx_op_id> seen;
+  for (const OpForm& form : op_forms()) {
+    SCOPED_TRACE(phx_op_name(form.op));
+    seen.insert(form.op);
+    phx_op_info info = PHX_OP_INFO_INIT;
+    ASSERT_EQ(phx_op_info_get(form.op, &info), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(form.inputs.size(), info.input_count);
+    for (size_t i = 0; i < form.inputs.size(); ++i)
+      EXPECT_EQ(form.inputs[i].optional, (info.optional_inputs >> i & 1u) != 0)
+          << "input " << i << " (" << info.input_names[i] << ")";
+    EXPECT_EQ(form.outputs.size(), info.output_count);
+    EXPECT_NE(info.dtype_mask & PHX_DTYPE_BIT(form.inputs[0].usual), 0u);
+  }
+  EXPECT_EQ(seen.size(), size_t{PHX_OP_COUNT - 1});
+}
 
 TEST_P(OpSupport, TheAnswerIsWhatTheOpCallDoes) {
   size_t asked = 0, supported = 0;

@@ -450,6 +450,34 @@ typedef enum phx_op_id {
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
 
+/* What the library's op table says of an op (since API 0.3): the table that phx_op_run
+ * checks every op against (docs/ops.md). For tools and bindings that build ops without
+ * knowing each one: a generic op builder, a model importer, the generated docs. */
+typedef struct phx_op_info {
+  size_t struct_size;
+  const char* name;               /* as phx_op_name */
+  const char* summary;            /* one line: what the op computes */
+  const char* params_struct;      /* "phx_matmul_params"; "" for an op without parameters */
+  size_t input_count;             /* the most inputs it takes */
+  size_t min_input_count;         /* the fewest: through the last required input */
+  const char* const* input_names; /* input_count names: "a", "b", "bias" */
+  uint32_t optional_inputs;       /* bit i: input i may be a null tensor */
+  size_t output_count;            /* exactly this many outputs */
+  const char* const* output_names;
+  uint32_t dtype_mask; /* PHX_DTYPE_BIT of each dtype of its first input it is
+                          defined for; a device may run fewer (phx_device_supports) */
+} phx_op_info;
+
+#define PHX_OP_INFO_INIT \
+  { sizeof(phx_op_info), NULL, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0 }
+
+/* Fills *out_info (its struct_size set by the caller, e.g. with PHX_OP_INFO_INIT; a
+ * smaller one from an older header gets the fields it covers). The strings and arrays
+ * are static: valid as long as the library is loaded. Nothing is written on failure.
+ * Returns INVALID_ARGUMENT (out_info null, bad struct_size), NOT_FOUND (op is no op of
+ * this library: PHX_OP_INVALID, or a value past the last). Thread-safe. */
+PHX_API phx_status phx_op_info_get(phx_op_id op, phx_op_info* out_info);
+
 typedef enum phx_activation {
   PHX_ACTIVATION_NONE = 0,
   PHX_ACTIVATION_RELU = 1,

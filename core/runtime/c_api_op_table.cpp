@@ -1,0 +1,37 @@
+// The op table (op_table.h) through the C API: phx_op_info_get.
+#include <phynexus/phynexus.h>
+
+#include <string>
+
+#include "abi_structs.h"
+#include "errors.h"
+#include "op_table.h"
+
+using phx::enum_value;
+
+extern "C" {
+
+PHX_API phx_status phx_op_info_get(phx_op_id op, phx_op_info* out_info) {
+  return phx::guard(__func__, [&] {
+    if (out_info == nullptr) phx::fail(PHX_STATUS_INVALID_ARGUMENT, "out_info is null");
+    phx::check_struct_size(out_info->struct_size, "out_info");
+    const phx::OpSchema* schema = phx::find_op_schema(enum_value(op));
+    if (schema == nullptr)
+      phx::fail(PHX_STATUS_NOT_FOUND, "no op has the id " + std::to_string(enum_value(op)));
+    phx_op_info info{};
+    info.struct_size = sizeof info;
+    info.name = schema->name;
+    info.summary = schema->summary;
+    info.params_struct = phx::params_struct_name(schema->params);
+    info.input_count = schema->input_count();
+    info.min_input_count = schema->min_input_count();
+    info.input_names = schema->inputs;
+    info.optional_inputs = schema->optional_inputs;
+    info.output_count = schema->output_count();
+    info.output_names = schema->outputs;
+    info.dtype_mask = schema->dtypes;
+    phx::write_struct(out_info, info, "out_info");
+  });
+}
+
+}  // extern "C"

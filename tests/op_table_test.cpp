@@ -1,0 +1,125 @@
+// phx_op_info_get: the op table as the C API gives it. Every op is described, coherently
+// with the rest of the API; bad questions are refused and write nothing; a caller of an
+// older header gets the part of the struct it has. That the table's operands are the
+// ones phx_op_run enforces is op_support_test's OpForms.FollowTheOpTable.
+#include <gtest/gtest.h>
+#include <phynexus/phynexus.h>
+
+#include <cstddef>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace {
+
+constexpr uint32_t kEveryDtypeMask = (1u << PHX_DTYPE_COUNT) - 2;  // all but INVALID
+
+TEST(OpTable, EveryOpIsDescribed) {
+  for (int id = PHX_OP_INVALID + 1; id < PHX_OP_COUNT; ++id) {
+    const auto op = static_cast<phx_op_id>(id);
+    SCOPED_TRACE(phx_op_name(op));
+    phx_op_info info = PHX_OP_INFO_INIT;
+    ASSERT_EQ(phx_op_info_get(op, &info), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_EQ(info.struct_size, sizeof info);
+    EXPECT_STREQ(info.name, phx_op_name(op));
+    ASSERT_NE(info.summary, nullptr);
+    EXPECT_GT(std::strlen(info.summary), 0u);
+    ASSERT_NE(info.params_struct, nullptr);
+    const std::string params = info.params_struct;
+    EXPECT_TRUE(params.empty() || (params.rfind("phx_", 0) == 0 && params.size() > 11 &&
+                                   params.compare(params.size() - 7, 7, "_params") == 0))
+        << params;
+
+    ASSERT_GE(info.input_count, 1u);
+    ASSERT_LE(info.input_count, size_t{PHX_MAX_OP_INPUTS});
+    EXPECT_GE(info.min_input_count, 1u);
+    EXPECT_LE(info.min_input_count, info.input_count);
+    EXPECT_EQ(info.optional_inputs & 1u, 0u) << "the first input is always required";
+    EXPECT_EQ(info.optional_inputs >> info.input_count, 0u) << "bits past the inputs";
+    // min_input_count runs through the last required input.
+    EXPECT_EQ(info.optional_inputs >> (info.min_input_count - 1) & 1u, 0u);
+    for (size_t i = info.min_input_count; i < info.input_count; ++i)
+      EXPECT_EQ(info.optional_inputs >> i & 1u, 1u) << "input " << i;
+
+    ASSERT_GE(info.output_count, 1u);
+    ASSERT_LE(info.output_count, size_t{PHX_MAX_OP_OUTPUTS});
+    std::set<std::string> names;
+    ASSERT_NE(info.input_names, nullptr);
+    ASSERT_NE(info.output_names, nullptr);
+    for (size_t i = 0; i < info.input_count; ++i) {
+      ASSERT_NE(info.input_names[i], nullptr);
+      EXPECT_TRUE(names.insert(info.input_names[i]).second) << info.input_names[i];
+    }
+    for (size_t i = 0; i < info.output_count; ++i) {
+      ASSERT_NE(info.output_names[i], nullptr);
+      EXPECT_TRUE(names.insert(info.output_names[i]).second) << info.output_names[i];
+    }
+    EXPECT_NE(info.dtype_mask, 0u);
+    EXPECT_EQ(info.dtype_mask & ~kEveryDtypeMask, 0u);
+  }
+}
+
+// Some entries, spelled out: what docs/ops.md and phynexus.h say of them.
+TEST(OpTable, EntriesSayWhatTheHeaderSays) {
+  phx_op_info matmul = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_MATMUL, &matmul), PHX_STATUS_OK);
+  EXPECT_STREQ(matmul.params_struct, "phx_matmul_params");
+  ASSERT_EQ(matmul.input_count, 3u);
+  EXPECT_EQ(matmul.min_input_count, 2u);
+  EXPECT_STREQ(matmul.input_names[2], "bias");
+  EXPECT_EQ(matmul.optional_inputs, 1u << 2);
+  EXPECT_EQ(matmul.dtype_mask, PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) |
+                                   PHX_DTYPE_BIT(PHX_DTYPE_BF16));
+
+  phx_op_info qmatmul = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_QMATMUL, &qmatmul), PHX_STATUS_OK);
+  EXPECT_EQ(qmatmul.input_count, 9u);
+  EXPECT_EQ(qmatmul.min_input_count, 5u);  // a_zero_point (3) may be null, b_scale (4) not
+  EXPECT_STREQ(qmatmul.input_names[4], "b_scale");
+
+  phx_op_info dynamic = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_DYNAMIC_QUANTIZE, &dynamic), PHX_STATUS_OK);
+  EXPECT_EQ(dynamic.output_count, 3u);
+  EXPECT_STREQ(dynamic.params_struct, "");
+}
+
+TEST(OpTable, BadQuestionsAreRefusedAndWriteNothing) {
+  EXPECT_EQ(phx_op_info_get(PHX_OP_ADD, nullptr), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(phx_last_error()).find("out_info"), std::string::npos);
+
+  phx_op_info info = PHX_OP_INFO_INIT;
+  std::memset(&info, 0x5A, sizeof info);
+  info.struct_size = sizeof info;
+  const phx_op_info before = info;
+  for (int id : {int{PHX_OP_INVALID}, int{PHX_OP_COUNT}, -1, 1 << 20}) {
+    SCOPED_TRACE(id);
+    phx_op_id op;
+    std::memcpy(&op, &id, sizeof op);  // a caller's value need not be an enumerator
+    EXPECT_EQ(phx_op_info_get(op, &info), PHX_STATUS_NOT_FOUND);
+    EXPECT_NE(std::string(phx_last_error()).find(std::to_string(id)), std::string::npos);
+    EXPECT_EQ(std::memcmp(&info, &before, sizeof info), 0);
+  }
+  for (size_t size : {size_t{0}, size_t{4}, size_t{1} << 20}) {
+    SCOPED_TRACE(size);
+    info.struct_size = size;
+    EXPECT_EQ(phx_op_info_get(PHX_OP_ADD, &info), PHX_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(std::memcmp(reinterpret_cast<const char*>(&info) + sizeof(size_t),
+                          reinterpret_cast<const char*>(&before) + sizeof(size_t),
+                          sizeof info - sizeof(size_t)),
+              0);
+  }
+}
+
+// A caller of an older header passes a smaller struct: it gets its fields, and the
+// memory past them is left alone.
+TEST(OpTable, ASmallerStructGetsItsPart) {
+  phx_op_info info;
+  std::memset(&info, 0x5A, sizeof info);
+  info.struct_size = offsetof(phx_op_info, summary);
+  const phx_op_info before = info;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_SOFTMAX, &info), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(info.name, "softmax");
+  EXPECT_EQ(std::memcmp(&info.summary, &before.summary, sizeof info - info.struct_size), 0);
+}
+
+}  // namespace
