@@ -5,6 +5,7 @@
  *   phx-devices --plugins     every plugin candidate, with why it was rejected or shadowed
  *   phx-devices --device N    device N in detail: properties, op support, memory
  *   phx-devices --ops         op x dtype support per plugin; --markdown: docs/ops.md's table
+ *   phx-devices --op-list     the ops, their operands and dtypes; --markdown: docs/ops.md's
  *   phx-devices --json [...]  the same as one JSON document (docs/phx-devices.md)
  *
  * Exit status: 0 with at least one device, 1 with none (or when Phynexus fails),
@@ -20,20 +21,26 @@
 
 enum { EXIT_HAS_DEVICE = 0, EXIT_NO_DEVICE = 1, EXIT_USAGE = 2 };
 
-typedef enum report_kind { REPORT_SUMMARY, REPORT_PLUGINS, REPORT_DEVICE, REPORT_OPS } report_kind;
+typedef enum report_kind {
+  REPORT_SUMMARY,
+  REPORT_PLUGINS,
+  REPORT_DEVICE,
+  REPORT_OPS,
+  REPORT_OP_LIST
+} report_kind;
 
 typedef struct options {
   report_kind kind;
   size_t device; /* for REPORT_DEVICE */
   int json;
-  int markdown; /* for REPORT_OPS */
+  int markdown; /* for REPORT_OPS and REPORT_OP_LIST */
   int help;
 } options;
 
 static void print_usage(FILE* out) {
   fputs(
       "Usage: phx-devices [--plugins | --device N] [--json] [--help]\n"
-      "       phx-devices --ops [--markdown]\n"
+      "       phx-devices --ops [--markdown] | --op-list [--markdown]\n"
       "\n"
       "Lists the Phynexus plugins and devices found on this machine.\n"
       "\n"
@@ -43,7 +50,9 @@ static void print_usage(FILE* out) {
       "  --device N    device N in detail: info, properties, op x dtype support, memory\n"
       "  --ops         op x dtype support by plugin: a row per op, a column per plugin,\n"
       "                the dtypes a device of the plugin runs the op with\n"
-      "  --markdown    with --ops: as a Markdown table, the one in docs/ops.md\n"
+      "  --op-list     every op: its inputs (? marks an optional one), outputs,\n"
+      "                parameter struct, the dtypes its rules allow, what it computes\n"
+      "  --markdown    with --ops or --op-list: as a Markdown table, as in docs/ops.md\n"
       "  --json        print JSON instead of text (schema: docs/phx-devices.md); with\n"
       "                --device N just that device's object, otherwise everything\n"
       "  --help        this text\n"
@@ -75,7 +84,7 @@ static int usage_error(const char* message, const char* argument) {
 /* Sets the report; the reports exclude each other. */
 static int set_kind(options* parsed, report_kind kind, const char* arg) {
   if (parsed->kind != REPORT_SUMMARY && parsed->kind != kind) {
-    return usage_error("--plugins, --device and --ops exclude each other", arg);
+    return usage_error("--plugins, --device, --ops and --op-list exclude each other", arg);
   }
   parsed->kind = kind;
   return 0;
@@ -95,6 +104,8 @@ static int parse_options(int argc, char** argv, options* out_options) {
       if (set_kind(&parsed, REPORT_PLUGINS, arg) != 0) return -1;
     } else if (strcmp(arg, "--ops") == 0) {
       if (set_kind(&parsed, REPORT_OPS, arg) != 0) return -1;
+    } else if (strcmp(arg, "--op-list") == 0) {
+      if (set_kind(&parsed, REPORT_OP_LIST, arg) != 0) return -1;
     } else if (strcmp(arg, "--device") == 0) {
       if (set_kind(&parsed, REPORT_DEVICE, arg) != 0) return -1;
       if (i + 1 == argc) return usage_error("missing the device index after", arg);
@@ -105,8 +116,11 @@ static int parse_options(int argc, char** argv, options* out_options) {
       return usage_error("unknown option", arg);
     }
   }
-  if (parsed.markdown && parsed.kind != REPORT_OPS) {
-    return usage_error("only --ops has a Markdown form", "--markdown");
+  if (parsed.markdown && parsed.kind != REPORT_OPS && parsed.kind != REPORT_OP_LIST) {
+    return usage_error("only --ops and --op-list have a Markdown form", "--markdown");
+  }
+  if (parsed.json && parsed.kind == REPORT_OP_LIST) {
+    return usage_error("--op-list has no JSON form", "--json");
   }
   /* --json --device N holds the same support as data, per device. */
   if (parsed.json && parsed.kind == REPORT_OPS) {
@@ -128,6 +142,8 @@ static int run_report(phx_context context, const options* opts) {
                         : report_device_text(context, opts->device);
     case REPORT_OPS:
       return report_ops(context, opts->markdown);
+    case REPORT_OP_LIST:
+      return report_op_list(opts->markdown);
   }
   return -1;
 }
@@ -138,6 +154,11 @@ int main(int argc, char** argv) {
   if (opts.help) {
     print_usage(stdout);
     return EXIT_SUCCESS;
+  }
+
+  /* The op list is the library's, whatever devices there are. */
+  if (opts.kind == REPORT_OP_LIST) {
+    return report_op_list(opts.markdown) == 0 ? EXIT_SUCCESS : EXIT_NO_DEVICE;
   }
 
   phx_context context = NULL;

@@ -16,6 +16,11 @@ int report_device_text(phx_context context, size_t device);
  * non-zero prints it as docs/ops.md holds it (report_ops.c). */
 int report_ops(phx_context context, int markdown);
 
+/* The op table (phx_op_info_get): a row per op with its operands, parameter struct,
+ * dtypes and what it computes; markdown non-zero prints it as docs/ops.md holds it
+ * (report_op_list.c). Needs no context: it is the library's, not a device's. */
+int report_op_list(int markdown);
+
 /* JSON reports (schema: docs/phx-devices.md). */
 int report_all_json(phx_context context);
 int report_device_json(phx_context context, size_t device);
@@ -43,6 +48,12 @@ void format_api_version(char* buffer, size_t size);
 void format_bytes(uint64_t bytes, char* buffer, size_t size);
 /* The names of the dtypes in mask separated by spaces, e.g. "f32 f16 bf16"; "-" if none. */
 void format_dtype_list(uint32_t mask, char* buffer, size_t size);
+
+/* A table row: Markdown "| a | b |" or text "  a  b", each cell padded to its width
+ * (a text row's last cell is not padded). */
+void print_table_row(int markdown, const char* const* cells, const int* widths, size_t count);
+/* The Markdown separator row "|---|---|" under a header row of these widths. */
+void print_table_separator(const int* widths, size_t count);
 
 /* Strings from plugins should never be null, but an inspector must not crash on a
  * plugin that breaks the rule. */

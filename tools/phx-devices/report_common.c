@@ -107,3 +107,27 @@ void format_dtype_list(uint32_t mask, char* buffer, size_t size) {
 }
 
 const char* text_or_empty(const char* text) { return text ? text : ""; }
+
+/* A row: Markdown "| a | b |" or text "  a  b", cells padded to their column's width
+ * either way, so that the Markdown reads as a table in the source file too. The last
+ * cell of a text row is not padded, leaving no trailing blanks. */
+void print_table_row(int markdown, const char* const* cells, const int* widths, size_t count) {
+  for (size_t c = 0; c < count; ++c) {
+    if (markdown) {
+      printf("%s %-*s |", c == 0 ? "|" : "", widths[c], cells[c]);
+    } else {
+      printf("  %-*s", c + 1 == count ? 0 : widths[c], cells[c]);
+    }
+  }
+  printf("\n");
+}
+
+void print_table_separator(const int* widths, size_t count) {
+  printf("|");
+  for (size_t c = 0; c < count; ++c) {
+    printf("-");
+    for (int i = 0; i < widths[c]; ++i) printf("-");
+    printf("-|");
+  }
+  printf("\n");
+}

@@ -73,30 +73,6 @@ static void set_column_widths(plugin_column* columns, size_t column_count) {
   }
 }
 
-/* A row: Markdown "| a | b |" or text "  a  b", cells padded to their column's width
- * either way, so that the Markdown reads as a table in the source file too. The last
- * cell of a text row is not padded, leaving no trailing blanks. */
-static void print_row(int markdown, const char* const* cells, const int* widths, size_t count) {
-  for (size_t c = 0; c < count; ++c) {
-    if (markdown) {
-      printf("%s %-*s |", c == 0 ? "|" : "", widths[c], cells[c]);
-    } else {
-      printf("  %-*s", c + 1 == count ? 0 : widths[c], cells[c]);
-    }
-  }
-  printf("\n");
-}
-
-static void print_separator(const int* widths, size_t count) {
-  printf("|");
-  for (size_t c = 0; c < count; ++c) {
-    printf("-");
-    for (int i = 0; i < widths[c]; ++i) printf("-");
-    printf("-|");
-  }
-  printf("\n");
-}
-
 static int print_table(int markdown, const plugin_column* columns, size_t column_count) {
   /* Column 0 is the op's name; column c + 1 is plugin c. */
   const char** cells = calloc(column_count + 1, sizeof *cells);
@@ -115,15 +91,15 @@ static int print_table(int markdown, const plugin_column* columns, size_t column
     widths[c + 1] = columns[c].width;
     cells[c + 1] = columns[c].name;
   }
-  print_row(markdown, cells, widths, column_count + 1);
-  if (markdown) print_separator(widths, column_count + 1);
+  print_table_row(markdown, cells, widths, column_count + 1);
+  if (markdown) print_table_separator(widths, column_count + 1);
   for (int op = PHX_OP_INVALID + 1; op < PHX_OP_COUNT; ++op) {
     cells[0] = phx_op_name((phx_op_id)op);
     for (size_t c = 0; c < column_count; ++c) {
       format_dtype_list(columns[c].dtype_masks[op], dtype_text[c + 1], CELL_BYTES);
       cells[c + 1] = dtype_text[c + 1];
     }
-    print_row(markdown, cells, widths, column_count + 1);
+    print_table_row(markdown, cells, widths, column_count + 1);
   }
   free(cells);
   free(widths);

@@ -45,6 +45,23 @@ expect 2 --markdown
 expect 2 --ops --json
 expect 2 --ops --device 0
 expect 2 --plugins --ops
+expect 0 --op-list
+expect 0 --op-list --markdown
+expect 2 --op-list --json
+expect 2 --op-list --ops
+
+# --op-list: a row per op, in id order, named as the --ops rows are; with no plugin at
+# all it is the same (the op table is the library's).
+list_ops=$("$tool" --op-list --markdown | sed '1,2d' | cut -d'|' -f2 | tr -d ' ')
+support_ops=$("$tool" --ops --markdown | sed '1,2d' | cut -d'|' -f2 | tr -d ' ')
+if [ "$list_ops" != "$support_ops" ] || [ "$(grep -c . <<<"$list_ops")" -lt 23 ]; then
+  echo "FAIL: phx-devices --op-list does not list the ops that --ops does"
+  failures=$((failures + 1))
+fi
+if ! PHX_PLUGIN_PATH=/nonexistent "$tool" --op-list --markdown | cmp -s - <("$tool" --op-list --markdown); then
+  echo "FAIL: phx-devices --op-list depends on the plugins found"
+  failures=$((failures + 1))
+fi
 
 if command -v python3 >/dev/null; then
   expect_json --json
