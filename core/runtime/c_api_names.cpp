@@ -1,9 +1,9 @@
 // The C API's version, the names of its enums, and dtype sizes (one table with the plugin SDK).
+#include <phx/op_table.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
 
 #include "abi_structs.h"
-#include "op_table.h"
 
 using phx::enum_value;
 

@@ -1,11 +1,11 @@
 // The op table (op_table.h) through the C API: phx_op_info_get.
+#include <phx/op_table.h>
 #include <phynexus/phynexus.h>
 
 #include <string>
 
 #include "abi_structs.h"
 #include "errors.h"
-#include "op_table.h"
 
 using phx::enum_value;
 

@@ -3,12 +3,12 @@
 // get one message per broken rule.
 #pragma once
 
+#include <phx/op_table.h>
 #include <phynexus/phynexus.h>
 
 #include <string>
 
 #include "context.h"
-#include "op_table.h"
 
 namespace phx {
 

@@ -3,6 +3,7 @@
 // kernels, matmul and conv2d under the MXU's numerics; every op is costed by the timing
 // model and goes through the chip's compile cache; the figures go to the op's profile
 // record and to the device statistics.
+#include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
 #include <memory>
@@ -188,11 +189,6 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
   }
 }
 
-// The name of an MXU op in messages (a plugin calls nothing of libphynexus).
-const char* mxu_op_name(phx_op_id op) {
-  return op == PHX_OP_MATMUL ? "matmul" : op == PHX_OP_CONV2D ? "conv2d" : "attention";
-}
-
 // Costs op, looks its program up in the compile cache, adds both to the device's totals
 // and to the op's profile record.
 void account(Plugin& p, Device& d, const phx_plugin_op& op) {
@@ -216,7 +212,7 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
   }
   if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
     host_log(*p.host, PHX_LOG_INFO,
-             std::string(mxu_op_name(op.op)) + " uses " +
+             std::string(find_op_schema(op.op)->name) + " uses " +
                  format_number(100 * cost.mxu.mapping_efficiency) +
                  "% of the MXU cells it occupies: K and N padded to multiples of " +
                  std::to_string(p.config.chip.mxu_size));

@@ -1,5 +1,7 @@
 // run_op and op_supported: which ops and dtypes the host kernels implement, and the
 // dispatch of each op to its family (ops_*.cpp), once per op.
+#include <phx/op_table.h>
+
 #include <new>
 
 #include "ops_common.h"
@@ -12,42 +14,12 @@ int64_t element_count(const HostTensor& t) {
   return n;
 }
 
+// The host kernels are the reference device: they run every op on every dtype its rules
+// allow (the op table), and dispatch has a case for every op.
 bool op_supported(phx_op_id op, phx_dtype dtype) {
-  if (ops::dtype_bytes(dtype) == 0) return false;
-  const bool is_float = ops::is_float(dtype);
-  switch (op) {
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_TRANSPOSE:
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-    case PHX_OP_CAST:
-      return true;
-    case PHX_OP_RELU:
-      return is_float || ops::is_signed_int(dtype);
-    case PHX_OP_MATMUL:
-    case PHX_OP_DIV:
-    case PHX_OP_GELU:
-    case PHX_OP_SILU:
-    case PHX_OP_SOFTMAX:
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-    case PHX_OP_CONV2D:
-    case PHX_OP_ATTENTION:
-    case PHX_OP_ROPE:
-      return is_float;
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DYNAMIC_QUANTIZE:
-      return dtype == PHX_DTYPE_F32;
-    case PHX_OP_DEQUANTIZE:
-      return !is_float;
-    case PHX_OP_QMATMUL:
-    case PHX_OP_QCONV2D:
-      return dtype == PHX_DTYPE_I8 || dtype == PHX_DTYPE_U8 || dtype == PHX_DTYPE_I16;
-    default:
-      return false;
-  }
+  const OpSchema* schema = find_op_schema(op);
+  return schema != nullptr && ops::dtype_bytes(dtype) != 0 &&
+         (schema->dtypes & PHX_DTYPE_BIT(dtype)) != 0;
 }
 
 namespace {
@@ -149,7 +121,7 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
                          pool);
       break;
     }
-    default:
+    case PHX_OP_INVALID:  // refused by op_supported; no default, so a new op needs a case
       break;
   }
 }

@@ -1,81 +1,81 @@
-// Which ops and dtypes the device runs (docs/ops.md's rules, narrowed by what the device
-// can hold in storage buffers) and the routing of a recorded op to its family.
+// Which ops the device runs, and the routing of a recorded op to its family: one table,
+// an entry per op in phx_op_id order. An op runs on every dtype its rules allow (the op
+// table) that the device can hold in storage buffers.
+#include <phx/op_table.h>
+
+#include <iterator>
 #include <string>
 
 #include "families.h"
 #include "op_util.h"
 
 namespace phx::vulkan {
+namespace {
+
+using Recorder = void (*)(OpRecorder&, const phx_plugin_op&);
+
+struct OpFamily {
+  phx_op_id op;
+  Recorder record;  // null: not implemented on Vulkan
+};
+
+constexpr OpFamily kFamilies[] = {
+    {PHX_OP_MATMUL, ops::record_matmul},
+    {PHX_OP_ADD, ops::record_binary},
+    {PHX_OP_SUB, ops::record_binary},
+    {PHX_OP_MUL, ops::record_binary},
+    {PHX_OP_DIV, ops::record_binary},
+    {PHX_OP_RELU, ops::record_unary},
+    {PHX_OP_GELU, ops::record_unary},
+    {PHX_OP_SILU, ops::record_unary},
+    {PHX_OP_SOFTMAX, ops::record_softmax},
+    {PHX_OP_LAYER_NORM, ops::record_norm},
+    {PHX_OP_RMS_NORM, ops::record_norm},
+    {PHX_OP_TRANSPOSE, ops::record_transpose},
+    {PHX_OP_REDUCE_SUM, ops::record_reduce},
+    {PHX_OP_REDUCE_MAX, ops::record_reduce},
+    {PHX_OP_CAST, ops::record_cast},
+    {PHX_OP_CONV2D, ops::record_conv2d},
+    {PHX_OP_ATTENTION, ops::record_attention},
+    {PHX_OP_ROPE, ops::record_rope},
+    {PHX_OP_QUANTIZE, nullptr},
+    {PHX_OP_DEQUANTIZE, nullptr},
+    {PHX_OP_QMATMUL, nullptr},
+    {PHX_OP_QCONV2D, nullptr},
+    {PHX_OP_DYNAMIC_QUANTIZE, nullptr},
+};
+
+static_assert(std::size(kFamilies) == PHX_OP_COUNT - 1, "an entry for every op");
+
+constexpr bool in_id_order() {
+  for (size_t i = 0; i < std::size(kFamilies); ++i)
+    if (kFamilies[i].op != static_cast<phx_op_id>(i + 1)) return false;
+  return true;
+}
+static_assert(in_id_order(), "the entries follow phx_op_id");
+
+Recorder recorder_of(phx_op_id op) {
+  return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? kFamilies[op - 1].record : nullptr;
+}
+
+}  // namespace
 
 bool op_supported(const DeviceCaps& caps, phx_op_id op, phx_dtype dtype) {
-  using ops::is_float;
-  if (!ops::device_holds(caps, dtype)) return false;
-  switch (op) {
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_TRANSPOSE:
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-    case PHX_OP_CAST:
-      return true;
-    case PHX_OP_RELU:
-      return dtype != PHX_DTYPE_U8;
-    case PHX_OP_MATMUL:
-    case PHX_OP_DIV:
-    case PHX_OP_GELU:
-    case PHX_OP_SILU:
-    case PHX_OP_SOFTMAX:
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-    case PHX_OP_CONV2D:
-    case PHX_OP_ATTENTION:
-    case PHX_OP_ROPE:
-      return is_float(dtype);
-    default:
-      return false;  // the quantized ops are not implemented on Vulkan
-  }
+  const OpSchema* schema = find_op_schema(op);
+  return recorder_of(op) != nullptr && (schema->dtypes & PHX_DTYPE_BIT(dtype)) != 0 &&
+         ops::device_holds(caps, dtype);
 }
 
 void record_op(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_dtype dtype = op.inputs[0].dtype;
   if (!op_supported(recorder.caps(), op.op, dtype)) {
-    ops::fail_unsupported("the Vulkan device does not run op " + std::to_string(op.op) + " on " +
-                          std::string(ops::dtype_name(dtype)));
+    const OpSchema* schema = find_op_schema(op.op);
+    ops::fail_unsupported(
+        "the Vulkan device does not run " +
+        (schema != nullptr ? std::string(schema->name) : "op " + std::to_string(op.op)) + " on " +
+        std::string(ops::dtype_name(dtype)));
   }
-  switch (op.op) {
-    case PHX_OP_MATMUL:
-      return ops::record_matmul(recorder, op);
-    case PHX_OP_ADD:
-    case PHX_OP_SUB:
-    case PHX_OP_MUL:
-    case PHX_OP_DIV:
-      return ops::record_binary(recorder, op);
-    case PHX_OP_RELU:
-    case PHX_OP_GELU:
-    case PHX_OP_SILU:
-      return ops::record_unary(recorder, op);
-    case PHX_OP_SOFTMAX:
-      return ops::record_softmax(recorder, op);
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-      return ops::record_norm(recorder, op);
-    case PHX_OP_TRANSPOSE:
-      return ops::record_transpose(recorder, op);
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-      return ops::record_reduce(recorder, op);
-    case PHX_OP_CAST:
-      return ops::record_cast(recorder, op);
-    case PHX_OP_CONV2D:
-      return ops::record_conv2d(recorder, op);
-    case PHX_OP_ATTENTION:
-      return ops::record_attention(recorder, op);
-    case PHX_OP_ROPE:
-      return ops::record_rope(recorder, op);
-    default:
-      ops::fail_unsupported("op " + std::to_string(op.op) + " is not implemented on Vulkan");
-  }
+  recorder_of(op.op)(recorder, op);
 }
 
 }  // namespace phx::vulkan

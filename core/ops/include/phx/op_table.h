@@ -1,7 +1,8 @@
 // The op table: one entry per op saying what it is (name, operands, parameters, the dtypes
 // it is defined for, which dtype and shape rules hold, a line for the docs). The core's
-// rules (op_rules.cpp), phx_op_name, phx_op_info_get and the generated op list in
-// docs/ops.md all read it, so a new op is an entry here plus its kernels.
+// rules (core/runtime/op_rules.cpp), phx_op_name, phx_op_info_get, the generated op list
+// in docs/ops.md and the shipped plugins' registries all read it, so a new op is an entry
+// here plus a kernel per device.
 #pragma once
 
 #include <phynexus/phynexus.h>

@@ -1,4 +1,4 @@
-#include "op_table.h"
+#include <phx/op_table.h>
 
 #include <initializer_list>
 #include <iterator>
