@@ -2,9 +2,9 @@
 
 #include <dlfcn.h>
 #include <phx/env.h>
+#include <phx/error.h>
 
 #include "spdlog_level.h"
-#include "status_error.h"
 
 namespace phx {
 namespace {

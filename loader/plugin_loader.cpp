@@ -1,6 +1,7 @@
 #include "plugin_loader.h"
 
 #include <dlfcn.h>
+#include <phx/error.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -9,7 +10,6 @@
 
 #include "file_safety.h"
 #include "search_path.h"
-#include "status_error.h"
 
 namespace phx {
 namespace {

@@ -2,14 +2,13 @@
 // error message, and the guard that turns exceptions into statuses at the C ABI.
 #pragma once
 
+#include <phx/error.h>
 #include <phynexus/phynexus.h>
 
 #include <exception>
 #include <new>
 #include <string>
 #include <utility>
-
-#include "status_error.h"
 
 namespace phx {
 

@@ -1,9 +1,10 @@
 // How an entry reports to the host: a failure as its status plus a message through
 // set_error, a note through log, an op's figures in its profile record, a device's figures through
 // device_stats. No C++ exception may cross the plugin ABI: guarded() turns the ones an
-// entry can meet into a status and a message.
+// entry can meet into a status and a message, a phx::Error (phx/error.h) into its own.
 #pragma once
 
+#include <phx/error.h>
 #include <phynexus/plugin.h>
 
 #include <cstdio>
@@ -24,12 +25,15 @@ inline void host_log(const phx_plugin_host& host, phx_log_level level, const std
   host.log(host.host_data, level, message.c_str());
 }
 
-// Runs body (returning a phx_status): out of host memory is OUT_OF_MEMORY, any other
-// exception (e.g. the system refusing a thread pool's threads) INTERNAL.
+// Runs body (returning a phx_status): a phx::Error is its status and message, out of
+// host memory OUT_OF_MEMORY, any other exception (e.g. the system refusing a thread
+// pool's threads) INTERNAL.
 template <class Body>
 phx_status guarded(const phx_plugin_host& host, Body&& body) {
   try {
     return body();
+  } catch (const Error& e) {
+    return fail(host, e.status(), e.what());
   } catch (const std::bad_alloc&) {
     return fail(host, PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {

@@ -246,13 +246,13 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, uint32_t ind
   name_ = base.deviceName;
   const uint32_t api = std::min(base.apiVersion, instance.api_version());
   if (api < VK_API_VERSION_1_1)
-    throw OpError{PHX_STATUS_UNSUPPORTED,
-                  name_ + ": Vulkan " + version_text(base.apiVersion) + ", the plugin needs 1.1"};
+    throw Error{PHX_STATUS_UNSUPPORTED,
+                name_ + ": Vulkan " + version_text(base.apiVersion) + ", the plugin needs 1.1"};
   const DeviceExtensions extensions(physical, api);
   const PhysicalProperties properties(physical, extensions);
   FeatureChain features(physical, extensions);
   if (!features.has_timeline || !features.timeline.timelineSemaphore)
-    throw OpError{PHX_STATUS_UNSUPPORTED, name_ + ": no timeline semaphores"};
+    throw Error{PHX_STATUS_UNSUPPORTED, name_ + ": no timeline semaphores"};
   if (!extensions.core12() && extensions.offers(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME))
     features.enabled.push_back(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
 
@@ -289,7 +289,7 @@ void Device::choose_queue(VkPhysicalDevice physical, const VkPhysicalDeviceLimit
     if (chosen < 0 || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) chosen = int(i);
     if (!(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
   }
-  if (chosen < 0) throw OpError{PHX_STATUS_UNSUPPORTED, name_ + ": no compute queue"};
+  if (chosen < 0) throw Error{PHX_STATUS_UNSUPPORTED, name_ + ": no compute queue"};
   queue_family_ = uint32_t(chosen);
   timestamp_bits_ = families[queue_family_].timestampValidBits;
   timestamp_period_ = limits.timestampPeriod;
@@ -321,7 +321,7 @@ void Device::create_logical_device(VkPhysicalDevice physical, const FeatureChain
   if (wait_semaphores_ == nullptr || get_semaphore_value_ == nullptr ||
       (push_descriptor_ && push_descriptor_set_ == nullptr)) {
     vkDestroyDevice(device_, nullptr);
-    throw OpError{PHX_STATUS_UNSUPPORTED, name_ + ": the driver lacks entry points it advertises"};
+    throw Error{PHX_STATUS_UNSUPPORTED, name_ + ": the driver lacks entry points it advertises"};
   }
 }
 
@@ -498,8 +498,7 @@ void Device::choose_memory(VkPhysicalDevice physical, const VkPhysicalDeviceProp
       staging = int(i);
   }
   if (tensor < 0 || staging < 0)
-    throw OpError{PHX_STATUS_UNSUPPORTED,
-                  name_ + ": no device-local or no host-visible memory type"};
+    throw Error{PHX_STATUS_UNSUPPORTED, name_ + ": no device-local or no host-visible memory type"};
   tensor_memory_type_ = uint32_t(tensor);
   staging_memory_type_ = uint32_t(staging);
   const VkMemoryPropertyFlags tensor_flags = memory.memoryTypes[tensor].propertyFlags;

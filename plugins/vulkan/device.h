@@ -29,7 +29,7 @@ class Transfers;
 
 class Device {
  public:
-  // Throws OpError when the device cannot serve (no timeline semaphores, Vulkan < 1.1, a
+  // Throws Error when the device cannot serve (no timeline semaphores, Vulkan < 1.1, a
   // failed vkCreateDevice); the plugin then leaves it out.
   Device(const Instance& instance, VkPhysicalDevice physical, uint32_t index,
          const Settings& settings, const Logger& logger);
@@ -60,15 +60,15 @@ class Device {
   const Logger& logger() const { return logger_; }
 
   // vkQueueSubmit, serialized (the queue is externally synchronized); notes the timeline
-  // values it signals (VkTimelineSemaphoreSubmitInfo). Throws OpError.
+  // values it signals (VkTimelineSemaphoreSubmitInfo). Throws Error.
   void submit(const VkSubmitInfo& info, VkFence fence);
   // vkWaitSemaphores until a timeline semaphore reaches value; false on timeout. The wait
   // is for the first value at or above it that a submission signals: the same moment, as
   // timelines only grow, but a value some submission names. (The validation layer of
   // Vulkan SDK 1.3.239, Debian 12's, never sees a wait for a value in between two signals
-  // complete: it reports UNASSIGNED-VkSemaphore-state-timeout.) Throws OpError.
+  // complete: it reports UNASSIGNED-VkSemaphore-state-timeout.) Throws Error.
   bool wait_semaphore(VkSemaphore semaphore, uint64_t value, uint64_t timeout_ns);
-  // vkGetSemaphoreCounterValue: never blocks. Throws OpError.
+  // vkGetSemaphoreCounterValue: never blocks. Throws Error.
   uint64_t semaphore_value(VkSemaphore semaphore);
   PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set() const { return push_descriptor_set_; }
 
@@ -81,7 +81,7 @@ class Device {
   struct FeatureChain;
   struct OfferedPaths;
 
-  // The constructor's steps, in order; each throws OpError. Sets queue_family_ and the
+  // The constructor's steps, in order; each throws Error. Sets queue_family_ and the
   // timestamp fields.
   void choose_queue(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits);
   // vkCreateDevice and the entry points the plugin calls through pointers.

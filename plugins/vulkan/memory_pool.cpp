@@ -78,15 +78,15 @@ Allocation* MemoryPool::allocate(uint64_t size, bool scratch) {
   const uint64_t reserved = align_up(size, config_.alignment);
   std::lock_guard lock(mutex_);
   if (reserved > config_.capacity || reserved > config_.max_allocation)
-    throw OpError{PHX_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(size) +
-                                                " bytes: the device's memory heap has " +
-                                                std::to_string(config_.capacity) +
-                                                " bytes and one allocation may have at most " +
-                                                std::to_string(config_.max_allocation)};
+    throw Error{PHX_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(size) +
+                                              " bytes: the device's memory heap has " +
+                                              std::to_string(config_.capacity) +
+                                              " bytes and one allocation may have at most " +
+                                              std::to_string(config_.max_allocation)};
   if (!scratch && limit_ != 0 && in_use_ + reserved > limit_)
-    throw OpError{PHX_STATUS_OUT_OF_MEMORY,
-                  "cannot allocate " + std::to_string(size) + " bytes: " + std::to_string(in_use_) +
-                      " bytes in use, limit " + std::to_string(limit_) + " bytes"};
+    throw Error{PHX_STATUS_OUT_OF_MEMORY,
+                "cannot allocate " + std::to_string(size) + " bytes: " + std::to_string(in_use_) +
+                    " bytes in use, limit " + std::to_string(limit_) + " bytes"};
   auto allocation = std::make_unique<Allocation>();
   allocation->size = size;
   allocation->reserved = reserved;
@@ -106,17 +106,17 @@ Allocation* MemoryPool::allocate(uint64_t size, bool scratch) {
     // statistics as they were, and the caller chooses whether to release the cache.
     try {
       allocation->block = new_block(block_size, dedicated);
-    } catch (const OpError& e) {
-      if (e.status != PHX_STATUS_OUT_OF_MEMORY) throw;
+    } catch (const Error& e) {
+      if (e.status() != PHX_STATUS_OUT_OF_MEMORY) throw;
       const uint64_t cached = cached_bytes_locked();
-      throw OpError{PHX_STATUS_OUT_OF_MEMORY,
-                    "cannot allocate " + std::to_string(size) +
-                        " bytes: the device refused a block of " + std::to_string(block_size) +
-                        " bytes (" + e.message + "); " + std::to_string(in_use_) +
-                        " bytes in use of " + std::to_string(config_.capacity) +
-                        (cached > 0 ? "; phx_memory_release_cached frees the " +
-                                          std::to_string(cached) + " bytes of cached blocks"
-                                    : "")};
+      throw Error{PHX_STATUS_OUT_OF_MEMORY,
+                  "cannot allocate " + std::to_string(size) +
+                      " bytes: the device refused a block of " + std::to_string(block_size) +
+                      " bytes (" + e.what() + "); " + std::to_string(in_use_) +
+                      " bytes in use of " + std::to_string(config_.capacity) +
+                      (cached > 0 ? "; phx_memory_release_cached frees the " +
+                                        std::to_string(cached) + " bytes of cached blocks"
+                                  : "")};
     }
     carve(*allocation->block, reserved, allocation->offset);
   }

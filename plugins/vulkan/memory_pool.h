@@ -56,7 +56,7 @@ class MemoryPool {
   MemoryPool& operator=(const MemoryPool&) = delete;
 
   // size bytes (>= 1). Tensors count in bytes_in_use and against the limit; scratch memory
-  // (an op's temporaries) counts in scratch_bytes() only. Throws OpError OUT_OF_MEMORY
+  // (an op's temporaries) counts in scratch_bytes() only. Throws Error OUT_OF_MEMORY
   // with the sizes in its message.
   Allocation* allocate(uint64_t size, bool scratch);
   void free(Allocation* allocation);

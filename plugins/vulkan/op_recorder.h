@@ -6,6 +6,7 @@
 // and reports errors of the run through stream_wait.
 #pragma once
 
+#include <phx/error.h>
 #include <phynexus/plugin.h>
 #include <vulkan/vulkan.h>
 
@@ -47,7 +48,7 @@ struct Binding {
   VkDeviceSize range = 0;
 };
 
-// Records one op. Every function throws OpError on failure (the stream turns it into a
+// Records one op. Every function throws Error on failure (the stream turns it into a
 // status); an op implementation lets it propagate.
 class OpRecorder {
  public:
@@ -85,12 +86,6 @@ class OpRecorder {
   // Makes the writes of the dispatches recorded so far visible to the next ones. The
   // recorder already separates one op from the next; this is for an op's own steps.
   virtual void barrier() = 0;
-};
-
-// Thrown by ops and the recorder; becomes the op's status and message.
-struct OpError {
-  phx_status status;
-  std::string message;
 };
 
 // ops/*.cpp: whether the device implements op for inputs of dtype, and the recording.

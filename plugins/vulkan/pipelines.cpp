@@ -117,8 +117,8 @@ VkShaderModule Pipelines::shader(std::string_view name) {
   if (it != shaders_.end()) return it->second;
   const SpirvModule* module = find_spirv_module(name);
   if (module == nullptr)
-    throw OpError{PHX_STATUS_INTERNAL,
-                  "no SPIR-V module named '" + std::string(name) + "' is embedded in the plugin"};
+    throw Error{PHX_STATUS_INTERNAL,
+                "no SPIR-V module named '" + std::string(name) + "' is embedded in the plugin"};
   auto info = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   info.codeSize = module->word_count * sizeof(uint32_t);
   info.pCode = module->words;
@@ -130,9 +130,9 @@ VkShaderModule Pipelines::shader(std::string_view name) {
 const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
                              std::span<const OpRecorder::SpecConstant> constants) {
   if (binding_count > kMaxBindings)
-    throw OpError{PHX_STATUS_INTERNAL, std::to_string(binding_count) + " bindings for " +
-                                           std::string(module) + ", at most " +
-                                           std::to_string(kMaxBindings)};
+    throw Error{PHX_STATUS_INTERNAL, std::to_string(binding_count) + " bindings for " +
+                                         std::string(module) + ", at most " +
+                                         std::to_string(kMaxBindings)};
   std::string key = std::string(module) + "/" + std::to_string(binding_count);
   for (const auto& c : constants) key += "/" + std::to_string(c.id) + "=" + std::to_string(c.value);
   std::lock_guard lock(mutex_);
@@ -169,9 +169,9 @@ const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
       vkCreateComputePipelines(config_.device, cache_, 1, &info, nullptr, &kernel.pipeline);
   const auto elapsed = std::chrono::steady_clock::now() - start;
   if (result != VK_SUCCESS)
-    throw OpError{result_status(result) == PHX_STATUS_OUT_OF_MEMORY ? PHX_STATUS_OUT_OF_MEMORY
-                                                                    : PHX_STATUS_COMPILATION_ERROR,
-                  "the driver could not create the pipeline " + key + ": " + result_name(result)};
+    throw Error{result_status(result) == PHX_STATUS_OUT_OF_MEMORY ? PHX_STATUS_OUT_OF_MEMORY
+                                                                  : PHX_STATUS_COMPILATION_ERROR,
+                "the driver could not create the pipeline " + key + ": " + result_name(result)};
   stats_.pipeline_compile_ns +=
       uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   ++stats_.pipelines_created;

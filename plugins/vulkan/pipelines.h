@@ -49,7 +49,7 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
-  // Throws OpError: INTERNAL for an unknown module or too many bindings,
+  // Throws Error: INTERNAL for an unknown module or too many bindings,
   // COMPILATION_ERROR when the driver refuses the pipeline.
   const Kernel& get(std::string_view module, uint32_t binding_count,
                     std::span<const OpRecorder::SpecConstant> constants);

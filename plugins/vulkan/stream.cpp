@@ -70,16 +70,16 @@ class Recorder final : public OpRecorder {
   Binding bind(const phx_plugin_tensor& tensor) override {
     const uint64_t bytes = tensor_bytes(tensor);
     if (bytes > caps().max_binding_bytes)
-      throw OpError{PHX_STATUS_UNSUPPORTED,
-                    "a tensor of " + std::to_string(bytes) +
-                        " bytes is larger than one binding may be on this device "
-                        "(maxStorageBufferRange " +
-                        std::to_string(caps().max_binding_bytes) + ")"};
+      throw Error{PHX_STATUS_UNSUPPORTED,
+                  "a tensor of " + std::to_string(bytes) +
+                      " bytes is larger than one binding may be on this device "
+                      "(maxStorageBufferRange " +
+                      std::to_string(caps().max_binding_bytes) + ")"};
     const Allocation& a = allocation(tensor);
     const uint64_t offset = a.offset + tensor.offset;
     if (offset % caps().binding_offset_alignment != 0)
-      throw OpError{PHX_STATUS_INTERNAL,
-                    "bind: the tensor starts at an unaligned offset; use bind_range"};
+      throw Error{PHX_STATUS_INTERNAL,
+                  "bind: the tensor starts at an unaligned offset; use bind_range"};
     // A zero-size range is not a valid descriptor; no shader reads an empty tensor.
     return {a.block->buffer, offset, std::max<uint64_t>(bytes, 4)};
   }
@@ -87,25 +87,25 @@ class Recorder final : public OpRecorder {
   Binding bind_range(const phx_plugin_tensor& tensor, uint64_t byte_offset, uint64_t bytes,
                      uint64_t* skip_bytes) override {
     if (byte_offset + bytes > tensor_bytes(tensor))
-      throw OpError{PHX_STATUS_INTERNAL, "bind_range: bytes " + std::to_string(byte_offset) + ".." +
-                                             std::to_string(byte_offset + bytes) +
-                                             " are outside the tensor"};
+      throw Error{PHX_STATUS_INTERNAL, "bind_range: bytes " + std::to_string(byte_offset) + ".." +
+                                           std::to_string(byte_offset + bytes) +
+                                           " are outside the tensor"};
     const Allocation& a = allocation(tensor);
     const uint64_t start = a.offset + tensor.offset + byte_offset;
     const uint64_t aligned = start - start % caps().binding_offset_alignment;
     *skip_bytes = start - aligned;
     const uint64_t range = std::max<uint64_t>(*skip_bytes + bytes, 4);
     if (range > caps().max_binding_bytes)
-      throw OpError{PHX_STATUS_UNSUPPORTED, "bind_range: " + std::to_string(range) +
-                                                " bytes, more than one binding may hold (" +
-                                                std::to_string(caps().max_binding_bytes) + ")"};
+      throw Error{PHX_STATUS_UNSUPPORTED, "bind_range: " + std::to_string(range) +
+                                              " bytes, more than one binding may hold (" +
+                                              std::to_string(caps().max_binding_bytes) + ")"};
     return {a.block->buffer, aligned, range};
   }
 
   Binding scratch(uint64_t bytes) override {
     if (bytes > caps().max_binding_bytes)
-      throw OpError{PHX_STATUS_UNSUPPORTED,
-                    "scratch: " + std::to_string(bytes) + " bytes, more than one binding may hold"};
+      throw Error{PHX_STATUS_UNSUPPORTED,
+                  "scratch: " + std::to_string(bytes) + " bytes, more than one binding may hold"};
     Allocation* a = device_.memory().allocate(std::max<uint64_t>(bytes, 4), true);
     scratch_.push_back(a);
     return {a->block->buffer, a->offset, std::max<uint64_t>(bytes, 4)};
@@ -118,14 +118,14 @@ class Recorder final : public OpRecorder {
     const uint32_t groups[3] = {groups_x, groups_y, groups_z};
     for (int i = 0; i < 3; ++i)
       if (groups[i] > caps().max_workgroup_count[i])
-        throw OpError{PHX_STATUS_UNSUPPORTED,
-                      std::string(kernel) + ": " + std::to_string(groups[i]) +
-                          " workgroups in dimension " + std::to_string(i) + ", the device allows " +
-                          std::to_string(caps().max_workgroup_count[i])};
+        throw Error{PHX_STATUS_UNSUPPORTED, std::string(kernel) + ": " + std::to_string(groups[i]) +
+                                                " workgroups in dimension " + std::to_string(i) +
+                                                ", the device allows " +
+                                                std::to_string(caps().max_workgroup_count[i])};
     if (push_size > caps().max_push_constant_bytes)
-      throw OpError{PHX_STATUS_INTERNAL, std::string(kernel) + ": " + std::to_string(push_size) +
-                                             " bytes of push constants, at most " +
-                                             std::to_string(caps().max_push_constant_bytes)};
+      throw Error{PHX_STATUS_INTERNAL, std::string(kernel) + ": " + std::to_string(push_size) +
+                                           " bytes of push constants, at most " +
+                                           std::to_string(caps().max_push_constant_bytes)};
     const Kernel& k = device_.pipelines().get(
         kernel, uint32_t(bindings.size()),
         std::span<const SpecConstant>(spec_constants.begin(), spec_constants.size()));
@@ -240,7 +240,7 @@ Stream::~Stream() {
   if (flushed_ > 0 && !device_.lost()) {
     try {
       device_.wait_semaphore(timeline_, flushed_, UINT64_MAX);
-    } catch (const OpError&) {
+    } catch (const Error&) {
       device_.mark_lost();  // nothing else makes a wait fail
     }
   }

@@ -23,7 +23,7 @@ class Stream {
  public:
   static constexpr uint32_t kBatchOps = 32;
 
-  explicit Stream(Device& device);  // throws OpError
+  explicit Stream(Device& device);  // throws Error
   // Waits for what was submitted (the host has waited already), then frees everything.
   ~Stream();
   Stream(const Stream&) = delete;
@@ -31,12 +31,12 @@ class Stream {
 
   Device& device() { return device_; }
 
-  // Records op and returns its ticket. Throws OpError (the recording's or Vulkan's);
+  // Records op and returns its ticket. Throws Error (the recording's or Vulkan's);
   // then no ticket is issued.
   uint64_t submit(const phx_plugin_op& op);
-  // Blocks until ticket (clamped to the last one issued) has finished. Throws OpError.
+  // Blocks until ticket (clamped to the last one issued) has finished. Throws Error.
   void wait(uint64_t ticket);
-  // The highest finished ticket; submits what was recorded, never blocks. Throws OpError.
+  // The highest finished ticket; submits what was recorded, never blocks. Throws Error.
   uint64_t completed();
 
   struct Batch;

@@ -18,13 +18,13 @@ class Device;
 
 class Transfers {
  public:
-  // staging_type: a HOST_VISIBLE | HOST_COHERENT memory type. Throws OpError.
+  // staging_type: a HOST_VISIBLE | HOST_COHERENT memory type. Throws Error.
   Transfers(Device& device, uint32_t staging_type, uint64_t staging_bytes);
   ~Transfers();
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
-  // Throw OpError.
+  // Throw Error.
   void write(Allocation& dst, uint64_t offset, const void* src, uint64_t size);
   void read(Allocation& src, uint64_t offset, void* dst, uint64_t size);
   // Both on this device.

@@ -1,5 +1,5 @@
-// Vulkan results as Phynexus statuses. Inside the plugin every failure is thrown as an
-// OpError (op_recorder.h) and turned into a status and a message at the entry.
+// Vulkan results as Phynexus statuses. Inside the plugin every failure is thrown as a
+// phx::Error (phx/error.h) and turned into a status and a message at the entry.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -25,11 +25,11 @@ T vk_struct(VkStructureType type) {
   return value;
 }
 
-// Throws OpError{result_status(result), "<what>: <result name>"} unless result is
+// Throws Error{result_status(result), "<what>: <result name>"} unless result is
 // VK_SUCCESS (or another non-negative result, which is not a failure).
 inline void check(VkResult result, const char* what) {
   if (result < 0)
-    throw OpError{result_status(result), std::string(what) + ": " + result_name(result)};
+    throw Error{result_status(result), std::string(what) + ": " + result_name(result)};
 }
 
 }  // namespace phx::vulkan

@@ -1,5 +1,5 @@
 // The Vulkan plugin (docs/vulkan.md): every physical device with a compute queue is a
-// device. This file is the plugin's C ABI: each entry turns the OpErrors (and Vulkan
+// device. This file is the plugin's C ABI: each entry turns the Errors (and Vulkan
 // results) of the layers below into a status and a message, marks a device lost for
 // good when Vulkan says so, and fails a stream call when the validation layer has
 // reported something since the last one.
@@ -34,8 +34,8 @@ struct Plugin {
       try {
         devices.push_back(std::make_unique<Device>(instance, physical[i], uint32_t(devices.size()),
                                                    settings, logger));
-      } catch (const OpError& e) {
-        logger.log(PHX_LOG_WARN, "Vulkan device " + std::to_string(i) + " left out: " + e.message);
+      } catch (const Error& e) {
+        logger.log(PHX_LOG_WARN, "Vulkan device " + std::to_string(i) + " left out: " + e.what());
       }
     }
   }
@@ -64,9 +64,9 @@ phx_status guarded(Plugin& p, Device& d, Body&& body) {
   try {
     body();
     return PHX_STATUS_OK;
-  } catch (const OpError& e) {
-    if (e.status == PHX_STATUS_DEVICE_UNAVAILABLE) d.mark_lost();
-    return p.error(e.status, e.message);
+  } catch (const Error& e) {
+    if (e.status() == PHX_STATUS_DEVICE_UNAVAILABLE) d.mark_lost();
+    return p.error(e.status(), e.what());
   } catch (const std::bad_alloc&) {
     return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {

@@ -59,9 +59,7 @@ const phx_plugin_tensor* optional_input(const phx_plugin_op& op, size_t index) {
   return &op.inputs[index];
 }
 
-void fail_unsupported(const std::string& message) {
-  throw OpError{PHX_STATUS_UNSUPPORTED, message};
-}
+void fail_unsupported(const std::string& message) { throw Error{PHX_STATUS_UNSUPPORTED, message}; }
 
 ElementRange bind_elements(OpRecorder& recorder, const phx_plugin_tensor& tensor, uint64_t first,
                            uint64_t count) {

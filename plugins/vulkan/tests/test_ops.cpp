@@ -18,7 +18,7 @@ bool op_supported(const DeviceCaps&, phx_op_id op, phx_dtype dtype) {
 
 void record_op(OpRecorder& recorder, const phx_plugin_op& op) {
   if (!op_supported(recorder.caps(), op.op, op.inputs[0].dtype))
-    throw OpError{PHX_STATUS_UNSUPPORTED, "the test plugin runs relu and silu on f32 only"};
+    throw Error{PHX_STATUS_UNSUPPORTED, "the test plugin runs relu and silu on f32 only"};
   const phx_plugin_tensor& x = op.inputs[0];
   if (op.op == PHX_OP_SILU) {
     recorder.dispatch("test_empty", {recorder.bind(x)}, nullptr, 0, {}, 1, 1, 1);
@@ -34,7 +34,7 @@ void record_op(OpRecorder& recorder, const phx_plugin_op& op) {
     const Binding bx = recorder.bind_range(x, first * 4, count * 4ull, &skip_x);
     const Binding by = recorder.bind_range(op.outputs[0], first * 4, count * 4ull, &skip_y);
     if (skip_x != 0 || skip_y != 0)
-      throw OpError{PHX_STATUS_INTERNAL, "4 MiB pieces of an aligned tensor are aligned"};
+      throw Error{PHX_STATUS_INTERNAL, "4 MiB pieces of an aligned tensor are aligned"};
     recorder.dispatch("test_relu", {bx, by}, &count, sizeof count, {{0, kGroup}},
                       (count + kGroup - 1) / kGroup, 1, 1);
   }

@@ -1,0 +1,29 @@
+// What a failed call is, inside libphynexus and the shipped plugins alike: an Error,
+// carrying the phx_status and the message the caller will see. Thrown by the runtime,
+// by the loader's calls into plugins and by a plugin's own code, it never crosses an
+// ABI: it becomes a status and the last-error message at the C API (guard() in
+// core/runtime/errors.h), and a status and host.set_error() at a plugin's entry
+// (guarded() in plugins/common/reporting.h, the Vulkan plugin's entries). Whatever
+// threw it, the call it ends changes nothing (docs/guarantees.md).
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace phx {
+
+class Error : public std::exception {
+ public:
+  Error(phx_status status, std::string message) : status_(status), message_(std::move(message)) {}
+  phx_status status() const { return status_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  phx_status status_;
+  std::string message_;
+};
+
+}  // namespace phx
