@@ -1,7 +1,6 @@
 #include <phx/op_table.h>
 
 #include <initializer_list>
-#include <iterator>
 
 namespace phx {
 namespace {
@@ -184,14 +183,7 @@ constexpr OpSchema kOps[] = {
      .summary = "quantization per tensor with the scale and zero point taken from x's range"},
 };
 
-static_assert(std::size(kOps) == PHX_OP_COUNT - 1, "an entry for every op");
-
-constexpr bool in_id_order() {
-  for (size_t i = 0; i < std::size(kOps); ++i)
-    if (kOps[i].op != static_cast<phx_op_id>(i + 1)) return false;
-  return true;
-}
-static_assert(in_id_order(), "the entries follow phx_op_id");
+static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");
 
 size_t count_names(const char* const* names, size_t capacity) {
   size_t n = 0;

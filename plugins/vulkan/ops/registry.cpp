@@ -3,7 +3,6 @@
 // table) that the device can hold in storage buffers.
 #include <phx/op_table.h>
 
-#include <iterator>
 #include <string>
 
 #include "families.h"
@@ -45,14 +44,7 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_DYNAMIC_QUANTIZE, nullptr},
 };
 
-static_assert(std::size(kFamilies) == PHX_OP_COUNT - 1, "an entry for every op");
-
-constexpr bool in_id_order() {
-  for (size_t i = 0; i < std::size(kFamilies); ++i)
-    if (kFamilies[i].op != static_cast<phx_op_id>(i + 1)) return false;
-  return true;
-}
-static_assert(in_id_order(), "the entries follow phx_op_id");
+static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");
 
 Recorder recorder_of(phx_op_id op) {
   return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? kFamilies[op - 1].record : nullptr;

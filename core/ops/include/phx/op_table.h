@@ -96,4 +96,14 @@ const OpSchema* find_op_schema(int op);
 // "phx_matmul_params", "" for ParamsKind::none.
 const char* params_struct_name(ParamsKind params);
 
+// Whether a table indexed by op (an entry per op, each with a member op) holds every op
+// in phx_op_id order, for a static_assert beside the table.
+template <typename Entry, size_t N>
+constexpr bool covers_every_op_in_order(const Entry (&entries)[N]) {
+  if (N != PHX_OP_COUNT - 1) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (entries[i].op != static_cast<phx_op_id>(i + 1)) return false;
+  return true;
+}
+
 }  // namespace phx
