@@ -47,26 +47,6 @@ std::string version_text(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-const char* stage_name(phx_plugin_stage stage) {
-  switch (stage) {
-    case PHX_PLUGIN_STAGE_FOUND:
-      return "found";
-    case PHX_PLUGIN_STAGE_OPENED:
-      return "opened";
-    case PHX_PLUGIN_STAGE_ENTRY:
-      return "entry";
-    case PHX_PLUGIN_STAGE_VERSION:
-      return "version";
-    case PHX_PLUGIN_STAGE_VALIDATED:
-      return "validated";
-    case PHX_PLUGIN_STAGE_INITIALIZED:
-      return "initialized";
-    case PHX_PLUGIN_STAGE_READY:
-      return "ready";
-  }
-  return "unknown";
-}
-
 // The debug line that says what became of a candidate file.
 void log_outcome(spdlog::logger& logger, const Plugin& plugin) {
   if (plugin.loaded()) {
@@ -76,8 +56,8 @@ void log_outcome(spdlog::logger& logger, const Plugin& plugin) {
   } else if (plugin.state == PHX_PLUGIN_SHADOWED) {
     logger.debug("loader: {}: shadowed: {}", plugin.path, plugin.reason);
   } else {
-    logger.debug("loader: {}: rejected at stage '{}': {}", plugin.path, stage_name(plugin.stage),
-                 plugin.reason);
+    logger.debug("loader: {}: rejected at stage '{}': {}", plugin.path,
+                 phx_plugin_stage_name(plugin.stage), plugin.reason);
   }
 }
 

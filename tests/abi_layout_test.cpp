@@ -558,6 +558,21 @@ TEST_F(AbiLayout, Api_0_3_OpVariant) {
   PHX_EXPECT_SIZE_AT_LEAST(phx_op_variant, 56);
 }
 
+TEST_F(AbiLayout, Api_0_3_OpInfo) {
+  PHX_EXPECT_OFFSET(phx_op_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_op_info, name, 8);
+  PHX_EXPECT_OFFSET(phx_op_info, summary, 16);
+  PHX_EXPECT_OFFSET(phx_op_info, params_struct, 24);
+  PHX_EXPECT_OFFSET(phx_op_info, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_op_info, min_input_count, 40);
+  PHX_EXPECT_OFFSET(phx_op_info, input_names, 48);
+  PHX_EXPECT_OFFSET(phx_op_info, optional_inputs, 56);
+  PHX_EXPECT_OFFSET(phx_op_info, output_count, 64);
+  PHX_EXPECT_OFFSET(phx_op_info, output_names, 72);
+  PHX_EXPECT_OFFSET(phx_op_info, dtype_mask, 80);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_op_info, 88);
+}
+
 TEST_F(AbiLayout, PluginAbi_1_2_OpVariant) {
   PHX_EXPECT_OFFSET(phx_plugin_op_variant, struct_size, 0);
   PHX_EXPECT_OFFSET(phx_plugin_op_variant, op, 8);
@@ -572,6 +587,9 @@ TEST_F(AbiLayout, PluginAbi_1_2_OpVariant) {
   PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 192);
 }
 
+static_assert(kSame<decltype(&phx_op_info_get), phx_status (*)(phx_op_id, phx_op_info*)>);
+static_assert(kSame<decltype(&phx_plugin_state_name), const char* (*)(phx_plugin_state)>);
+static_assert(kSame<decltype(&phx_plugin_stage_name), const char* (*)(phx_plugin_stage)>);
 static_assert(kSame<decltype(&phx_device_supports_op),
                     phx_status (*)(phx_context, size_t, const phx_op_variant*, int*)>);
 static_assert(kSame<decltype(phx_plugin_api::op_variant_supported),

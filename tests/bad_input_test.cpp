@@ -47,6 +47,12 @@ PLAYS_A_C_CALLER const char* op_name(int op) { return phx_op_name(as_enum<phx_op
 PLAYS_A_C_CALLER const char* device_type_name(int type) {
   return phx_device_type_name(as_enum<phx_device_type>(type));
 }
+PLAYS_A_C_CALLER const char* plugin_state_name(int state) {
+  return phx_plugin_state_name(as_enum<phx_plugin_state>(state));
+}
+PLAYS_A_C_CALLER const char* plugin_stage_name(int stage) {
+  return phx_plugin_stage_name(as_enum<phx_plugin_stage>(stage));
+}
 PLAYS_A_C_CALLER phx_status device_supports(phx_context context, size_t device, int op, int dtype,
                                             int* out_supported) {
   return phx_device_supports(context, device, as_enum<phx_op_id>(op), as_enum<phx_dtype>(dtype),
@@ -192,6 +198,20 @@ TEST(Names, DeviceTypeNamesAndTheirFallback) {
   EXPECT_STREQ(phx_device_type_name(PHX_DEVICE_ACCELERATOR), "accelerator");
   for (int unknown : kUnknownEnumValues) {
     EXPECT_STREQ(device_type_name(unknown), "unknown") << unknown;
+  }
+}
+
+TEST(Names, PluginStatesStagesAndTheirFallback) {
+  EXPECT_STREQ(phx_plugin_state_name(PHX_PLUGIN_LOADED), "loaded");
+  EXPECT_STREQ(phx_plugin_state_name(PHX_PLUGIN_REJECTED), "rejected");
+  EXPECT_STREQ(phx_plugin_state_name(PHX_PLUGIN_SHADOWED), "shadowed");
+  const char* const stages[] = {"found",     "opened",      "entry", "version",
+                                "validated", "initialized", "ready"};
+  for (int stage = PHX_PLUGIN_STAGE_FOUND; stage <= PHX_PLUGIN_STAGE_READY; ++stage)
+    EXPECT_STREQ(plugin_stage_name(stage), stages[stage]);
+  for (int unknown : kUnknownEnumValues) {
+    EXPECT_STREQ(plugin_state_name(unknown), "unknown") << unknown;
+    EXPECT_STREQ(plugin_stage_name(unknown), "unknown") << unknown;
   }
 }
 

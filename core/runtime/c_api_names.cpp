@@ -80,6 +80,38 @@ PHX_API const char* phx_device_type_name(phx_device_type type) {
   return "unknown";
 }
 
+PHX_API const char* phx_plugin_state_name(phx_plugin_state state) {
+  switch (enum_value(state)) {
+    case PHX_PLUGIN_LOADED:
+      return "loaded";
+    case PHX_PLUGIN_REJECTED:
+      return "rejected";
+    case PHX_PLUGIN_SHADOWED:
+      return "shadowed";
+  }
+  return "unknown";
+}
+
+PHX_API const char* phx_plugin_stage_name(phx_plugin_stage stage) {
+  switch (enum_value(stage)) {
+    case PHX_PLUGIN_STAGE_FOUND:
+      return "found";
+    case PHX_PLUGIN_STAGE_OPENED:
+      return "opened";
+    case PHX_PLUGIN_STAGE_ENTRY:
+      return "entry";
+    case PHX_PLUGIN_STAGE_VERSION:
+      return "version";
+    case PHX_PLUGIN_STAGE_VALIDATED:
+      return "validated";
+    case PHX_PLUGIN_STAGE_INITIALIZED:
+      return "initialized";
+    case PHX_PLUGIN_STAGE_READY:
+      return "ready";
+  }
+  return "unknown";
+}
+
 PHX_API const char* phx_op_name(phx_op_id op) {
   const phx::OpSchema* schema = phx::find_op_schema(enum_value(op));
   return schema != nullptr ? schema->name : "unknown";

@@ -240,6 +240,15 @@ PHX_API phx_status phx_plugin_count(phx_context context, size_t* out_count);
  * Returns INVALID_ARGUMENT, NOT_FOUND (index >= count). Thread-safe. */
 PHX_API phx_status phx_plugin_get(phx_context context, size_t index, phx_plugin_info* out_info);
 
+/* "loaded", "rejected", "shadowed"; "unknown" otherwise (since API 0.3). Static storage.
+ * Thread-safe. */
+PHX_API const char* phx_plugin_state_name(phx_plugin_state state);
+
+/* "found", "opened", "entry", "version", "validated", "initialized", "ready"; "unknown"
+ * otherwise (since API 0.3): the words of the loader's log and of phx-devices. Static
+ * storage. Thread-safe. */
+PHX_API const char* phx_plugin_stage_name(phx_plugin_stage stage);
+
 /* ---- Devices ------------------------------------------------------------------------ */
 
 typedef enum phx_device_type {

@@ -37,11 +37,6 @@ int get_device_info(phx_context context, size_t device, phx_device_info* out_inf
 /* Sets *out_mask to the PHX_DTYPE_BIT of every dtype the device runs op with. */
 int get_op_dtype_mask(phx_context context, size_t device, phx_op_id op, uint32_t* out_mask);
 
-/* "loaded", "rejected", "shadowed". */
-const char* plugin_state_name(phx_plugin_state state);
-/* "found", "opened", ..., "ready". */
-const char* plugin_stage_name(phx_plugin_stage stage);
-
 /* The loaded library's API version as "major.minor.patch". */
 void format_api_version(char* buffer, size_t size);
 /* A byte count for people: "512 B", "1.5 KiB", "15.6 GiB". */

@@ -40,38 +40,6 @@ int get_op_dtype_mask(phx_context context, size_t device, phx_op_id op, uint32_t
   return 0;
 }
 
-const char* plugin_state_name(phx_plugin_state state) {
-  switch (state) {
-    case PHX_PLUGIN_LOADED:
-      return "loaded";
-    case PHX_PLUGIN_REJECTED:
-      return "rejected";
-    case PHX_PLUGIN_SHADOWED:
-      return "shadowed";
-  }
-  return "unknown";
-}
-
-const char* plugin_stage_name(phx_plugin_stage stage) {
-  switch (stage) {
-    case PHX_PLUGIN_STAGE_FOUND:
-      return "found";
-    case PHX_PLUGIN_STAGE_OPENED:
-      return "opened";
-    case PHX_PLUGIN_STAGE_ENTRY:
-      return "entry";
-    case PHX_PLUGIN_STAGE_VERSION:
-      return "version";
-    case PHX_PLUGIN_STAGE_VALIDATED:
-      return "validated";
-    case PHX_PLUGIN_STAGE_INITIALIZED:
-      return "initialized";
-    case PHX_PLUGIN_STAGE_READY:
-      return "ready";
-  }
-  return "unknown";
-}
-
 void format_api_version(char* buffer, size_t size) {
   uint32_t version = phx_api_version();
   snprintf(buffer, size, "%" PRIu32 ".%" PRIu32 ".%" PRIu32, version / 10000, version / 100 % 100,

@@ -23,8 +23,8 @@ static void write_plugin(json_writer* writer, const phx_plugin_info* info) {
   json_string(writer, "path", info->path);
   json_uint(writer, "abi_major", info->abi_major);
   json_uint(writer, "abi_minor", info->abi_minor);
-  json_string(writer, "state", plugin_state_name(info->state));
-  json_string(writer, "stage", plugin_stage_name(info->stage));
+  json_string(writer, "state", phx_plugin_state_name(info->state));
+  json_string(writer, "stage", phx_plugin_stage_name(info->stage));
   json_string(writer, "reason", info->reason);
   json_uint(writer, "device_count", info->device_count);
   json_end_object(writer);

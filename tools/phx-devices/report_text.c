@@ -140,11 +140,11 @@ int report_plugins_text(phx_context context) {
     phx_plugin_info info;
     if (get_plugin_info(context, i, &info) != 0) return -1;
     const char* name = text_or_empty(info.name);
-    printf("\n[%zu] %s: %s\n", i, name[0] ? name : "(unnamed)", plugin_state_name(info.state));
+    printf("\n[%zu] %s: %s\n", i, name[0] ? name : "(unnamed)", phx_plugin_state_name(info.state));
     printf("  path:    %s\n", text_or_empty(info.path));
     printf("  version: %s\n", text_or_empty(info.version)[0] ? info.version : "(unknown)");
     printf("  abi:     %" PRIu32 ".%" PRIu32 "\n", info.abi_major, info.abi_minor);
-    printf("  stage:   %s\n", plugin_stage_name(info.stage));
+    printf("  stage:   %s\n", phx_plugin_stage_name(info.stage));
     printf("  devices: %" PRIu32 "\n", info.device_count);
     if (text_or_empty(info.reason)[0]) printf("  reason:  %s\n", info.reason);
   }
