@@ -508,8 +508,11 @@ inline std::string identifier(const std::string& s) {
 }
 
 // Runs when the tests are instantiated: a context made only to list the devices, so that
-// each plugin's devices get the whole suite the day the plugin loads.
-inline std::vector<DeviceParam> devices_found_at_run_time() {
+// each plugin's devices get the whole suite the day the plugin loads. Once per process:
+// GoogleTest evaluates an instantiation's generator for every test of the suite, and a
+// context loads every plugin (lavapipe and its validation layer included), which made
+// the start of each test process cost seconds.
+inline std::vector<DeviceParam> list_devices() {
   std::vector<DeviceParam> devices;
   phx_context context = nullptr;
   if (phx_context_create(suite_context_options(), &context) != PHX_STATUS_OK) return devices;
@@ -522,6 +525,11 @@ inline std::vector<DeviceParam> devices_found_at_run_time() {
                                      std::string(info.name))});
   }
   phx_context_destroy(context);
+  return devices;
+}
+
+inline const std::vector<DeviceParam>& devices_found_at_run_time() {
+  static const std::vector<DeviceParam> devices = list_devices();
   return devices;
 }
 
