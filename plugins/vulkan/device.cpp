@@ -19,6 +19,10 @@ constexpr uint64_t kBlockBytes = 64ull << 20;
 // The staging buffer, used in two halves (transfers.h).
 constexpr uint64_t kStagingBytes = 16ull << 20;
 constexpr uint32_t kPushConstantBytes = 128;
+// The least binding PHX_VULKAN_MAX_BINDING_BYTES may ask for: far above the largest
+// offset alignment Vulkan allows (256 bytes), which a split binding may start below its
+// first element, so that every binding still holds many elements.
+constexpr uint64_t kMinBindingBytes = 64ull << 10;
 
 std::string hex(uint64_t value) {
   char text[24];
@@ -341,6 +345,11 @@ void Device::set_caps(const PhysicalProperties& properties, const FeatureChain& 
   }
   caps_.subgroup_size = subgroup.subgroupSize;
   caps_.max_binding_bytes = limits.maxStorageBufferRange;
+  // A testing knob: it lowers the limit, never raises it, so that the ops' split paths
+  // run on tensors of a few MiB on any device.
+  if (settings.max_binding_bytes != 0)
+    caps_.max_binding_bytes =
+        std::min(caps_.max_binding_bytes, std::max(settings.max_binding_bytes, kMinBindingBytes));
   caps_.binding_offset_alignment = limits.minStorageBufferOffsetAlignment;
   caps_.max_push_constant_bytes = std::min(limits.maxPushConstantsSize, kPushConstantBytes);
   caps_.shader_float16 = features.float16_int8.shaderFloat16;
@@ -429,7 +438,11 @@ void Device::describe_hardware(const PhysicalProperties& properties,
   add("max_workgroup_invocations", std::to_string(caps_.max_workgroup_invocations));
   add("max_shared_memory_bytes", std::to_string(caps_.max_shared_memory_bytes));
   add("subgroup_size", std::to_string(caps_.subgroup_size));
-  add("max_storage_buffer_range", std::to_string(caps_.max_binding_bytes));
+  std::string binding_limit = std::to_string(caps_.max_binding_bytes);
+  if (caps_.max_binding_bytes < limits.maxStorageBufferRange)
+    binding_limit += " (PHX_VULKAN_MAX_BINDING_BYTES; the device's: " +
+                     std::to_string(limits.maxStorageBufferRange) + ")";
+  add("max_storage_buffer_range", binding_limit);
   add("min_storage_buffer_offset_alignment", std::to_string(caps_.binding_offset_alignment));
   add("max_allocation_bytes", std::to_string(max_allocation));
   add("max_push_constants_bytes", std::to_string(limits.maxPushConstantsSize));

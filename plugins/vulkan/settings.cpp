@@ -19,6 +19,13 @@ bool flag(const char* name) {
   return value == "1" || value == "true" || value == "yes" || value == "on";
 }
 
+// A byte count written in decimal digits; 0 when unset or anything else.
+uint64_t byte_count(const char* name) {
+  const std::string value = text(name);
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::strtoull(value.c_str(), nullptr, 10);
+}
+
 }  // namespace
 
 Settings read_settings() {
@@ -33,6 +40,7 @@ Settings read_settings() {
   s.no_direct_upload = flag("PHX_VULKAN_NO_DIRECT_UPLOAD");
   s.no_push_descriptor = flag("PHX_VULKAN_NO_PUSH_DESCRIPTOR");
   s.no_pipeline_cache = flag("PHX_VULKAN_NO_PIPELINE_CACHE");
+  s.max_binding_bytes = byte_count("PHX_VULKAN_MAX_BINDING_BYTES");
   if (!text("PHX_VULKAN_CACHE_DIR").empty())
     s.cache_dir = text("PHX_VULKAN_CACHE_DIR");
   else if (!text("XDG_CACHE_HOME").empty())

@@ -1,6 +1,7 @@
 // The plugin's environment variables (docs/vulkan.md), read once at initialize.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace phx::vulkan {
@@ -20,6 +21,8 @@ struct Settings {
   bool no_pipeline_cache = false;   // PHX_VULKAN_NO_PIPELINE_CACHE=1: no cache file
   std::string cache_dir;            // PHX_VULKAN_CACHE_DIR, else $XDG_CACHE_HOME/phynexus, else
                                     // ~/.cache/phynexus; empty when none of them is set
+  uint64_t max_binding_bytes = 0;   // PHX_VULKAN_MAX_BINDING_BYTES: a lower binding limit, so
+                                    // that tests split tensors of a few MiB; 0: the device's
 };
 
 Settings read_settings();

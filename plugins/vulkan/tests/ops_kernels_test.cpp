@@ -1,10 +1,13 @@
 // The Vulkan ops beyond what the op suite (tests/op_suite_test.cpp) covers: matmul under
 // both of its variants (PHX_VULKAN_MATMUL=direct and =shared), and tensors larger than one
-// binding (DeviceCaps::max_binding_bytes, 128 MiB on lavapipe), which the elementwise ops,
-// cast and matmul split into sub-range dispatches. References are float64, with the op
-// suite's tolerances (tests/op_suite.h): matmul 2 K 2^-24 sum|a b| + 1e-6 plus the final
-// rounding, add 2 * 2^-24 |ref|, cast exact.
+// binding (DeviceCaps::max_binding_bytes), which the elementwise ops, cast and matmul split
+// into sub-range dispatches. The binding is lowered to 1 MiB for those
+// (PHX_VULKAN_MAX_BINDING_BYTES), so that the split runs on tensors of a few MiB on every
+// device rather than on 136 MB past lavapipe's 128 MiB, and not at all on a GPU's 4 GiB.
+// References are float64, with the op suite's tolerances (tests/op_suite.h): matmul
+// 2 K 2^-24 sum|a b| + 1e-6 plus the final rounding, add 2 * 2^-24 |ref|, cast exact.
 #include <cstdlib>
+#include <string>
 
 #include "op_suite.h"
 
@@ -133,12 +136,18 @@ class VulkanKernels : public ::testing::Test {
     const Shape bias_m1 = {129, 1};
     const Shape bias_136 = {136};
     for (phx_dtype dt : kFloatDtypes) {
-      for (phx_dtype out_dt : {dt, PHX_DTYPE_F32}) {
+      // Out = in, and f32 where the input is narrower.
+      std::vector<phx_dtype> out_dtypes = {dt};
+      if (dt != PHX_DTYPE_F32) out_dtypes.push_back(PHX_DTYPE_F32);
+      for (phx_dtype out_dt : out_dtypes) {
         check_matmul(dt, out_dt, {1, 1}, {1, 1}, false, false, nullptr, PHX_ACTIVATION_NONE, rng);
-        check_matmul(dt, out_dt, {129, 1000}, {1000, 257}, false, false, &bias_n,
-                     PHX_ACTIVATION_GELU, rng);
-        check_matmul(dt, out_dt, {1000, 129}, {257, 1000}, true, true, &bias_m1,
-                     PHX_ACTIVATION_SILU, rng);
+        // M = 129 and N = 257: a tile and one row, two tiles and one column. K = 264 is
+        // 8 whole K blocks of the shared variant (32 on lavapipe) and 8 more, and 33 of
+        // the direct kernel's 8-element steps, a multiple of 8 for its vector loads.
+        check_matmul(dt, out_dt, {129, 264}, {264, 257}, false, false, &bias_n, PHX_ACTIVATION_GELU,
+                     rng);
+        check_matmul(dt, out_dt, {264, 129}, {257, 264}, true, true, &bias_m1, PHX_ACTIVATION_SILU,
+                     rng);
         check_matmul(dt, out_dt, {2, 1, 127, 33}, {3, 33, 129}, false, false, nullptr,
                      PHX_ACTIVATION_RELU, rng);
         check_matmul(dt, out_dt, {256, 256}, {256, 256}, false, true, nullptr, PHX_ACTIVATION_NONE,
@@ -161,33 +170,77 @@ TEST_F(VulkanKernels, MatmulDirectVariant) { check_matmul_variant("direct"); }
 
 TEST_F(VulkanKernels, MatmulSharedMemoryVariant) { check_matmul_variant("shared"); }
 
-// 34M f32 elements: 136 MB, above lavapipe's 128 MiB binding limit.
-constexpr int64_t kLarge = 34'000'000;
+// The ops on tensors larger than one binding, with the binding lowered to 1 MiB. Each op
+// must make at least ceil(bytes / 1 MiB) dispatches, one per binding's worth, where one
+// binding would take one: that is the split.
+class VulkanSplitKernels : public VulkanKernels {
+ protected:
+  static constexpr uint64_t kBindingBytes = 1 << 20;
 
-TEST_F(VulkanKernels, AddAndCastSplitLargeTensors) {
+  void SetUp() override {
+    // Read when the context loads the plugin.
+    setenv("PHX_VULKAN_MAX_BINDING_BYTES", std::to_string(kBindingBytes).c_str(), 1);
+    VulkanKernels::SetUp();
+  }
+  void TearDown() override {
+    VulkanKernels::TearDown();
+    unsetenv("PHX_VULKAN_MAX_BINDING_BYTES");
+  }
+
+  double dispatches() {
+    size_t count = 0;
+    EXPECT_EQ(phx_device_stats(context_, device_, nullptr, 0, &count), PHX_STATUS_OK);
+    std::vector<phx_metric> metrics(count);
+    EXPECT_EQ(phx_device_stats(context_, device_, metrics.data(), count, &count), PHX_STATUS_OK);
+    for (const phx_metric& m : metrics)
+      if (std::string(m.name) == "dispatches") return m.value;
+    ADD_FAILURE() << "the device has no \"dispatches\" statistic";
+    return 0;
+  }
+
+  static double bindings_needed(uint64_t bytes) {
+    return double((bytes + kBindingBytes - 1) / kBindingBytes);
+  }
+};
+
+// 600 x 1000 f32: 2.4 MB, three bindings' worth; the chunks start inside rows, so the
+// broadcast operand is read across chunk boundaries.
+constexpr int64_t kRows = 600;
+constexpr int64_t kColumns = 1000;
+constexpr int64_t kLarge = kRows * kColumns;
+
+TEST_F(VulkanSplitKernels, AddAndCastSplitLargeTensors) {
   Random rng(8);
-  const HostTensor a = rng.tensor(PHX_DTYPE_F32, {kLarge / 1000, 1000});
-  const HostTensor b = rng.tensor(PHX_DTYPE_F32, {1000});  // broadcast along rows
+  const HostTensor a = rng.tensor(PHX_DTYPE_F32, {kRows, kColumns});
+  const HostTensor b = rng.tensor(PHX_DTYPE_F32, {kColumns});  // broadcast along rows
   Expected sum;
   for (int64_t i = 0; i < kLarge; ++i) {
-    const double ref = a.at(i) + b.at(i % 1000);
+    const double ref = a.at(i) + b.at(i % kColumns);
     sum.add(ref, 2 * kF32Epsilon * std::fabs(ref));
   }
   const Tensor at = upload(a), bt = upload(b);
+  const double before_add = dispatches();
   run_and_check(PHX_OP_ADD, nullptr, {at.get(), bt.get()}, PHX_DTYPE_F32, a.shape, sum);
+  EXPECT_GE(dispatches() - before_add, bindings_needed(kLarge * 4)) << "add did not split";
   Expected cast;
   for (double v : a.values) cast.add(round_to_float(PHX_DTYPE_BF16, v), 0.0);
+  const double before_cast = dispatches();
   run_and_check(PHX_OP_CAST, nullptr, {at.get()}, PHX_DTYPE_BF16, a.shape, cast);
+  EXPECT_GE(dispatches() - before_cast, bindings_needed(kLarge * 4)) << "cast did not split";
 }
 
-TEST_F(VulkanKernels, MatmulSplitsALargeOperand) {
+TEST_F(VulkanSplitKernels, MatmulSplitsALargeOperand) {
   Random rng(9);
-  // a [34000, 1000] f32 is 136 MB; b and the output are small.
+  // a [600, 1000] f32 is 2.4 MB: row blocks of 256 rows (whole 128-row tiles), then 88;
+  // b and the output are small.
   const Shape bias = {5};
   for (const char* variant : {"direct", "shared"}) {
     setenv("PHX_VULKAN_MATMUL", variant, 1);
-    check_matmul(PHX_DTYPE_F32, PHX_DTYPE_F32, {kLarge / 1000, 1000}, {1000, 5}, false, false,
+    const double before = dispatches();
+    check_matmul(PHX_DTYPE_F32, PHX_DTYPE_F32, {kRows, kColumns}, {kColumns, 5}, false, false,
                  &bias, PHX_ACTIVATION_NONE, rng);
+    EXPECT_GE(dispatches() - before, bindings_needed(kLarge * 4))
+        << variant << ": matmul did not split";
   }
 }
 

@@ -19,7 +19,7 @@ namespace phx_vulkan_test {
 inline const bool kEnvironmentSet = [] {
   for (const char* name :
        {"PHX_PLUGIN_PATH", "PHX_ADD_PLUGIN_PATH", "PHX_LOG_LEVEL", "PHX_NUM_THREADS", "PHX_PROFILE",
-        "PHX_VULKAN_DEVICES", "PHX_VULKAN_NO_PIPELINE_CACHE"})
+        "PHX_VULKAN_DEVICES", "PHX_VULKAN_NO_PIPELINE_CACHE", "PHX_VULKAN_MAX_BINDING_BYTES"})
     unsetenv(name);
   setenv("PHX_VULKAN_VALIDATION", "1", 1);
   setenv("PHX_VULKAN_CACHE_DIR", PHX_VULKAN_TEST_SCRATCH "/pipeline-cache", 1);
