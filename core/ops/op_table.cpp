@@ -203,8 +203,6 @@ size_t OpSchema::min_input_count() const {
 
 size_t OpSchema::output_count() const { return count_names(outputs, kMaxOpOutputs); }
 
-std::span<const OpSchema> op_schemas() { return kOps; }
-
 const OpSchema* find_op_schema(int op) {
   return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? &kOps[op - 1] : nullptr;
 }

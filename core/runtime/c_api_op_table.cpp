@@ -13,8 +13,7 @@ extern "C" {
 
 PHX_API phx_status phx_op_info_get(phx_op_id op, phx_op_info* out_info) {
   return phx::guard(__func__, [&] {
-    if (out_info == nullptr) phx::fail(PHX_STATUS_INVALID_ARGUMENT, "out_info is null");
-    phx::check_struct_size(out_info->struct_size, "out_info");
+    phx::require_out(out_info, "out_info");
     const phx::OpSchema* schema = phx::find_op_schema(enum_value(op));
     if (schema == nullptr)
       phx::fail(PHX_STATUS_NOT_FOUND, "no op has the id " + std::to_string(enum_value(op)));

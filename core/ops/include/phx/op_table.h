@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 namespace phx {
 
@@ -86,9 +85,6 @@ struct OpSchema {
   size_t output_count() const;
   bool input_required(size_t i) const { return !(optional_inputs >> i & 1u); }
 };
-
-// Every op, in phx_op_id order.
-std::span<const OpSchema> op_schemas();
 
 // The op's entry; null for PHX_OP_INVALID and values outside phx_op_id.
 const OpSchema* find_op_schema(int op);
