@@ -1,8 +1,7 @@
-// The memory entries of a plugin whose devices each own a pool of host memory (a
-// SimulatedMemory, the CPU's pool). Plugin, the type the plugin's handle points to, has
+// The memory entries of a plugin whose devices each own a MemoryPool of host memory.
+// Plugin, the type the plugin's handle points to, has
 //   const phx_plugin_host* host;
-//   Memory& memory(uint32_t device);  // stats(), set_limit(), release_cached()
-// and, for the buffer entries, a Memory that is SimulatedMemory.
+//   MemoryPool& memory(uint32_t device);
 #pragma once
 
 #include <phynexus/plugin.h>
@@ -10,8 +9,8 @@
 #include <string>
 
 #include "host_buffers.h"
+#include "memory_pool.h"
 #include "reporting.h"
-#include "simulated_memory.h"
 
 namespace phx::plugin_common {
 
@@ -20,15 +19,14 @@ Plugin& plugin_of(void* plugin) {
   return *static_cast<Plugin*>(plugin);
 }
 
-// A SimulatedBlock of the device's memory. Out of host memory when the host refuses what
+// A MemoryBlock of the device's memory. Out of host memory when the host refuses what
 // the device's memory allowed.
 template <class Plugin>
-phx_status simulated_buffer_allocate(void* plugin, uint32_t device, uint64_t size,
-                                     void** out_buffer) {
+phx_status pool_buffer_allocate(void* plugin, uint32_t device, uint64_t size, void** out_buffer) {
   Plugin& p = plugin_of<Plugin>(plugin);
   return guarded(*p.host, [&] {
     std::string error;
-    SimulatedBlock* block = p.memory(device).allocate(size, error);
+    MemoryBlock* block = p.memory(device).allocate(size, error);
     if (block == nullptr) return fail(*p.host, PHX_STATUS_OUT_OF_MEMORY, error);
     *out_buffer = block;
     return PHX_STATUS_OK;
@@ -36,8 +34,8 @@ phx_status simulated_buffer_allocate(void* plugin, uint32_t device, uint64_t siz
 }
 
 template <class Plugin>
-void simulated_buffer_free(void* plugin, void* buffer) {
-  SimulatedBlock& block = block_of(buffer);
+void pool_buffer_free(void* plugin, void* buffer) {
+  MemoryBlock& block = block_of(buffer);
   plugin_of<Plugin>(plugin).memory(block.device).free(&block);
 }
 

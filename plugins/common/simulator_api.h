@@ -1,7 +1,7 @@
 // The entry table of a simulator plugin (tpu-sim, npu-sim). A simulator writes its own
 // identity, initialize, device description, op support, op submission and statistics;
-// shutdown deletes its Plugin, whose devices it counts; its buffers are SimulatedBlocks of each
-// device's SimulatedMemory (memory_entries.h, host_buffers.h), its streams synchronous
+// shutdown deletes its Plugin, whose devices it counts; its buffers are MemoryBlocks of each
+// device's MemoryPool (memory_entries.h, host_buffers.h), its streams synchronous
 // (sync_stream.h), and every variant of an op it claims runs, so it leaves op_variant_supported
 // out.
 #pragma once
@@ -38,7 +38,7 @@ phx_status simulator_device_count(void* plugin, uint32_t* out_count) {
   return PHX_STATUS_OK;
 }
 
-// Plugin: as memory_entries.h asks, with SimulatedMemory, and devices, one owning pointer
+// Plugin: as memory_entries.h asks, with MemoryPool, and devices, one owning pointer
 // per device.
 template <class Plugin>
 constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
@@ -53,10 +53,10 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       simulator_device_count<Plugin>,
       own.device_info,
       own.op_supported,
-      simulated_buffer_allocate<Plugin>,
-      simulated_buffer_free<Plugin>,
-      host_buffer_write<simulated_block_data>,
-      host_buffer_read<simulated_block_data>,
+      pool_buffer_allocate<Plugin>,
+      pool_buffer_free<Plugin>,
+      host_buffer_write,
+      host_buffer_read,
       sync_stream_create,
       sync_stream_destroy,
       own.stream_submit,
@@ -65,7 +65,7 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       memory_stats<Plugin>,
       memory_set_limit<Plugin>,
       memory_release_cached<Plugin>,
-      host_buffer_copy<simulated_block_data>,
+      host_buffer_copy,
       own.device_stats,
       nullptr,  // op_variant_supported
   };

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cpu_device_info.h"
-#include "cpu_memory_pool.h"
 #include "host_buffers.h"
 #include "memory_entries.h"
+#include "memory_pool.h"
 #include "phx/kernels/gemm.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
@@ -28,12 +28,24 @@ constexpr uint32_t kDtypeMask = PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX
                                 PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32) |
                                 PHX_DTYPE_BIT(PHX_DTYPE_U8);
 
+// The machine's memory, under the policy every host-computing device shares
+// (memory_pool.h). Sizes round to classes so that a block freed by one tensor serves the
+// next of a similar size; at most 1 GiB of freed blocks is kept, so that an idle process
+// does not hold on to the machine's memory.
+constexpr MemoryPool::Options kHostMemoryOptions = {"memory",
+                                                    "counted",
+                                                    /*alignment=*/64,
+                                                    /*size_classes=*/true,
+                                                    /*keep_freed=*/true,
+                                                    /*max_kept_bytes=*/uint64_t{1} << 30,
+                                                    /*simulated=*/false};
+
 struct Plugin {
   explicit Plugin(const phx_plugin_host* h)
       : host(h),
         description(describe_host()),
         pool(h->num_threads),
-        host_memory(description.memory_total_bytes),
+        host_memory(0, description.memory_total_bytes, kHostMemoryOptions),
         properties({{"isa", kernels::gemm_isa()}, {"threads", std::to_string(pool.size())}}) {}
 
   const phx_plugin_host* host;
@@ -83,26 +95,14 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
   return PHX_STATUS_OK;
 }
 
-phx_status buffer_allocate(void* plugin, uint32_t, uint64_t size, void** out_buffer) {
-  Plugin& p = *self(plugin);
-  std::string error;
-  void* block = p.host_memory.allocate(size, error);
-  if (block == nullptr) return p.error(PHX_STATUS_OUT_OF_MEMORY, error);
-  *out_buffer = block;
-  return PHX_STATUS_OK;
-}
-
-void buffer_free(void* plugin, void* buffer) { self(plugin)->host_memory.free(buffer); }
-
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = *self(plugin);
   kernels::HostTensor inputs[PHX_MAX_OP_INPUTS], outputs[PHX_MAX_OP_OUTPUTS];
   if (op->input_count > PHX_MAX_OP_INPUTS || op->output_count > PHX_MAX_OP_OUTPUTS)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
-  for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view<buffer_is_data>(op->inputs[i]);
-  for (size_t i = 0; i < op->output_count; ++i)
-    outputs[i] = host_view<buffer_is_data>(op->outputs[i]);
+  for (size_t i = 0; i < op->input_count; ++i) inputs[i] = host_view(op->inputs[i]);
+  for (size_t i = 0; i < op->output_count; ++i) outputs[i] = host_view(op->outputs[i]);
   auto start = std::chrono::steady_clock::now();
   phx_status status = kernels::run_op(op->op, op->params, inputs, op->input_count, outputs,
                                       op->output_count, p.pool);
@@ -129,10 +129,10 @@ constexpr phx_plugin_api kApi = {
     device_count,
     device_info,
     op_supported,
-    buffer_allocate,
-    buffer_free,
-    host_buffer_write<buffer_is_data>,
-    host_buffer_read<buffer_is_data>,
+    pool_buffer_allocate<Plugin>,
+    pool_buffer_free<Plugin>,
+    host_buffer_write,
+    host_buffer_read,
     sync_stream_create,
     sync_stream_destroy,
     stream_submit,
@@ -141,7 +141,7 @@ constexpr phx_plugin_api kApi = {
     memory_stats<Plugin>,
     memory_set_limit<Plugin>,
     memory_release_cached<Plugin>,
-    host_buffer_copy<buffer_is_data>,
+    host_buffer_copy,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
     nullptr,  // op_variant_supported: the host kernels run every variant of an op they claim
 };

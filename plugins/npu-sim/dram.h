@@ -1,4 +1,4 @@
-// A simulated NPU's DRAM (plugin_common::SimulatedMemory): the capacity its profile
+// A simulated NPU's DRAM (plugin_common::MemoryPool): the capacity its profile
 // offers tensors, or a lower limit.
 //
 // With memory optimization on, freed buffers are not returned: they are kept by size
@@ -8,13 +8,18 @@
 // size, freed at once.
 #pragma once
 
-#include "simulated_memory.h"
+#include "memory_pool.h"
 
 namespace phx::npu_sim {
 
-constexpr plugin_common::SimulatedMemory::Options dram_options(bool memory_optimization) {
-  return {"DRAM", "counted", /*alignment=*/64, /*size_classes=*/memory_optimization,
-          /*keep_freed=*/memory_optimization};
+constexpr plugin_common::MemoryPool::Options dram_options(bool memory_optimization) {
+  return {"DRAM",
+          "counted",
+          /*alignment=*/64,
+          /*size_classes=*/memory_optimization,
+          /*keep_freed=*/memory_optimization,
+          /*max_kept_bytes=*/0,
+          /*simulated=*/true};
 }
 
 }  // namespace phx::npu_sim

@@ -83,7 +83,7 @@ struct Device {
   std::string name;
   std::string supported_ops;
   PropertyList properties;
-  SimulatedMemory dram;
+  MemoryPool dram;
   std::mutex mutex;  // guards totals
   Totals totals;
 };
@@ -101,7 +101,7 @@ struct Plugin {
   kernels::ThreadPool pool;
   std::vector<std::unique_ptr<Device>> devices;
 
-  SimulatedMemory& memory(uint32_t device) { return devices[device]->dram; }
+  MemoryPool& memory(uint32_t device) { return devices[device]->dram; }
   phx_status error(phx_status status, const std::string& message) const {
     return fail(*host, status, message);
   }
@@ -200,10 +200,8 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                                                ")");
   return guarded(*p.host, [&] {
     kernels::HostTensor in[PHX_MAX_OP_INPUTS], out[PHX_MAX_OP_OUTPUTS];
-    for (size_t i = 0; i < op->input_count; ++i)
-      in[i] = host_view<simulated_block_data>(op->inputs[i]);
-    for (size_t i = 0; i < op->output_count; ++i)
-      out[i] = host_view<simulated_block_data>(op->outputs[i]);
+    for (size_t i = 0; i < op->input_count; ++i) in[i] = host_view(op->inputs[i]);
+    for (size_t i = 0; i < op->output_count; ++i) out[i] = host_view(op->outputs[i]);
     const phx_status status =
         kernels::run_op(op->op, op->params, in, op->input_count, out, op->output_count, p.pool);
     if (status == PHX_STATUS_OUT_OF_MEMORY)
@@ -225,7 +223,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
     std::lock_guard lock(d.mutex);
     t = d.totals;
   }
-  const SimulatedMemory::ReuseStats r = d.dram.reuse_stats();
+  const MemoryPool::ReuseStats r = d.dram.reuse_stats();
   const phx_metric metrics[] = {
       {"ops", double(t.ops)},
       {"macs_total", double(t.macs)},

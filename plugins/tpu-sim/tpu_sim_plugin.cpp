@@ -105,7 +105,7 @@ struct Device {
 
   std::string name;
   PropertyList properties;
-  SimulatedMemory hbm;
+  MemoryPool hbm;
   std::mutex mutex;  // guards cache and totals
   CompileCache cache;
   Totals totals;
@@ -122,7 +122,7 @@ struct Plugin {
   kernels::ThreadPool pool;
   std::vector<std::unique_ptr<Device>> devices;
 
-  SimulatedMemory& memory(uint32_t device) { return devices[device]->hbm; }
+  MemoryPool& memory(uint32_t device) { return devices[device]->hbm; }
   phx_status error(phx_status status, const std::string& message) const {
     return fail(*host, status, message);
   }
@@ -171,8 +171,8 @@ constexpr size_t kMaxInputs = 3;
 // included) as the host kernels do: in f32, rounded once to the output's dtype.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
   kernels::HostTensor in[kMaxInputs];
-  for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view<simulated_block_data>(op.inputs[i]);
-  const kernels::HostTensor out = host_view<simulated_block_data>(op.outputs[0]);
+  for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
+  const kernels::HostTensor out = host_view(op.outputs[0]);
   MxuNumerics numerics;
   numerics.precision = p.config.precision;
   numerics.flush_subnormals = p.config.flush_subnormals;

@@ -1,4 +1,4 @@
-// The DRAM (plugin_common::SimulatedMemory with the DRAM's options): size classes, the
+// The DRAM (plugin_common::MemoryPool with the DRAM's options): size classes, the
 // capacity and the limit, and what buffer reuse saves.
 #include <gtest/gtest.h>
 
@@ -10,18 +10,18 @@
 namespace phx::npu_sim {
 namespace {
 
-using plugin_common::SimulatedBlock;
-using plugin_common::SimulatedMemory;
+using plugin_common::MemoryBlock;
+using plugin_common::MemoryPool;
 
 TEST(DramPool, SizeClassesWasteUnderAQuarter) {
-  EXPECT_EQ(SimulatedMemory::size_class(1), 256u);
-  EXPECT_EQ(SimulatedMemory::size_class(256), 256u);
-  EXPECT_EQ(SimulatedMemory::size_class(257), 320u);  // 256 + 256 / 4
-  EXPECT_EQ(SimulatedMemory::size_class(1000), 1024u);
-  EXPECT_EQ(SimulatedMemory::size_class(4096), 4096u);
-  EXPECT_EQ(SimulatedMemory::size_class(5000), 5120u);
+  EXPECT_EQ(MemoryPool::size_class(1), 256u);
+  EXPECT_EQ(MemoryPool::size_class(256), 256u);
+  EXPECT_EQ(MemoryPool::size_class(257), 320u);  // 256 + 256 / 4
+  EXPECT_EQ(MemoryPool::size_class(1000), 1024u);
+  EXPECT_EQ(MemoryPool::size_class(4096), 4096u);
+  EXPECT_EQ(MemoryPool::size_class(5000), 5120u);
   for (uint64_t size = 257; size < 100000; size += 37) {
-    const uint64_t c = SimulatedMemory::size_class(size);
+    const uint64_t c = MemoryPool::size_class(size);
     EXPECT_GE(c, size);
     EXPECT_LT(c - size, size / 4 + 1) << size;
     EXPECT_EQ(c % 64, 0u) << size;  // every class keeps the 64-byte alignment
@@ -29,9 +29,9 @@ TEST(DramPool, SizeClassesWasteUnderAQuarter) {
 }
 
 TEST(DramPool, CapacityAndLimitAreEnforced) {
-  SimulatedMemory pool(0, 4096, dram_options(false));
+  MemoryPool pool(0, 4096, dram_options(false));
   std::string error;
-  SimulatedBlock* a = pool.allocate(3000, error);
+  MemoryBlock* a = pool.allocate(3000, error);
   ASSERT_NE(a, nullptr) << error;
   EXPECT_EQ(a->counted_bytes, 3008u);  // 64-byte aligned
   EXPECT_EQ(pool.allocate(2000, error), nullptr);
@@ -46,7 +46,7 @@ TEST(DramPool, CapacityAndLimitAreEnforced) {
   EXPECT_NE(error.find("limit 1024 bytes"), std::string::npos) << error;
   pool.set_limit(0);
   EXPECT_EQ(pool.stats().limit_bytes, 4096u);
-  SimulatedBlock* b = pool.allocate(4096, error);
+  MemoryBlock* b = pool.allocate(4096, error);
   ASSERT_NE(b, nullptr) << error;
   const phx_memory_stats s = pool.stats();
   EXPECT_EQ(s.bytes_in_use, 4096u);
@@ -56,13 +56,13 @@ TEST(DramPool, CapacityAndLimitAreEnforced) {
 }
 
 // A model's steps allocate the same sizes again and again.
-SimulatedMemory::ReuseStats run_steps(SimulatedMemory& pool, int steps) {
+MemoryPool::ReuseStats run_steps(MemoryPool& pool, int steps) {
   std::string error;
   for (int step = 0; step < steps; ++step) {
-    std::vector<SimulatedBlock*> live;
+    std::vector<MemoryBlock*> live;
     for (uint64_t size : {1000u, 40000u, 1000u, 250000u})
       live.push_back(pool.allocate(size, error));
-    for (SimulatedBlock* b : live) {
+    for (MemoryBlock* b : live) {
       EXPECT_NE(b, nullptr) << error;
       if (b != nullptr) pool.free(b);
     }
@@ -71,10 +71,10 @@ SimulatedMemory::ReuseStats run_steps(SimulatedMemory& pool, int steps) {
 }
 
 TEST(DramPool, ReuseServesRepeatedAllocationsFromThePools) {
-  SimulatedMemory plain(0, uint64_t{1} << 30, dram_options(false));
-  SimulatedMemory reusing(0, uint64_t{1} << 30, dram_options(true));
-  const SimulatedMemory::ReuseStats without = run_steps(plain, 10);
-  const SimulatedMemory::ReuseStats with = run_steps(reusing, 10);
+  MemoryPool plain(0, uint64_t{1} << 30, dram_options(false));
+  MemoryPool reusing(0, uint64_t{1} << 30, dram_options(true));
+  const MemoryPool::ReuseStats without = run_steps(plain, 10);
+  const MemoryPool::ReuseStats with = run_steps(reusing, 10);
   EXPECT_EQ(without.host_allocations, 40u);
   EXPECT_EQ(without.buffers_reused, 0u);
   EXPECT_EQ(with.host_allocations, 4u);  // the first step's
@@ -88,13 +88,13 @@ TEST(DramPool, ReuseServesRepeatedAllocationsFromThePools) {
 }
 
 TEST(DramPool, KeptBuffersAreEvictedWhenTheirRoomIsNeeded) {
-  SimulatedMemory pool(0, 8192, dram_options(true));
+  MemoryPool pool(0, 8192, dram_options(true));
   std::string error;
-  SimulatedBlock* a = pool.allocate(5000, error);  // class 5120
+  MemoryBlock* a = pool.allocate(5000, error);  // class 5120
   ASSERT_NE(a, nullptr);
   pool.free(a);
   EXPECT_EQ(pool.stats().bytes_cached, 5120u);
-  SimulatedBlock* b = pool.allocate(4000, error);  // class 4096: 5120 + 4096 > 8192
+  MemoryBlock* b = pool.allocate(4000, error);  // class 4096: 5120 + 4096 > 8192
   ASSERT_NE(b, nullptr) << error;
   EXPECT_EQ(pool.reuse_stats().evictions, 1u);
   EXPECT_EQ(pool.stats().bytes_cached, 0u);

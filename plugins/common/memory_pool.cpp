@@ -1,4 +1,4 @@
-#include "simulated_memory.h"
+#include "memory_pool.h"
 
 #include <bit>
 #include <cstdlib>
@@ -15,24 +15,24 @@ uint64_t align_up(uint64_t size, uint64_t to) { return (size + to - 1) / to * to
 
 }  // namespace
 
-SimulatedMemory::SimulatedMemory(uint32_t device, uint64_t capacity, const Options& options)
+MemoryPool::MemoryPool(uint32_t device, uint64_t capacity, const Options& options)
     : device_(device), capacity_(capacity), options_(options), limit_(capacity) {}
 
 // The host frees every live buffer before the plugin shuts down; only kept ones remain.
-SimulatedMemory::~SimulatedMemory() { release_cached(); }
+MemoryPool::~MemoryPool() { release_cached(); }
 
-uint64_t SimulatedMemory::size_class(uint64_t size) {
+uint64_t MemoryPool::size_class(uint64_t size) {
   if (size <= kSmallestClass) return kSmallestClass;
   const uint64_t power = std::bit_floor(size);
   return align_up(size, power / 4);
 }
 
-SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
+MemoryBlock* MemoryPool::allocate(uint64_t size, std::string& error) {
   // No device number: the plugin's own numbering is not the one the user knows, and the
   // host names the device in the message it returns.
-  const std::string device_short = std::string("out of ") + options_.memory_name;
+  const std::string out_of = std::string("out of ") + options_.memory_name;
   if (size > kLargestRequest) {
-    error = device_short + ": requested " + std::to_string(size) + " bytes";
+    error = out_of + ": requested " + std::to_string(size) + " bytes";
     return nullptr;
   }
   const uint64_t counted =
@@ -42,11 +42,11 @@ SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
       std::to_string(in_use_) + " bytes in use, capacity " + std::to_string(capacity_) + " bytes" +
       (limit_ < capacity_ ? ", limit " + std::to_string(limit_) + " bytes" : "");
   if (counted > limit_ || in_use_ > limit_ - counted) {
-    error = device_short + ": requested " + std::to_string(size) + " bytes (" +
-            std::to_string(counted) + " " + options_.counted_name + "), " + usage;
+    error = out_of + ": requested " + std::to_string(size) + " bytes (" + std::to_string(counted) +
+            " " + options_.counted_name + "), " + usage;
     return nullptr;
   }
-  SimulatedBlock* block = nullptr;
+  MemoryBlock* block = nullptr;
   if (auto it = cached_.find(counted); it != cached_.end()) {
     block = it->second;
     cached_.erase(it);
@@ -57,13 +57,14 @@ SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
     // The host memory is taken before any kept block is evicted, so that a refusal
     // leaves the kept blocks, the statistics and the usage as they were.
     void* data = std::aligned_alloc(options_.alignment, counted);
-    block = data != nullptr ? new (std::nothrow) SimulatedBlock{data, counted, device_} : nullptr;
+    block = data != nullptr ? new (std::nothrow) MemoryBlock{data, counted, device_} : nullptr;
     if (block == nullptr) {
       std::free(data);
-      error = std::string("out of host memory backing the simulated ") + options_.memory_name +
-              ": the host refused " + std::to_string(counted) + " bytes for a request of " +
-              std::to_string(size) + " bytes; the " + options_.memory_name + " has room (" + usage +
-              ")" +
+      error = (options_.simulated ? std::string("out of host memory backing the simulated ") +
+                                        options_.memory_name + ": the host refused "
+                                  : out_of + ": the host refused ") +
+              std::to_string(counted) + " bytes for a request of " + std::to_string(size) +
+              " bytes; the " + options_.memory_name + " has room (" + usage + ")" +
               (cached_bytes_ > 0 ? "; phx_memory_release_cached frees the " +
                                        std::to_string(cached_bytes_) + " bytes of kept blocks"
                                  : "");
@@ -78,20 +79,21 @@ SimulatedBlock* SimulatedMemory::allocate(uint64_t size, std::string& error) {
   return block;
 }
 
-void SimulatedMemory::free(SimulatedBlock* block) {
+void MemoryPool::free(MemoryBlock* block) {
   std::lock_guard lock(mutex_);
   in_use_ -= block->counted_bytes;
   --live_count_;
   if (options_.keep_freed) {
     cached_.emplace(block->counted_bytes, block);
     cached_bytes_ += block->counted_bytes;
+    trim_kept_locked();
   } else {
     std::free(block->data);
     delete block;
   }
 }
 
-void SimulatedMemory::drop_locked(Cache::iterator it) {
+void MemoryPool::drop_locked(Cache::iterator it) {
   cached_bytes_ -= it->first;
   std::free(it->second->data);
   delete it->second;
@@ -99,14 +101,22 @@ void SimulatedMemory::drop_locked(Cache::iterator it) {
 }
 
 // Frees kept blocks, largest first, until needed more bytes fit beside them.
-void SimulatedMemory::evict_locked(uint64_t needed) {
+void MemoryPool::evict_locked(uint64_t needed) {
   while (!cached_.empty() && in_use_ + cached_bytes_ + needed > limit_) {
     drop_locked(std::prev(cached_.end()));
     ++reuse_stats_.evictions;
   }
 }
 
-phx_memory_stats SimulatedMemory::stats() const {
+// Frees kept blocks past the cap, largest first: they return the most memory for the
+// fewest reuses lost.
+void MemoryPool::trim_kept_locked() {
+  if (options_.max_kept_bytes == 0) return;
+  while (!cached_.empty() && cached_bytes_ > options_.max_kept_bytes)
+    drop_locked(std::prev(cached_.end()));
+}
+
+phx_memory_stats MemoryPool::stats() const {
   std::lock_guard lock(mutex_);
   phx_memory_stats s{};
   s.struct_size = sizeof s;
@@ -118,22 +128,22 @@ phx_memory_stats SimulatedMemory::stats() const {
   return s;
 }
 
-SimulatedMemory::ReuseStats SimulatedMemory::reuse_stats() const {
+MemoryPool::ReuseStats MemoryPool::reuse_stats() const {
   std::lock_guard lock(mutex_);
   return reuse_stats_;
 }
 
-uint64_t SimulatedMemory::in_use() const {
+uint64_t MemoryPool::in_use() const {
   std::lock_guard lock(mutex_);
   return in_use_;
 }
 
-void SimulatedMemory::set_limit(uint64_t limit) {
+void MemoryPool::set_limit(uint64_t limit) {
   std::lock_guard lock(mutex_);
   limit_ = limit == 0 || limit > capacity_ ? capacity_ : limit;
 }
 
-void SimulatedMemory::release_cached() {
+void MemoryPool::release_cached() {
   std::lock_guard lock(mutex_);
   while (!cached_.empty()) drop_locked(cached_.begin());
 }
