@@ -207,6 +207,22 @@ const OpSchema* find_op_schema(int op) {
   return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? &kOps[op - 1] : nullptr;
 }
 
+bool is_quantized_op(const OpSchema& schema) {
+  switch (schema.dtype_rule) {
+    case DtypeRule::quantize:
+    case DtypeRule::dequantize:
+    case DtypeRule::quantized_product:
+    case DtypeRule::dynamic_quantize:
+      return true;
+    case DtypeRule::same:
+    case DtypeRule::matmul:
+    case DtypeRule::cast:
+    case DtypeRule::rope:
+      return false;
+  }
+  return false;
+}
+
 const char* params_struct_name(ParamsKind params) {
   switch (params) {
     case ParamsKind::none:

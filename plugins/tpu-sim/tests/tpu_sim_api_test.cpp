@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -538,6 +539,24 @@ TEST(TpuSim, ClaimsBf16AttentionAndF16) {
     EXPECT_TRUE(supports(sim, PHX_OP_SOFTMAX, dtype)) << dtype;
   }
   EXPECT_FALSE(supports(sim, PHX_OP_QMATMUL, PHX_DTYPE_I8));
+}
+
+// The claims follow the op table: every op but the quantized ones, which have no timing
+// model here, on every float dtype (attention on bf16 only, above), and never a quantized
+// op on any dtype.
+TEST(TpuSim, ClaimsEveryFloatOpOfTheTable) {
+  Sim sim("");
+  const std::set<phx_op_id> quantized = {PHX_OP_QUANTIZE, PHX_OP_DEQUANTIZE, PHX_OP_QMATMUL,
+                                         PHX_OP_QCONV2D, PHX_OP_DYNAMIC_QUANTIZE};
+  for (int id = PHX_OP_INVALID + 1; id < PHX_OP_COUNT; ++id) {
+    const auto op = static_cast<phx_op_id>(id);
+    if (op == PHX_OP_ATTENTION) continue;
+    for (phx_dtype dtype : {PHX_DTYPE_F32, PHX_DTYPE_BF16, PHX_DTYPE_F16, PHX_DTYPE_I8}) {
+      if (dtype == PHX_DTYPE_I8 && !quantized.count(op)) continue;  // as the host kernels
+      EXPECT_EQ(supports(sim, op, dtype), !quantized.count(op))
+          << phx_op_name(op) << " on " << phx_dtype_name(dtype);
+    }
+  }
 }
 
 // f16 bits of x, for values exact in f16 (normal, or zero).

@@ -89,6 +89,11 @@ struct OpSchema {
 // The op's entry; null for PHX_OP_INVALID and values outside phx_op_id.
 const OpSchema* find_op_schema(int op);
 
+// Whether the op reads or writes quantized values with their scales and zero points
+// (quantize, dequantize, qmatmul, qconv2d, dynamic_quantize): a device without a quantized
+// model declines them by this rather than by a list of its own.
+bool is_quantized_op(const OpSchema& schema);
+
 // "phx_matmul_params", "" for ParamsKind::none.
 const char* params_struct_name(ParamsKind params);
 
