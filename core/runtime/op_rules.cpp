@@ -11,9 +11,7 @@
 namespace phx {
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const Tensor& t) { return Shape(t.shape, t.shape + t.rank); }
+Shape shape_of(const Operand& t) { return Shape(t.shape, t.shape + t.rank); }
 
 std::string text(const Shape& shape) {
   if (shape.empty()) return "a scalar";
@@ -25,7 +23,7 @@ std::string text(const Shape& shape) {
   return s;
 }
 
-std::string text(const Tensor& t) {
+std::string text(const Operand& t) {
   return std::string(phx_dtype_name(t.dtype)) + "[" + text(shape_of(t)) + "]";
 }
 
@@ -220,27 +218,22 @@ void check_params(phx_op_id op, ParamsKind kind, const void* params) {
   }
 }
 
-void check_output_shape(phx_op_id op, const Shape& expected, const Tensor& out) {
-  if (shape_of(out) != expected)
-    broken(op, "the output must be " + text(expected) + ", got " + text(shape_of(out)));
-}
-
-void check_elementwise_binary(phx_op_id op, const Tensor& a, const Tensor& b, const Tensor& out) {
+Shape check_elementwise_binary(phx_op_id op, const Operand& a, const Operand& b) {
   Shape joined;
   if (!broadcast(shape_of(a), shape_of(b), joined))
     broken(op, "shapes " + text(shape_of(a)) + " and " + text(shape_of(b)) + " do not broadcast");
-  check_output_shape(op, joined, out);
+  return joined;
 }
 
-void check_softmax(const phx_softmax_params& p, const Tensor& x, const Tensor& out) {
+Shape check_softmax(const phx_softmax_params& p, const Operand& x) {
   const int32_t axis = p.axis;
   const int32_t rank = static_cast<int32_t>(x.rank);
   if (rank < 1 || axis < -rank || axis >= rank)
     broken(PHX_OP_SOFTMAX, "axis " + std::to_string(axis) + " is out of range for " + text(x));
-  check_output_shape(PHX_OP_SOFTMAX, shape_of(x), out);
+  return shape_of(x);
 }
 
-void check_transpose(const phx_transpose_params& p, const Tensor& x, const Tensor& out) {
+Shape check_transpose(const phx_transpose_params& p, const Operand& x) {
   const uint32_t rank = x.rank;
   bool seen[PHX_MAX_RANK] = {};
   Shape expected;
@@ -250,10 +243,10 @@ void check_transpose(const phx_transpose_params& p, const Tensor& x, const Tenso
     seen[p.perm[i]] = true;
     expected.push_back(x.shape[p.perm[i]]);
   }
-  check_output_shape(PHX_OP_TRANSPOSE, expected, out);
+  return expected;
 }
 
-void check_reduce(phx_op_id op, const phx_reduce_params& p, const Tensor& x, const Tensor& out) {
+Shape check_reduce(phx_op_id op, const phx_reduce_params& p, const Operand& x) {
   const uint32_t rank = x.rank;
   if (rank < 32 && (p.axes_mask >> rank) != 0)
     broken(op, "axes_mask names a dimension past the rank of " + text(x));
@@ -265,11 +258,11 @@ void check_reduce(phx_op_id op, const phx_reduce_params& p, const Tensor& x, con
     else if (p.keep_dims)
       expected.push_back(1);
   }
-  check_output_shape(op, expected, out);
+  return expected;
 }
 
-void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, const Tensor* bias,
-                  const Tensor& out) {
+Shape check_matmul(const phx_matmul_params& p, const Operand* a, const Operand* b,
+                   const Operand* bias) {
   const phx_op_id op = PHX_OP_MATMUL;
   if (a->rank < 2 || b->rank < 2)
     broken(op, "a and b need rank >= 2, got " + text(*a) + " and " + text(*b));
@@ -287,16 +280,16 @@ void check_matmul(const phx_matmul_params& p, const Tensor* a, const Tensor* b, 
            "the batch dimensions of a " + text(sa) + " and b " + text(sb) + " do not broadcast");
   batch.push_back(m);
   batch.push_back(n);
-  check_output_shape(op, batch, out);
   if (bias != nullptr) {
     if (!broadcasts_to(shape_of(*bias), batch))
       broken(op,
              "bias " + text(shape_of(*bias)) + " does not broadcast to the output " + text(batch));
   }
+  return batch;
 }
 
-void check_norm(phx_op_id op, const Tensor* const* in, size_t count, const Tensor& out) {
-  const Tensor& x = *in[0];
+Shape check_norm(phx_op_id op, const Operand* const* in, size_t count) {
+  const Operand& x = *in[0];
   if (x.rank < 1) broken(op, "x needs rank >= 1");
   Shape last{x.shape[x.rank - 1]};
   for (size_t i = 1; i < count; ++i) {
@@ -306,12 +299,12 @@ void check_norm(phx_op_id op, const Tensor* const* in, size_t count, const Tenso
       broken(op, std::string(name) + " must be " + text(last) + " (x's last dimension), got " +
                      text(shape_of(*in[i])));
   }
-  check_output_shape(op, shape_of(x), out);
+  return shape_of(x);
 }
 
 // The output shape of a conv2d of x with weight w (float or quantized alike).
-Shape conv2d_output_shape(phx_op_id op, const phx_conv2d_params& p, const Tensor& x,
-                          const Tensor& w) {
+Shape conv2d_output_shape(phx_op_id op, const phx_conv2d_params& p, const Operand& x,
+                          const Operand& w) {
   if (x.rank != 4 || w.rank != 4)
     broken(op, "x and weight need rank 4, got " + text(x) + " and " + text(w));
   const bool nchw = p.layout == PHX_LAYOUT_NCHW;
@@ -344,20 +337,20 @@ Shape conv2d_output_shape(phx_op_id op, const phx_conv2d_params& p, const Tensor
   return nchw ? Shape{n, c_out, ho, wo} : Shape{n, ho, wo, c_out};
 }
 
-void check_conv2d(const phx_conv2d_params& p, const Tensor* x, const Tensor* w, const Tensor* bias,
-                  const Tensor& out) {
+Shape check_conv2d(const phx_conv2d_params& p, const Operand* x, const Operand* w,
+                   const Operand* bias) {
   const phx_op_id op = PHX_OP_CONV2D;
   Shape expected = conv2d_output_shape(op, p, *x, *w);
-  check_output_shape(op, expected, out);
   const int64_t c_out = w->shape[0];
   if (bias != nullptr) {
     if (shape_of(*bias) != Shape{c_out})
       broken(op, "bias must be " + std::to_string(c_out) + " (the output channels), got " +
                      text(shape_of(*bias)));
   }
+  return expected;
 }
 
-void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out) {
+Shape check_attention(const Operand& q, const Operand& k, const Operand& v) {
   const phx_op_id op = PHX_OP_ATTENTION;
   if (q.rank != 4 || k.rank != 4 || v.rank != 4)
     broken(op,
@@ -373,10 +366,10 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
                    ")");
   if (k.shape[3] != q.shape[3])
     broken(op, "q and k must have the same head size, got " + text(q) + " and " + text(k));
-  check_output_shape(op, Shape{q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, out);
+  return Shape{q.shape[0], q.shape[1], q.shape[2], v.shape[3]};
 }
 
-void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+Shape check_rope(const Operand& x, const Operand& cos, const Operand& sin) {
   const phx_op_id op = PHX_OP_ROPE;
   if (x.rank < 2) broken(op, "x needs rank >= 2 [..., S, D], got " + text(x));
   if (cos.rank != 2 || shape_of(cos) != shape_of(sin))
@@ -387,13 +380,13 @@ void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, const Ten
   if (2 * cos.shape[1] > d)
     broken(op, "the table rotates " + std::to_string(2 * cos.shape[1]) +
                    " features, more than x's " + std::to_string(d));
-  check_output_shape(op, shape_of(x), out);
+  return shape_of(x);
 }
 
-bool one_element(const Tensor& t) { return t.element_count == 1; }
+bool one_element(const Operand& t) { return element_count(t) == 1; }
 
 // A quantization scale and its optional zero point: one element (per tensor) or [C].
-void check_scale(phx_op_id op, const Tensor& scale, const Tensor* zero_point, int64_t channels,
+void check_scale(phx_op_id op, const Operand& scale, const Operand* zero_point, int64_t channels,
                  const char* name) {
   if (!one_element(scale) && shape_of(scale) != Shape{channels})
     broken(op, std::string(name) + " must have one element or " + std::to_string(channels) +
@@ -404,10 +397,10 @@ void check_scale(phx_op_id op, const Tensor& scale, const Tensor* zero_point, in
                    text(*zero_point) + " and " + text(scale));
 }
 
-void check_quantize(phx_op_id op, const phx_quantize_params& p, const Tensor* const* in,
-                    size_t in_count, const Tensor& out) {
-  const Tensor& x = *in[0];
-  const Tensor* zero_point = in_count > 2 ? in[2] : nullptr;
+Shape check_quantize(phx_op_id op, const phx_quantize_params& p, const Operand* const* in,
+                     size_t in_count) {
+  const Operand& x = *in[0];
+  const Operand* zero_point = in_count > 2 ? in[2] : nullptr;
   int64_t channels = 1;
   if (!one_element(*in[1])) {
     const int32_t rank = static_cast<int32_t>(x.rank);
@@ -416,25 +409,24 @@ void check_quantize(phx_op_id op, const phx_quantize_params& p, const Tensor* co
     channels = x.shape[p.axis < 0 ? p.axis + rank : p.axis];
   }
   check_scale(op, *in[1], zero_point, channels, "scale");
-  check_output_shape(op, shape_of(x), out);
+  return shape_of(x);
 }
 
 // The quantization inputs shared by qmatmul and qconv2d. channels is N (or C_out).
-void check_quantized_product(phx_op_id op, const Tensor* const* in, size_t in_count,
+void check_quantized_product(phx_op_id op, const Operand* const* in, size_t in_count,
                              int64_t channels) {
   auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
   check_scale(op, *in[2], input(3), 1, "a_scale");
   check_scale(op, *in[4], input(5), channels, "b_scale");
-  if (const Tensor* bias = input(6); bias != nullptr && shape_of(*bias) != Shape{channels})
+  if (const Operand* bias = input(6); bias != nullptr && shape_of(*bias) != Shape{channels})
     broken(op, "bias must be [" + std::to_string(channels) + "], got " + text(*bias));
-  if (const Tensor* y_scale = input(7)) check_scale(op, *y_scale, input(8), 1, "y_scale");
+  if (const Operand* y_scale = input(7)) check_scale(op, *y_scale, input(8), 1, "y_scale");
 }
 
-void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t in_count,
-                   const Tensor& out) {
+Shape check_qmatmul(const phx_matmul_params& p, const Operand* const* in, size_t in_count) {
   const phx_op_id op = PHX_OP_QMATMUL;
-  const Tensor& a = *in[0];
-  const Tensor& b = *in[1];
+  const Operand& a = *in[0];
+  const Operand& b = *in[1];
   if (a.rank < 2 || b.rank != 2)
     broken(op, "a needs rank >= 2 and b rank 2, got " + text(a) + " and " + text(b));
   const int64_t k = a.shape[a.rank - 1];
@@ -446,23 +438,14 @@ void check_qmatmul(const phx_matmul_params& p, const Tensor* const* in, size_t i
   check_quantized_product(op, in, in_count, n);
   Shape expected = shape_of(a);
   expected.back() = n;
-  check_output_shape(op, expected, out);
+  return expected;
 }
 
-void check_qconv2d(const phx_conv2d_params& p, const Tensor* const* in, size_t in_count,
-                   const Tensor& out) {
+Shape check_qconv2d(const phx_conv2d_params& p, const Operand* const* in, size_t in_count) {
   const phx_op_id op = PHX_OP_QCONV2D;
   Shape expected = conv2d_output_shape(op, p, *in[0], *in[1]);
   check_quantized_product(op, in, in_count, in[1]->shape[0]);
-  check_output_shape(op, expected, out);
-}
-
-void check_dynamic_quantize(const Tensor& x, const Tensor* const* out) {
-  const phx_op_id op = PHX_OP_DYNAMIC_QUANTIZE;
-  check_output_shape(op, shape_of(x), *out[0]);
-  if (!one_element(*out[1]) || !one_element(*out[2]))
-    broken(op, "the scale and zero point outputs must have one element, got " + text(*out[1]) +
-                   " and " + text(*out[2]));
+  return expected;
 }
 
 template <typename Params>
@@ -570,54 +553,120 @@ std::string variant_text(const OpVariant& v) {
   return s + ")";
 }
 
+uint64_t element_count(const Operand& operand) {
+  uint64_t count = 1;
+  for (uint32_t i = 0; i < operand.rank; ++i) count *= static_cast<uint64_t>(operand.shape[i]);
+  return count;
+}
+
+Operand operand_of(const Tensor& tensor) {
+  Operand operand;
+  operand.dtype = tensor.dtype;
+  operand.rank = tensor.rank;
+  std::copy(tensor.shape, tensor.shape + PHX_MAX_RANK, operand.shape);
+  return operand;
+}
+
+void infer_output_shapes(phx_op_id op, const void* params, const Operand* const* in,
+                         size_t in_count, Shape* out, size_t out_count) {
+  auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
+  Shape& y = out[0];
+  switch (find_op_schema(op)->shape_rule) {
+    case ShapeRule::same:
+      y = shape_of(*in[0]);
+      break;
+    case ShapeRule::broadcast:
+      y = check_elementwise_binary(op, *in[0], *in[1]);
+      break;
+    case ShapeRule::matmul:
+      y = check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1], input(2));
+      break;
+    case ShapeRule::softmax:
+      y = check_softmax(*static_cast<const phx_softmax_params*>(params), *in[0]);
+      break;
+    case ShapeRule::norm:
+      y = check_norm(op, in, in_count);
+      break;
+    case ShapeRule::transpose:
+      y = check_transpose(*static_cast<const phx_transpose_params*>(params), *in[0]);
+      break;
+    case ShapeRule::reduce:
+      y = check_reduce(op, *static_cast<const phx_reduce_params*>(params), *in[0]);
+      break;
+    case ShapeRule::conv2d:
+      y = check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1], input(2));
+      break;
+    case ShapeRule::attention:
+      y = check_attention(*in[0], *in[1], *in[2]);
+      break;
+    case ShapeRule::rope:
+      y = check_rope(*in[0], *in[1], *in[2]);
+      break;
+    case ShapeRule::quantize:
+      y = check_quantize(op, *static_cast<const phx_quantize_params*>(params), in, in_count);
+      break;
+    case ShapeRule::qmatmul:
+      y = check_qmatmul(*static_cast<const phx_matmul_params*>(params), in, in_count);
+      break;
+    case ShapeRule::qconv2d:
+      y = check_qconv2d(*static_cast<const phx_conv2d_params*>(params), in, in_count);
+      break;
+    case ShapeRule::dynamic_quantize:
+      y = shape_of(*in[0]);
+      break;
+  }
+  // Outputs past the first are dynamic_quantize's scale and zero point: one element.
+  for (size_t i = 1; i < out_count; ++i) out[i] = Shape{1};
+}
+
+void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, phx_dtype* out,
+                           size_t out_count) {
+  std::fill(out, out + out_count, PHX_DTYPE_INVALID);
+  if (in_count == 0 || out_count == 0) return;
+  switch (find_op_schema(op)->dtype_rule) {
+    case DtypeRule::same:
+    case DtypeRule::matmul:
+    case DtypeRule::rope:
+      out[0] = in[0];
+      break;
+    case DtypeRule::dequantize:
+      out[0] = PHX_DTYPE_F32;
+      break;
+    case DtypeRule::quantized_product:
+      // Requantized (y_scale given): the caller chooses i8, u8 or i16.
+      if (in_count <= 7 || in[7] == PHX_DTYPE_INVALID) out[0] = PHX_DTYPE_F32;
+      break;
+    case DtypeRule::dynamic_quantize:
+      if (out_count == 3) {
+        out[1] = PHX_DTYPE_F32;
+        out[2] = PHX_DTYPE_I32;
+      }
+      break;
+    case DtypeRule::cast:
+    case DtypeRule::quantize:
+      break;
+  }
+}
+
 void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t in_count,
               const Tensor* const* out, size_t out_count) {
   check_variant(variant_of(op, params, in, in_count, out, out_count));
-  auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
-  const Tensor& y = *out[0];
-  switch (find_op_schema(op)->shape_rule) {
-    case ShapeRule::same:
-      check_output_shape(op, shape_of(*in[0]), y);
-      break;
-    case ShapeRule::broadcast:
-      check_elementwise_binary(op, *in[0], *in[1], y);
-      break;
-    case ShapeRule::matmul:
-      check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1], input(2), y);
-      break;
-    case ShapeRule::softmax:
-      check_softmax(*static_cast<const phx_softmax_params*>(params), *in[0], y);
-      break;
-    case ShapeRule::norm:
-      check_norm(op, in, in_count, y);
-      break;
-    case ShapeRule::transpose:
-      check_transpose(*static_cast<const phx_transpose_params*>(params), *in[0], y);
-      break;
-    case ShapeRule::reduce:
-      check_reduce(op, *static_cast<const phx_reduce_params*>(params), *in[0], y);
-      break;
-    case ShapeRule::conv2d:
-      check_conv2d(*static_cast<const phx_conv2d_params*>(params), in[0], in[1], input(2), y);
-      break;
-    case ShapeRule::attention:
-      check_attention(*in[0], *in[1], *in[2], y);
-      break;
-    case ShapeRule::rope:
-      check_rope(*in[0], *in[1], *in[2], y);
-      break;
-    case ShapeRule::quantize:
-      check_quantize(op, *static_cast<const phx_quantize_params*>(params), in, in_count, y);
-      break;
-    case ShapeRule::qmatmul:
-      check_qmatmul(*static_cast<const phx_matmul_params*>(params), in, in_count, y);
-      break;
-    case ShapeRule::qconv2d:
-      check_qconv2d(*static_cast<const phx_conv2d_params*>(params), in, in_count, y);
-      break;
-    case ShapeRule::dynamic_quantize:
-      check_dynamic_quantize(*in[0], out);
-      break;
+  Operand operands[kMaxOpInputs];
+  const Operand* in_operands[kMaxOpInputs] = {};
+  for (size_t i = 0; i < in_count; ++i) {
+    if (in[i] == nullptr) continue;
+    operands[i] = operand_of(*in[i]);
+    in_operands[i] = &operands[i];
+  }
+  Shape expected[kMaxOpOutputs];
+  infer_output_shapes(op, params, in_operands, in_count, expected, out_count);
+  for (size_t i = 0; i < out_count; ++i) {
+    const Operand y = operand_of(*out[i]);
+    if (i > 0 && !one_element(y))
+      broken(op, std::string("the ") + find_op_schema(op)->outputs[i] +
+                     " output must have one element, got " + text(y));
+    if (i == 0 && shape_of(y) != expected[0])
+      broken(op, "the output must be " + text(expected[0]) + ", got " + text(shape_of(y)));
   }
 }
 
@@ -626,10 +675,10 @@ std::string op_signature(const Tensor* const* in, size_t in_count, const Tensor*
   std::string s;
   for (size_t i = 0; i < in_count; ++i) {
     if (i) s += ", ";
-    s += in[i] ? text(*in[i]) : std::string("none");
+    s += in[i] ? text(operand_of(*in[i])) : std::string("none");
   }
   s += " ->";
-  for (size_t i = 0; i < out_count; ++i) s += " " + text(*out[i]);
+  for (size_t i = 0; i < out_count; ++i) s += " " + text(operand_of(*out[i]));
   return s;
 }
 

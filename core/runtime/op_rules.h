@@ -7,6 +7,7 @@
 #include <phynexus/phynexus.h>
 
 #include <string>
+#include <vector>
 
 #include "context.h"
 
@@ -54,6 +55,29 @@ void check_variant(const OpVariant& variant);
 
 // "qmatmul (u8, i8, f32, none, f32 -> f32)", for messages.
 std::string variant_text(const OpVariant& variant);
+
+// An operand as the shape rules see it: a tensor's dtype and shape, or a graph value's.
+struct Operand {
+  phx_dtype dtype = PHX_DTYPE_INVALID;
+  uint32_t rank = 0;
+  int64_t shape[PHX_MAX_RANK] = {};
+};
+using Shape = std::vector<int64_t>;
+
+Operand operand_of(const Tensor& tensor);
+uint64_t element_count(const Operand& operand);
+
+// The shapes of the op's outputs for inputs of these shapes (in may hold null for absent
+// optional inputs; out has out_count entries). The dtypes are check_variant's. Throws
+// INVALID_ARGUMENT naming the op and the rule the shapes break.
+void infer_output_shapes(phx_op_id op, const void* params, const Operand* const* in,
+                         size_t in_count, Shape* out, size_t out_count);
+
+// The output dtypes the op's rules imply for these input dtypes (PHX_DTYPE_INVALID for
+// an absent optional input); PHX_DTYPE_INVALID where the caller must choose: cast's
+// output, quantize's, a requantized qmatmul's or qconv2d's, dynamic_quantize's first.
+void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, phx_dtype* out,
+                           size_t out_count);
 
 // Checks the op's tensors against its rules (check_variant, then the shapes). inputs may hold null
 // for absent optional inputs; outputs may not. Throws INVALID_ARGUMENT naming the op and the
