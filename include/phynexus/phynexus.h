@@ -674,10 +674,13 @@ typedef struct phx_profile_record {
   uint64_t host_time_ns;     /* from submission until the plugin returned */
   const phx_metric* metrics; /* metric_count entries from the plugin; may be null */
   size_t metric_count;
+  /* Since API 0.3: the graph node the op ran for, when an executable ran it (its name,
+   * phx_graph_node_desc); "" for an op of phx_op_run. */
+  const char* node;
 } phx_profile_record;
 
 #define PHX_PROFILE_RECORD_INIT \
-  { sizeof(phx_profile_record), 0, PHX_OP_INVALID, NULL, 0, NULL, 0 }
+  { sizeof(phx_profile_record), 0, PHX_OP_INVALID, NULL, 0, NULL, 0, NULL }
 
 /* Waits for the stream's work, then sets *out_count to its number of records.
  * Returns INVALID_ARGUMENT. Externally synchronized: stream. */
@@ -801,5 +804,8 @@ PHX_API phx_status phx_calibrator_compute(phx_calibrator calibrator, float* out_
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+/* Graphs and executables: one include still gives the whole API. */
+#include "graph.h"
 
 #endif /* PHYNEXUS_PHYNEXUS_H */

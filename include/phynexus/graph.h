@@ -1,0 +1,228 @@
+/*
+ * Phynexus: graphs and executables (since API 0.3).
+ *
+ * A graph records a model once: its inputs, its constants (weights), its op nodes and
+ * its outputs. Compiling it for a device gives an executable, which runs the whole model
+ * on a stream as one submission: nodes no output needs are dropped, nodes whose inputs
+ * are all constants are computed once at compile time, and the intermediates share one
+ * planned block of device memory. The conventions of phynexus.h hold here too (status,
+ * last error, out parameters, struct_size, handles). phynexus.h includes this header.
+ *
+ * Values. Every input, constant and node output of a graph is a value, numbered from 0
+ * in the order it was added (phx_value). A node names its inputs by value; a value is
+ * defined before it can be used, so a graph has no cycles by construction.
+ *
+ * Shapes. When a node is added its dtypes and shapes are checked with the rules that
+ * phx_op_run applies (docs/ops.md) and its outputs' dtypes and shapes inferred; a bad
+ * node is refused at once, with a message naming the node. An input may have dynamic
+ * dimensions (PHX_DIM_DYNAMIC): the shapes of the nodes that depend on one are unknown
+ * until a run gives the sizes, and are checked then (the message names the node); the
+ * dtypes are checked at once all the same.
+ */
+#ifndef PHYNEXUS_GRAPH_H
+#define PHYNEXUS_GRAPH_H
+
+#include "phynexus.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct phx_graph_s* phx_graph;
+typedef struct phx_executable_s* phx_executable;
+
+/* A value of a graph: an input, a constant or an output of a node. */
+typedef uint32_t phx_value;
+/* An optional node input left out (as a null tensor in phx_op_desc). */
+#define PHX_VALUE_NONE UINT32_MAX
+/* A dimension of a graph input whose size each run gives. */
+#define PHX_DIM_DYNAMIC INT64_C(-1)
+
+/* Creates an empty graph in context. The caller owns *out_graph and destroys it with
+ * phx_graph_destroy (or the context's destruction does). Executables compiled from it
+ * do not need it afterwards. Returns INVALID_ARGUMENT, OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_graph_create(phx_context context, phx_graph* out_graph);
+
+/* Destroys the graph. Returns INVALID_ARGUMENT. Externally synchronized: graph. */
+PHX_API phx_status phx_graph_destroy(phx_graph graph);
+
+typedef struct phx_graph_input_desc {
+  size_t struct_size;
+  const char* name; /* may be null: "input N"; copied */
+  phx_dtype dtype;
+  size_t rank;
+  /* rank entries (may be null when rank is 0), each >= 1 or PHX_DIM_DYNAMIC. */
+  const int64_t* shape;
+  /* Null, or rank entries naming the dynamic dimensions ("batch", "sequence"; null for
+   * an unnamed one); dynamic dimensions of one name have one size in a run. Copied. */
+  const char* const* dim_names;
+} phx_graph_input_desc;
+
+#define PHX_GRAPH_INPUT_DESC_INIT \
+  { sizeof(phx_graph_input_desc), NULL, PHX_DTYPE_INVALID, 0, NULL, NULL }
+
+/* Adds an input; *out_value receives its value. A run passes one tensor per input, in
+ * the order the inputs were added. Returns INVALID_ARGUMENT (bad struct_size, unknown
+ * dtype, rank > PHX_MAX_RANK, a dimension < 1 that is not PHX_DIM_DYNAMIC, a byte size
+ * above 2^62), OUT_OF_MEMORY. Externally synchronized: graph. */
+PHX_API phx_status phx_graph_add_input(phx_graph graph, const phx_graph_input_desc* desc,
+                                       phx_value* out_value);
+
+/* Adds a constant whose contents are size bytes of host memory at data (dense,
+ * row-major), copied now: data may be reused when this returns. name may be null.
+ * Returns INVALID_ARGUMENT (size is not the shape's byte size, null data, the errors
+ * of phx_tensor_create's shape), OUT_OF_MEMORY. Externally synchronized: graph. */
+PHX_API phx_status phx_graph_add_constant(phx_graph graph, const char* name, phx_dtype dtype,
+                                          size_t rank, const int64_t* shape, const void* data,
+                                          size_t size, phx_value* out_value);
+
+/* Adds a constant whose contents are those of tensor (of the graph's context) when an
+ * executable is compiled: not copied for an executable of the tensor's device, which
+ * reads the tensor at each run (the tensor must then outlive the executable: a run
+ * after its destruction fails with INVALID_ARGUMENT), copied at compile time for
+ * another device. name may be null. Returns INVALID_ARGUMENT (a stale tensor or one of
+ * another context), OUT_OF_MEMORY. Externally synchronized: graph. */
+PHX_API phx_status phx_graph_add_constant_tensor(phx_graph graph, const char* name,
+                                                 phx_tensor tensor, phx_value* out_value);
+
+typedef struct phx_graph_node_desc {
+  size_t struct_size;
+  const char* name; /* may be null: "<op> N" with N the node's number; copied */
+  phx_op_id op;
+  /* The op's parameter struct (its struct_size set), or null for the defaults; copied. */
+  const void* params;
+  /* input_count values, in the op's input order; PHX_VALUE_NONE for an optional input
+   * left out. */
+  const phx_value* inputs;
+  size_t input_count;
+  /* Null: each output's dtype is the one the op's rules imply. Otherwise output_count
+   * dtypes. The ops whose output dtype is the caller's choice need them: cast,
+   * quantize, dynamic_quantize, and qmatmul or qconv2d with y_scale. */
+  const phx_dtype* output_dtypes;
+  size_t output_count; /* the op's output count (phx_op_info) */
+} phx_graph_node_desc;
+
+#define PHX_GRAPH_NODE_DESC_INIT \
+  { sizeof(phx_graph_node_desc), NULL, PHX_OP_INVALID, NULL, NULL, 0, NULL, 0 }
+
+/* Adds an op node; out_values receives output_count values, its outputs. The node is
+ * checked against the op's rules (see "Shapes" above). Returns INVALID_ARGUMENT (a value
+ * the graph does not have, the op's rules broken, an output dtype missing where the
+ * caller must choose, with a message naming the node), OUT_OF_MEMORY. Externally
+ * synchronized: graph. */
+PHX_API phx_status phx_graph_add_node(phx_graph graph, const phx_graph_node_desc* desc,
+                                      phx_value* out_values);
+
+/* Marks value as an output of the graph: a run writes it into the output tensor of the
+ * same position, in the order the outputs were marked. name may be null. Returns
+ * INVALID_ARGUMENT (no such value; an input or constant, which no node computes; a
+ * value already marked). Externally synchronized: graph. */
+PHX_API phx_status phx_graph_add_output(phx_graph graph, phx_value value, const char* name);
+
+typedef enum phx_value_kind {
+  PHX_VALUE_INPUT = 0,
+  PHX_VALUE_CONSTANT = 1,
+  PHX_VALUE_NODE_OUTPUT = 2
+} phx_value_kind;
+
+typedef struct phx_value_info {
+  size_t struct_size;
+  phx_value_kind kind;
+  const char* name; /* owned by the graph; valid until it is destroyed */
+  phx_dtype dtype;
+  uint32_t rank;
+  /* Entries past rank are 1; PHX_DIM_DYNAMIC where the size comes with a run. */
+  int64_t shape[PHX_MAX_RANK];
+} phx_value_info;
+
+#define PHX_VALUE_INFO_INIT                                                \
+  {                                                                        \
+    sizeof(phx_value_info), PHX_VALUE_INPUT, NULL, PHX_DTYPE_INVALID, 0, { \
+      0, 0, 0, 0, 0, 0, 0, 0                                               \
+    }                                                                      \
+  }
+
+/* Describes value. Returns INVALID_ARGUMENT, NOT_FOUND (no such value). Externally
+ * synchronized: graph. */
+PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_value_info* out_info);
+
+/* ---- Compiling ------------------------------------------------------------------------ */
+
+/* Compile flags. */
+#define PHX_COMPILE_NO_MEMORY_PLAN UINT32_C(0x1) /* each intermediate its own block */
+#define PHX_COMPILE_NO_CONSTANT_FOLDING UINT32_C(0x2)
+
+typedef struct phx_compile_options {
+  size_t struct_size;
+  size_t device;  /* the device the executable runs on */
+  uint32_t flags; /* PHX_COMPILE_* */
+} phx_compile_options;
+
+#define PHX_COMPILE_OPTIONS_INIT \
+  { sizeof(phx_compile_options), 0, 0 }
+
+/* Compiles graph for a device of context: drops the nodes no output needs, computes the
+ * nodes whose inputs are all constants (unless PHX_COMPILE_NO_CONSTANT_FOLDING), plans
+ * the intermediates' memory (lifetimes, one block with reused ranges, unless
+ * PHX_COMPILE_NO_MEMORY_PLAN) and allocates it with the constants on the device. The
+ * graph is not changed and may be compiled again. options may be null: device 0. The
+ * caller owns *out_executable and destroys it with phx_executable_destroy (or the
+ * context's destruction does).
+ * Returns INVALID_ARGUMENT (a graph of another context, no outputs, bad options, a
+ * destroyed constant tensor), NOT_FOUND (no such device), UNSUPPORTED (the device does
+ * not run a node: the message names it), OUT_OF_MEMORY, DEVICE_UNAVAILABLE,
+ * PLUGIN_ERROR. Externally synchronized: graph. */
+PHX_API phx_status phx_graph_compile(phx_context context, phx_graph graph,
+                                     const phx_compile_options* options,
+                                     phx_executable* out_executable);
+
+/* Waits for the executable's runs, then destroys it. Returns INVALID_ARGUMENT.
+ * Externally synchronized: executable. */
+PHX_API phx_status phx_executable_destroy(phx_executable executable);
+
+/* Runs the executable on stream, which must be on its device: inputs has a tensor per
+ * graph input and outputs one per graph output, in order, of their dtypes and shapes
+ * (dynamic dimensions any size the nodes' rules accept; new sizes plan the memory
+ * again). Ordered on the stream like an op: *out_ticket, when out_ticket is not null,
+ * receives the ticket of its last node, after which the outputs are written. The
+ * tensors must stay alive until it has finished. Runs of one executable on different
+ * streams do not overlap: a run waits for the previous one to finish first.
+ * Returns INVALID_ARGUMENT (wrong counts, dtypes or shapes, tensors of another device
+ * or context, a node whose shapes a dynamic size breaks: named), OUT_OF_MEMORY,
+ * DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream and executable. */
+PHX_API phx_status phx_executable_run(phx_stream stream, phx_executable executable,
+                                      const phx_tensor* inputs, size_t input_count,
+                                      const phx_tensor* outputs, size_t output_count,
+                                      uint64_t* out_ticket);
+
+typedef struct phx_executable_info {
+  size_t struct_size;
+  size_t device;
+  size_t input_count;
+  size_t output_count;
+  size_t graph_node_count; /* nodes of the graph it was compiled from */
+  size_t node_count;       /* nodes it runs: ops submitted per run */
+  size_t removed_nodes;    /* no output needed them */
+  size_t folded_nodes;     /* computed at compile time */
+  uint64_t constant_bytes; /* constants and folded values it holds on the device */
+  /* The intermediates' block, as planned for the last sizes of the dynamic dimensions,
+   * and the least any plan could use: the most bytes of intermediates alive at once. */
+  uint64_t planned_bytes;
+  uint64_t lower_bound_bytes;
+  uint64_t compile_time_ns;
+  uint64_t run_count;
+} phx_executable_info;
+
+#define PHX_EXECUTABLE_INFO_INIT \
+  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/* Describes the executable. Returns INVALID_ARGUMENT. Externally synchronized:
+ * executable. */
+PHX_API phx_status phx_executable_describe(phx_executable executable,
+                                           phx_executable_info* out_info);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PHYNEXUS_GRAPH_H */
