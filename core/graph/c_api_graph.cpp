@@ -100,16 +100,24 @@ std::vector<Shape> input_shapes(const Executable& exe, const std::vector<const T
   return shapes;
 }
 
-// Plans the executable for the inputs' shapes unless it is planned for them already.
-void plan_for(Executable& exe, const std::vector<const Tensor*>& inputs) {
+// A plan for the inputs' shapes; empty (no blocks, no outputs) when the executable's own
+// plan is for them already.
+Plan plan_for(const Executable& exe, const std::vector<const Tensor*>& inputs) {
   const std::vector<Shape> shapes = input_shapes(exe, inputs);
-  if (exe.plan.input_shapes != shapes || exe.plan.outputs.empty()) exe.make_plan(shapes);
+  if (exe.plan.input_shapes == shapes && !exe.plan.outputs.empty()) return Plan();
+  return exe.make_plan(shapes);
 }
 
-void check_outputs(const Executable& exe, const std::vector<const Tensor*>& outputs) {
+// The plan a call works with: a new one, else the executable's.
+const Plan& current(const Executable& exe, const Plan& fresh) {
+  return fresh.outputs.empty() ? exe.plan : fresh;
+}
+
+void check_outputs(const Executable& exe, const Plan& plan,
+                   const std::vector<const Tensor*>& outputs) {
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Tensor& t = *outputs[o];
-    const Operand& want = exe.plan.outputs[o];
+    const Operand& want = plan.outputs[o];
     if (t.dtype != want.dtype ||
         Shape(t.shape, t.shape + t.rank) != Shape(want.shape, want.shape + want.rank))
       fail(PHX_STATUS_INVALID_ARGUMENT,
@@ -244,8 +252,10 @@ PHX_API phx_status phx_executable_run(phx_stream stream_handle, phx_executable h
     std::vector<const Tensor*> in, out;
     resolve_run_tensors(exe, inputs, input_count, exe.inputs.size(), "input", in);
     resolve_run_tensors(exe, outputs, output_count, exe.output_dtypes.size(), "output", out);
-    plan_for(exe, in);
-    check_outputs(exe, out);
+    // Checked against a new plan before it replaces the old: a refused run changes nothing.
+    Plan fresh = plan_for(exe, in);
+    check_outputs(exe, current(exe, fresh), out);
+    if (!fresh.outputs.empty()) exe.plan = std::move(fresh);
     const uint64_t ticket = exe.run(stream, in.data(), out.data());
     if (out_ticket != nullptr) *out_ticket = ticket;
   });
@@ -263,7 +273,8 @@ PHX_API phx_status phx_executable_output_desc(phx_executable handle, const phx_t
                                      std::to_string(exe.output_dtypes.size()) + ")");
     std::vector<const Tensor*> in;
     resolve_run_tensors(exe, inputs, input_count, exe.inputs.size(), "input", in);
-    plan_for(exe, in);
+    Plan fresh = plan_for(exe, in);
+    if (!fresh.outputs.empty()) exe.plan = std::move(fresh);
     const Operand& output = exe.plan.outputs[index];
     phx_tensor_desc desc PHX_TENSOR_DESC_INIT;
     desc.device = exe.device->index;

@@ -332,7 +332,7 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
     std::vector<Shape> shapes;
     for (const InputSpec& spec : exe->inputs)
       shapes.emplace_back(spec.operand.shape, spec.operand.shape + spec.operand.rank);
-    exe->make_plan(shapes);
+    exe->plan = exe->make_plan(shapes);
   }
   exe->compile_time_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)

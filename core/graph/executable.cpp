@@ -49,8 +49,7 @@ ExecutableTable& executable_table() {
 Executable::~Executable() {
   executable_table().remove(handle);
   // destroy_tensor waits for the device's queued work, this executable's runs included.
-  for (Tensor* block : plan.blocks)
-    if (block != nullptr) context->destroy_tensor(*block);
+  plan.free_blocks();
   for (Constant& constant : constants)
     if (constant.owned != nullptr) context->destroy_tensor(*constant.owned);
   for (Stream* stream : streams)
@@ -63,12 +62,36 @@ Executable::~Executable() {
     }
 }
 
-void Executable::make_plan(const std::vector<Shape>& input_shapes) {
+Plan& Plan::operator=(Plan&& other) noexcept {
+  if (this == &other) return *this;
+  free_blocks();
+  input_shapes = std::move(other.input_shapes);
+  intermediates = std::move(other.intermediates);
+  outputs = std::move(other.outputs);
+  planned_bytes = other.planned_bytes;
+  lower_bound_bytes = other.lower_bound_bytes;
+  context = other.context;
+  blocks = std::move(other.blocks);
+  views = std::move(other.views);
+  other.blocks.clear();
+  return *this;
+}
+
+void Plan::free_blocks() noexcept {
+  for (Tensor* block : blocks)
+    if (block != nullptr) context->destroy_tensor(*block);
+  blocks.clear();
+  views.clear();
+}
+
+Plan Executable::make_plan(const std::vector<Shape>& input_shapes) const {
   Plan next;
+  next.context = context;
   next.input_shapes = input_shapes;
   next.intermediates.resize(intermediate_dtypes.size());
   next.outputs.resize(output_dtypes.size());
-  std::vector<Operand> input_operands(inputs.size());
+  std::vector<Operand> input_operands(inputs.size()), constant_operands;
+  for (const Constant& constant : constants) constant_operands.push_back(constant.operand);
   for (size_t i = 0; i < inputs.size(); ++i)
     input_operands[i] = with_shape(inputs[i].operand.dtype, input_shapes[i]);
   auto operand_at = [&](Slot slot) -> Operand& {
@@ -78,7 +101,7 @@ void Executable::make_plan(const std::vector<Shape>& input_shapes) {
       case Slot::output:
         return next.outputs[slot.index];
       case Slot::constant:
-        return constants[slot.index].operand;
+        return constant_operands[slot.index];
       case Slot::intermediate:
       case Slot::none:
         break;
@@ -117,15 +140,11 @@ void Executable::make_plan(const std::vector<Shape>& input_shapes) {
   }
 
   plan_device_memory(next, lifetimes);
-  // The previous blocks go once the runs that use them have finished (destroy_tensor
-  // waits for the device's queued work).
-  std::swap(plan, next);
-  for (Tensor* block : next.blocks)
-    if (block != nullptr) context->destroy_tensor(*block);
+  return next;
 }
 
 // One block per device for the intermediates that live there, each planned on its own.
-void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) {
+void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) const {
   const bool reuse = (flags & PHX_COMPILE_NO_MEMORY_PLAN) == 0;
   std::vector<uint64_t> offsets(lifetimes.size());
   next.blocks.assign(devices.size(), nullptr);
@@ -150,8 +169,7 @@ void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lif
       next.views.push_back(
           view_of(*next.blocks[intermediate_devices[v]], next.intermediates[v], offsets[v]));
   } catch (...) {
-    for (Tensor* block : next.blocks)
-      if (block != nullptr) context->destroy_tensor(*block);
+    next.free_blocks();
     throw;
   }
 }

@@ -49,8 +49,16 @@ struct InputSpec {
   std::string dim_names[PHX_MAX_RANK];
 };
 
-// The intermediates' shapes and memory for one set of input shapes.
+// The intermediates' shapes and memory for one set of input shapes. It owns its blocks:
+// freeing them waits for the device's queued work, the runs that used them included.
 struct Plan {
+  Plan() = default;
+  Plan(Plan&& other) noexcept { *this = std::move(other); }
+  Plan& operator=(Plan&& other) noexcept;
+  ~Plan() { free_blocks(); }
+  void free_blocks() noexcept;
+
+  Context* context = nullptr;
   std::vector<Shape> input_shapes;  // what it was made for
   std::vector<Operand> intermediates, outputs;
   uint64_t planned_bytes = 0, lower_bound_bytes = 0;  // over the devices
@@ -80,11 +88,10 @@ struct Executable : ContextObject {
   // waits for the device's queued work, so that two runs never share the block at once.
   const Stream* last_stream = nullptr;
 
-  // Plans the intermediates for these input shapes: their shapes (each step checked with
-  // the op rules: a size that breaks one is refused, naming the node) and one block of
-  // device memory, taken once the previous runs have finished. Throws with the previous
-  // plan left in place.
-  void make_plan(const std::vector<Shape>& input_shapes);
+  // A plan of the intermediates for these input shapes: their shapes (each step checked
+  // with the op rules: a size that breaks one is refused, naming the node) and a block of
+  // memory per device. The executable's own plan is not touched.
+  Plan make_plan(const std::vector<Shape>& input_shapes) const;
 
   // Submits every step, on stream for the executable's device and its own streams for
   // the others, and makes the copies between them; returns a ticket of stream after which
@@ -92,7 +99,7 @@ struct Executable : ContextObject {
   uint64_t run(Stream& stream, const Tensor* const* inputs, const Tensor* const* outputs);
 
  private:
-  void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes);
+  void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) const;
 };
 
 using ExecutableTable = HandleTable<Executable, 0xc6>;

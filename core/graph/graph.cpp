@@ -285,7 +285,11 @@ std::vector<phx_value> Graph::add_node(const phx_graph_node_desc& desc) {
 }
 
 void Graph::add_output(phx_value id, const char* name) {
-  const Value& v = value(id);
+  if (id >= values.size())
+    fail(PHX_STATUS_INVALID_ARGUMENT, "value " + std::to_string(id) +
+                                          " is no value of the graph (it has " +
+                                          std::to_string(values.size()) + ")");
+  const Value& v = values[id];
   if (v.kind != PHX_VALUE_NODE_OUTPUT)
     fail(PHX_STATUS_INVALID_ARGUMENT, "value " + std::to_string(id) + " ('" + v.name +
                                           "') is an input or a constant; an output is a node's");

@@ -1,6 +1,6 @@
 // What the fuzz targets of the C API share: the oracles on a call's status, the way to pass
 // any int where the header declares an enum, the sizes of the API's dtypes and parameter
-// structs, and the environment the targets run in.
+// structs, the environment the targets run in, and their context on every device.
 #pragma once
 
 #include <phynexus/phynexus.h>
@@ -100,6 +100,60 @@ inline void set_environment() {
   // Plugins stay mapped after the context is destroyed at exit, so that a leak report
   // can still name their functions.
   setenv("PHX_DISABLE_UNLOAD", "1", 1);
+}
+
+// One context with every device the build offers, a stream on each, and the bytes each
+// device holds once they exist: what it must hold again once a program's objects are gone.
+struct FuzzContext {
+  phx_context context = nullptr;
+  std::vector<phx_stream> streams;  // one per device
+  std::vector<uint64_t> baseline_in_use;
+};
+
+inline uint64_t bytes_in_use(phx_context context, size_t device) {
+  phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
+  if (check("phx_memory_stats_get", phx_memory_stats_get(context, device, &stats)) != PHX_STATUS_OK)
+    finding("phx_memory_stats_get", "no statistics for device " + std::to_string(device));
+  return stats.bytes_in_use;
+}
+
+inline void open_fuzz_context(FuzzContext& fuzz, uint32_t flags) {
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.log_level = PHX_LOG_OFF;
+  options.flags = flags;
+  options.num_threads = 1;
+  size_t devices = 0;
+  if (check("phx_context_create", phx_context_create(&options, &fuzz.context)) != PHX_STATUS_OK ||
+      check("phx_device_count", phx_device_count(fuzz.context, &devices)) != PHX_STATUS_OK ||
+      devices == 0)
+    finding("LLVMFuzzerInitialize", "no context with devices");
+  for (size_t d = 0; d < devices; ++d) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    phx_stream stream = nullptr;
+    if (check("phx_device_get", phx_device_get(fuzz.context, d, &info)) != PHX_STATUS_OK ||
+        check("phx_stream_create", phx_stream_create(fuzz.context, d, &stream)) != PHX_STATUS_OK)
+      finding("LLVMFuzzerInitialize", "device " + std::to_string(d) + " is unusable");
+    std::fprintf(stderr, "%s: device %zu: %s (%s)\n", target_name, d, info.name, info.plugin);
+    fuzz.streams.push_back(stream);
+  }
+  for (size_t d = 0; d < devices; ++d)
+    fuzz.baseline_in_use.push_back(bytes_in_use(fuzz.context, d));
+}
+
+inline void close_fuzz_context(FuzzContext& fuzz) {
+  for (phx_stream stream : fuzz.streams) phx_stream_destroy(stream);
+  phx_context_destroy(fuzz.context);
+}
+
+// Every device holds what it held before the program, whose objects are all gone now.
+inline void expect_baseline_memory(const FuzzContext& fuzz) {
+  for (size_t d = 0; d < fuzz.streams.size(); ++d) {
+    const uint64_t now = bytes_in_use(fuzz.context, d);
+    if (now != fuzz.baseline_in_use[d])
+      finding("phx_memory_stats_get", "device " + std::to_string(d) + " holds " +
+                                          std::to_string(now) + " bytes with nothing alive, " +
+                                          std::to_string(fuzz.baseline_in_use[d]) + " before");
+  }
 }
 
 }  // namespace phx::fuzz

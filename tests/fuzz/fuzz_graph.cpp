@@ -25,21 +25,10 @@ constexpr size_t kMaxDim = 4;  // small tensors: the time goes to the checks, no
 constexpr size_t kHostBytes = 4096;
 const char* const kDimNames[] = {nullptr, "batch", "sequence"};
 
-struct State {
-  phx_context context = nullptr;
-  std::vector<phx_stream> streams;  // one per device
-  std::vector<uint64_t> baseline_in_use;
+struct State : FuzzContext {
   std::vector<uint8_t> host = std::vector<uint8_t>(kHostBytes, 0x3c);
 };
 State* state = nullptr;
-
-uint64_t bytes_in_use(size_t device) {
-  phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
-  if (check("phx_memory_stats_get", phx_memory_stats_get(state->context, device, &stats)) !=
-      PHX_STATUS_OK)
-    finding("phx_memory_stats_get", "no statistics for device " + std::to_string(device));
-  return stats.bytes_in_use;
-}
 
 class Program {
  public:
@@ -277,8 +266,7 @@ class Program {
 };
 
 void destroy_state() {
-  for (phx_stream stream : state->streams) phx_stream_destroy(stream);
-  phx_context_destroy(state->context);
+  close_fuzz_context(*state);
   delete state;
   state = nullptr;
 }
@@ -289,32 +277,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   target_name = "fuzz_graph";
   set_environment();
   state = new State;
-  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-  options.log_level = PHX_LOG_OFF;
-  options.num_threads = 1;
-  size_t devices = 0;
-  if (check("phx_context_create", phx_context_create(&options, &state->context)) != PHX_STATUS_OK ||
-      check("phx_device_count", phx_device_count(state->context, &devices)) != PHX_STATUS_OK ||
-      devices == 0)
-    finding("LLVMFuzzerInitialize", "no context with devices");
-  for (size_t d = 0; d < devices; ++d) {
-    phx_stream stream = nullptr;
-    if (check("phx_stream_create", phx_stream_create(state->context, d, &stream)) != PHX_STATUS_OK)
-      finding("LLVMFuzzerInitialize", "device " + std::to_string(d) + " is unusable");
-    state->streams.push_back(stream);
-  }
-  for (size_t d = 0; d < devices; ++d) state->baseline_in_use.push_back(bytes_in_use(d));
+  open_fuzz_context(*state, 0);
   std::atexit(destroy_state);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Program(data, size).run();
-  for (size_t d = 0; d < state->streams.size(); ++d)
-    if (bytes_in_use(d) != state->baseline_in_use[d])
-      finding("phx_memory_stats_get", "device " + std::to_string(d) + " holds " +
-                                          std::to_string(bytes_in_use(d)) +
-                                          " bytes with no graph, executable or tensor alive, " +
-                                          std::to_string(state->baseline_in_use[d]) + " before");
+  expect_baseline_memory(*state);
   return 0;
 }

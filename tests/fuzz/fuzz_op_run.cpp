@@ -30,10 +30,7 @@ constexpr uint64_t kMaxElements = 4096;
 // library must refuse them before touching the buffer.
 constexpr size_t kHostBytes = 64 * 1024;
 
-struct State {
-  phx_context context = nullptr;
-  std::vector<phx_stream> streams;        // one per device
-  std::vector<uint64_t> baseline_in_use;  // bytes in use per device once the streams exist
+struct State : FuzzContext {
   std::vector<uint8_t> host = std::vector<uint8_t>(kHostBytes);
   phx_tensor stale = nullptr;  // the last tensor destroyed
 };
@@ -257,17 +254,8 @@ class Program {
   std::array<Slot, kSlots> slots_;
 };
 
-uint64_t bytes_in_use(size_t device) {
-  phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
-  if (check("phx_memory_stats_get", phx_memory_stats_get(state->context, device, &stats)) !=
-      PHX_STATUS_OK)
-    finding("phx_memory_stats_get", "no statistics for device " + std::to_string(device));
-  return stats.bytes_in_use;
-}
-
 void destroy_state() {
-  for (phx_stream stream : state->streams) phx_stream_destroy(stream);
-  phx_context_destroy(state->context);
+  close_fuzz_context(*state);
   delete state;
   state = nullptr;
 }
@@ -278,26 +266,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   target_name = "fuzz_op_run";
   set_environment();
   state = new State;
-  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-  options.log_level = PHX_LOG_OFF;
   // Unsupported ops run on the CPU device: the fallback's copies are fuzzed too.
-  options.flags = PHX_CONTEXT_FALLBACK_CPU;
-  options.num_threads = 1;
-  size_t devices = 0;
-  if (check("phx_context_create", phx_context_create(&options, &state->context)) != PHX_STATUS_OK ||
-      check("phx_device_count", phx_device_count(state->context, &devices)) != PHX_STATUS_OK ||
-      devices == 0)
-    finding("LLVMFuzzerInitialize", "no context with devices");
-  for (size_t d = 0; d < devices; ++d) {
-    phx_device_info info = PHX_DEVICE_INFO_INIT;
-    phx_stream stream = nullptr;
-    if (check("phx_device_get", phx_device_get(state->context, d, &info)) != PHX_STATUS_OK ||
-        check("phx_stream_create", phx_stream_create(state->context, d, &stream)) != PHX_STATUS_OK)
-      finding("LLVMFuzzerInitialize", "device " + std::to_string(d) + " is unusable");
-    std::fprintf(stderr, "fuzz_op_run: device %zu: %s (%s)\n", d, info.name, info.plugin);
-    state->streams.push_back(stream);
-  }
-  for (size_t d = 0; d < devices; ++d) state->baseline_in_use.push_back(bytes_in_use(d));
+  open_fuzz_context(*state, PHX_CONTEXT_FALLBACK_CPU);
   std::atexit(destroy_state);
   return 0;
 }
@@ -305,12 +275,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t home = 0; home < state->streams.size(); ++home) {
     Program(data, size, home).run();
-    for (size_t d = 0; d < state->streams.size(); ++d)
-      if (bytes_in_use(d) != state->baseline_in_use[d])
-        finding("phx_memory_stats_get", "device " + std::to_string(d) + " holds " +
-                                            std::to_string(bytes_in_use(d)) +
-                                            " bytes with no tensor alive, " +
-                                            std::to_string(state->baseline_in_use[d]) + " before");
+    expect_baseline_memory(*state);
   }
   return 0;
 }
