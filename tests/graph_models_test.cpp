@@ -82,10 +82,12 @@ struct Model {
     entries.push_back({EntryKind::kNode, std::move(name), {}, op, {}, std::move(inputs)});
     return entries.size() - 1;
   }
-  std::vector<size_t> inputs() const {
+  std::vector<size_t> inputs() const { return of_kind(EntryKind::kInput); }
+  std::vector<size_t> nodes() const { return of_kind(EntryKind::kNode); }
+  std::vector<size_t> of_kind(EntryKind kind) const {
     std::vector<size_t> found;
     for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].kind == EntryKind::kInput) found.push_back(i);
+      if (entries[i].kind == kind) found.push_back(i);
     }
     return found;
   }
@@ -474,8 +476,9 @@ using Graph = std::unique_ptr<phx_graph_s, GraphDeleter>;
 using Executable = std::unique_ptr<phx_executable_s, ExecutableDeleter>;
 
 // The model as a graph; its values are the entries' indices (values are numbered in the
-// order they are added, which the graph must keep).
-Graph build_graph(phx_context context, const Model& m) {
+// order they are added, which the graph must keep). Its outputs: the model's output, or,
+// with every_node_an_output, each node's value in the order of the nodes.
+Graph build_graph(phx_context context, const Model& m, bool every_node_an_output = false) {
   phx_graph raw = nullptr;
   EXPECT_EQ(phx_graph_create(context, &raw), PHX_STATUS_OK) << phx_last_error();
   Graph graph(raw);
@@ -497,7 +500,9 @@ Graph build_graph(phx_context context, const Model& m) {
                                  e.data.shape.data(), bytes.data(), bytes.size(), &value);
     } else {
       std::vector<phx_value> inputs;
-      for (size_t in : e.inputs) inputs.push_back(in == kAbsent ? PHX_VALUE_NONE : in);
+      for (size_t in : e.inputs) {
+        inputs.push_back(in == kAbsent ? PHX_VALUE_NONE : static_cast<phx_value>(in));
+      }
       phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
       desc.name = e.name.c_str();
       desc.op = e.op;
@@ -511,10 +516,11 @@ Graph build_graph(phx_context context, const Model& m) {
     EXPECT_EQ(value, i) << e.name;
     if (status != PHX_STATUS_OK) graph.reset();
   }
-  if (graph) {
-    EXPECT_EQ(phx_graph_add_output(graph.get(), static_cast<phx_value>(m.output), "y"),
+  for (size_t value : every_node_an_output ? m.nodes() : std::vector<size_t>{m.output}) {
+    if (!graph) break;
+    EXPECT_EQ(phx_graph_add_output(graph.get(), static_cast<phx_value>(value), nullptr),
               PHX_STATUS_OK)
-        << phx_last_error();
+        << m.entries[value].name << ": " << phx_last_error();
   }
   return graph;
 }
@@ -529,6 +535,9 @@ phx_value_info value_info(phx_graph graph, size_t value) {
 Shape shape_of(const phx_value_info& info) { return Shape(info.shape, info.shape + info.rank); }
 
 // ---- The test ------------------------------------------------------------------------------
+
+// The bytes of some values of a model as a device computed them, by entry index.
+using DeviceValues = std::vector<std::vector<unsigned char>>;
 
 class GraphModelTest : public OpSuite {
  protected:
@@ -549,7 +558,8 @@ class GraphModelTest : public OpSuite {
       const std::string lacking = unsupported_node(m, graph.get());
       if (lacking.empty()) {
         SCOPED_TRACE(std::string("in ") + phx_dtype_name(dt));
-        check_on_device(m, graph.get(), std::string(info.plugin));
+        const std::string plugin = info.plugin;
+        check_on_device(m, graph.get(), plugin == "cpu" || plugin == "tpu-sim", plugin == "cpu");
         return;
       }
       if (dt == PHX_DTYPE_F32) f32_lacks = lacking;
@@ -561,9 +571,8 @@ class GraphModelTest : public OpSuite {
 
   // The name of the first node the device does not run in the dtypes of m, or "".
   std::string unsupported_node(const Model& m, phx_graph graph) {
-    for (size_t i = 0; i < m.entries.size(); ++i) {
+    for (size_t i : m.nodes()) {
       const Entry& e = m.entries[i];
-      if (e.kind != EntryKind::kNode) continue;
       std::vector<phx_dtype> in_dtypes;
       for (size_t in : e.inputs) {
         in_dtypes.push_back(in == kAbsent ? PHX_DTYPE_INVALID : value_info(graph, in).dtype);
@@ -586,6 +595,16 @@ class GraphModelTest : public OpSuite {
     return "";
   }
 
+  Executable compile(phx_graph graph) {
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = device();
+    phx_executable raw = nullptr;
+    // phx_device_supports_op claimed every node: compiling must not refuse one.
+    EXPECT_EQ(phx_graph_compile(context_, graph, &options, &raw), PHX_STATUS_OK)
+        << phx_last_error();
+    return Executable(raw);
+  }
+
   std::vector<unsigned char> download_bytes(phx_tensor t) {
     phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
     EXPECT_EQ(phx_tensor_describe(t, &desc), PHX_STATUS_OK);
@@ -595,39 +614,47 @@ class GraphModelTest : public OpSuite {
     return bytes;
   }
 
-  // Runs the executable on the model's inputs; returns the output's bytes.
-  std::vector<unsigned char> run_executable(const Model& m, phx_executable exe,
-                                            const phx_value_info& out_info) {
+  // Runs the executable, whose outputs are the values `outputs`, on the model's inputs.
+  DeviceValues run_executable(const Model& m, phx_graph graph, phx_executable exe,
+                              const std::vector<size_t>& outputs) {
     std::vector<Tensor> owned;
-    std::vector<phx_tensor> inputs;
+    std::vector<phx_tensor> inputs, output_handles;
     for (size_t i : m.inputs()) {
       owned.push_back(upload(m.entries[i].data));
       inputs.push_back(owned.back().get());
     }
-    const Tensor out = make(out_info.dtype, shape_of(out_info));
-    const phx_tensor outputs[] = {out.get()};
+    for (size_t i : outputs) {
+      const phx_value_info info = value_info(graph, i);
+      owned.push_back(make(info.dtype, shape_of(info)));
+      output_handles.push_back(owned.back().get());
+    }
     uint64_t ticket = 0;
-    EXPECT_EQ(phx_executable_run(stream_, exe, inputs.data(), inputs.size(), outputs, 1, &ticket),
+    EXPECT_EQ(phx_executable_run(stream_, exe, inputs.data(), inputs.size(), output_handles.data(),
+                                 output_handles.size(), &ticket),
               PHX_STATUS_OK)
         << phx_last_error();
     EXPECT_EQ(phx_stream_wait(stream_, ticket), PHX_STATUS_OK) << phx_last_error();
-    return download_bytes(out.get());
+    DeviceValues values(m.entries.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      values[outputs[k]] = download_bytes(output_handles[k]);
+    }
+    return values;
   }
 
-  // Runs the model's nodes one by one with phx_op_run; returns the output's bytes.
-  std::vector<unsigned char> run_eagerly(const Model& m, phx_graph graph) {
-    std::vector<Tensor> values;
+  // Runs the model's nodes one by one with phx_op_run; returns every node's value.
+  DeviceValues run_eagerly(const Model& m, phx_graph graph) {
+    std::vector<Tensor> tensors;
     for (size_t i = 0; i < m.entries.size(); ++i) {
       const Entry& e = m.entries[i];
       if (e.kind != EntryKind::kNode) {
-        values.push_back(upload(e.data));
+        tensors.push_back(upload(e.data));
         continue;
       }
       const phx_value_info info = value_info(graph, i);
-      values.push_back(make(info.dtype, shape_of(info)));
+      tensors.push_back(make(info.dtype, shape_of(info)));
       std::vector<phx_tensor> inputs;
-      for (size_t in : e.inputs) inputs.push_back(in == kAbsent ? nullptr : values[in].get());
-      const phx_tensor outputs[] = {values.back().get()};
+      for (size_t in : e.inputs) inputs.push_back(in == kAbsent ? nullptr : tensors[in].get());
+      const phx_tensor outputs[] = {tensors.back().get()};
       const phx_op_desc desc = {sizeof(phx_op_desc),
                                 e.op,
                                 e.params.empty() ? nullptr : e.params.data(),
@@ -639,17 +666,48 @@ class GraphModelTest : public OpSuite {
           << e.name << ": " << phx_last_error();
     }
     EXPECT_EQ(phx_stream_synchronize(stream_), PHX_STATUS_OK) << phx_last_error();
-    return download_bytes(values[m.output].get());
+    DeviceValues values(m.entries.size());
+    for (size_t i : m.nodes()) values[i] = download_bytes(tensors[i].get());
+    return values;
   }
 
-  std::vector<double> decoded(const std::vector<unsigned char>& bytes, phx_dtype dt) {
+  static std::vector<double> decoded(const std::vector<unsigned char>& bytes, phx_dtype dt) {
     const size_t size = phx_dtype_size(dt);
     std::vector<double> values(bytes.size() / size);
     for (size_t i = 0; i < values.size(); ++i) values[i] = decode(dt, &bytes[i * size]);
     return values;
   }
 
-  void check_on_device(const Model& m, phx_graph graph, const std::string& plugin) {
+  // Each node's value as the device computed it, against float64 computed from the
+  // device's own values of its inputs: the op's own error alone, as tight as the op suite
+  // (the top comment's "own" terms).
+  void expect_each_node_right(const Model& m, phx_graph graph, const DeviceValues& device) {
+    std::vector<Tracked> values;
+    for (size_t i = 0; i < m.entries.size(); ++i) {
+      const Entry& e = m.entries[i];
+      if (e.kind != EntryKind::kNode) {
+        values.push_back(exact(e.data));
+        continue;
+      }
+      const phx_value_info info = value_info(graph, i);
+      Tracked got(info.dtype, shape_of(info));
+      got.value = decoded(device[i], info.dtype);
+      ASSERT_EQ(got.value.size(), got.error.size()) << e.name;
+      const Tracked reference = evaluate_node(e, values, bf16_products_);
+      Expected expected;
+      for (size_t k = 0; k < reference.value.size(); ++k) {
+        expected.add(reference.value[k], reference.error[k] + 0x1p-126);
+      }
+      SCOPED_TRACE("node " + e.name);
+      expect_matches(got.value, expected, info.dtype);
+      values.push_back(std::move(got));
+    }
+  }
+
+  // The model's executable against float64 end to end, and against the nodes run
+  // eagerly; then an executable of the same nodes with every node an output, node by node.
+  void check_on_device(const Model& m, phx_graph graph, bool bitwise_as_eager,
+                       bool bitwise_run_to_run) {
     const Tracked reference = evaluate(m, bf16_products_);
     Expected expected;
     for (size_t i = 0; i < reference.value.size(); ++i) {
@@ -658,30 +716,40 @@ class GraphModelTest : public OpSuite {
     const phx_value_info out_info = value_info(graph, m.output);
     ASSERT_EQ(shape_of(out_info), reference.shape);
 
-    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
-    options.device = device();
-    phx_executable raw = nullptr;
-    // phx_device_supports_op claimed every node: compiling must not refuse one.
-    ASSERT_EQ(phx_graph_compile(context_, graph, &options, &raw), PHX_STATUS_OK)
-        << phx_last_error();
-    const Executable exe(raw);
-
-    const std::vector<unsigned char> first = run_executable(m, exe.get(), out_info);
+    const Executable exe = compile(graph);
+    ASSERT_TRUE(exe);
+    const DeviceValues first = run_executable(m, graph, exe.get(), {m.output});
     {
-      SCOPED_TRACE("the executable against float64");
-      expect_matches(decoded(first, out_info.dtype), expected, out_info.dtype);
+      SCOPED_TRACE("the executable's output against float64");
+      expect_matches(decoded(first[m.output], out_info.dtype), expected, out_info.dtype);
     }
-    const bool is_cpu = plugin == "cpu";
-    if (is_cpu) {
-      EXPECT_TRUE(first == run_executable(m, exe.get(), out_info))
-          << "a second run of one executable differs on the CPU";
+    if (bitwise_run_to_run) {
+      EXPECT_TRUE(first == run_executable(m, graph, exe.get(), {m.output}))
+          << "a second run of one executable differs";
     }
-    const std::vector<unsigned char> eager = run_eagerly(m, graph);
-    if (is_cpu || plugin == "tpu-sim") {
-      EXPECT_TRUE(first == eager) << "the executable differs from the same nodes run eagerly";
-    } else {
-      SCOPED_TRACE("the nodes run eagerly against float64");
-      expect_matches(decoded(eager, out_info.dtype), expected, out_info.dtype);
+
+    const DeviceValues eager = run_eagerly(m, graph);
+    {
+      SCOPED_TRACE("the nodes run eagerly");
+      expect_each_node_right(m, graph, eager);
+    }
+    if (bitwise_as_eager) {
+      EXPECT_TRUE(first[m.output] == eager[m.output])
+          << "the executable's output differs from the nodes run eagerly";
+    }
+
+    const Graph observed = build_graph(context_, m, true);
+    ASSERT_TRUE(observed);
+    const Executable observed_exe = compile(observed.get());
+    ASSERT_TRUE(observed_exe);
+    const DeviceValues every_node =
+        run_executable(m, observed.get(), observed_exe.get(), m.nodes());
+    SCOPED_TRACE("the executable with every node an output");
+    expect_each_node_right(m, observed.get(), every_node);
+    if (bitwise_as_eager) {
+      for (size_t i : m.nodes()) {
+        EXPECT_TRUE(every_node[i] == eager[i]) << m.entries[i].name << " differs from eager";
+      }
     }
   }
 };
