@@ -378,7 +378,7 @@ TEST_F(GraphTest, CompileRefusesAGraphOfAnotherContext) {
   EXPECT_EQ(phx_graph_compile(context_, foreign, &options, &exe), kInvalid);
   EXPECT_EQ(exe, nullptr);
   // Compiled in its own context it is fine.
-  EXPECT_EQ(phx_graph_compile(other, foreign, nullptr, &exe), kOk) << phx_last_error();
+  EXPECT_EQ(phx_graph_compile(other, foreign, &options, &exe), kOk) << phx_last_error();
   EXPECT_NE(exe, nullptr);
   EXPECT_EQ(phx_context_destroy(other), kOk);
 }
@@ -870,8 +870,10 @@ TEST_F(GraphTest, ContextDestructionTakesLiveGraphsAndExecutables) {
             kOk);
   ASSERT_EQ(try_node(g, "scale", PHX_OP_MUL, nullptr, {x, c}, &y), kOk);
   ASSERT_EQ(phx_graph_add_output(g, y, nullptr), kOk);
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = cpu_;
   phx_executable exe = nullptr;
-  ASSERT_EQ(phx_graph_compile(context_, g, nullptr, &exe), kOk) << phx_last_error();
+  ASSERT_EQ(phx_graph_compile(context_, g, &options, &exe), kOk) << phx_last_error();
   run(exe, {{16}}, {std::vector<float>(16, 1.0f)}, {16});
 
   close_context();
