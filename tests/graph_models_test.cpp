@@ -102,8 +102,9 @@ struct Model {
 };
 
 template <class Params>
-const Params& params_of(const Entry& e, const Params& defaults) {
-  return e.params.empty() ? defaults : *reinterpret_cast<const Params*>(e.params.data());
+Params params_of(const Entry& e, Params defaults) {
+  if (!e.params.empty()) std::memcpy(&defaults, e.params.data(), sizeof defaults);
+  return defaults;
 }
 
 // Values uniform in [-scale, scale], rounded to dt.
@@ -183,9 +184,10 @@ Model transformer_model(phx_dtype dt) {
   over_heads.keep_dims = 1;
 
   const size_t n1 = m.node("attention_norm", PHX_OP_RMS_NORM, norm, {x, g1});
-  const size_t q = m.node("q_proj", PHX_OP_MATMUL, {n1, wq});
-  const size_t k = m.node("k_proj", PHX_OP_MATMUL, {n1, wk});
-  const size_t v = m.node("v_proj", PHX_OP_MATMUL, {n1, wv});
+  // The projections leave their optional bias out explicitly (PHX_VALUE_NONE).
+  const size_t q = m.node("q_proj", PHX_OP_MATMUL, {n1, wq, kAbsent});
+  const size_t k = m.node("k_proj", PHX_OP_MATMUL, {n1, wk, kAbsent});
+  const size_t v = m.node("v_proj", PHX_OP_MATMUL, {n1, wv, kAbsent});
   const size_t q_rotated = m.node("q_rope", PHX_OP_ROPE, rope, {q, cos, sin});
   const size_t k_rotated = m.node("k_rope", PHX_OP_ROPE, rope, {k, cos, sin});
   const size_t attn = m.node("attention", PHX_OP_ATTENTION, causal, {q_rotated, k_rotated, v});
