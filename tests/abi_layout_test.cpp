@@ -587,6 +587,80 @@ TEST_F(AbiLayout, PluginAbi_1_2_OpVariant) {
   PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 192);
 }
 
+TEST_F(AbiLayout, Api_0_3_Graphs) {
+  PHX_EXPECT_OFFSET(phx_profile_record, node, 56);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_profile_record, 64);
+  EXPECT_EQ(sizeof(phx_value), 4u);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, name, 8);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, dtype, 16);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, rank, 24);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, shape, 32);
+  PHX_EXPECT_OFFSET(phx_graph_input_desc, dim_names, 40);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_graph_input_desc, 48);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, name, 8);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, op, 16);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, params, 24);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, inputs, 32);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, input_count, 40);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, output_dtypes, 48);
+  PHX_EXPECT_OFFSET(phx_graph_node_desc, output_count, 56);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_graph_node_desc, 64);
+  PHX_EXPECT_OFFSET(phx_value_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_value_info, kind, 8);
+  PHX_EXPECT_OFFSET(phx_value_info, name, 16);
+  PHX_EXPECT_OFFSET(phx_value_info, dtype, 24);
+  PHX_EXPECT_OFFSET(phx_value_info, rank, 28);
+  PHX_EXPECT_OFFSET(phx_value_info, shape, 32);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_value_info, 96);
+  PHX_EXPECT_OFFSET(phx_compile_options, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_compile_options, device, 8);
+  PHX_EXPECT_OFFSET(phx_compile_options, flags, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_compile_options, 24);
+  PHX_EXPECT_OFFSET(phx_executable_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_executable_info, device, 8);
+  PHX_EXPECT_OFFSET(phx_executable_info, input_count, 16);
+  PHX_EXPECT_OFFSET(phx_executable_info, output_count, 24);
+  PHX_EXPECT_OFFSET(phx_executable_info, graph_node_count, 32);
+  PHX_EXPECT_OFFSET(phx_executable_info, node_count, 40);
+  PHX_EXPECT_OFFSET(phx_executable_info, removed_nodes, 48);
+  PHX_EXPECT_OFFSET(phx_executable_info, folded_nodes, 56);
+  PHX_EXPECT_OFFSET(phx_executable_info, constant_bytes, 64);
+  PHX_EXPECT_OFFSET(phx_executable_info, planned_bytes, 72);
+  PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 80);
+  PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 88);
+  PHX_EXPECT_OFFSET(phx_executable_info, run_count, 96);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 104);
+}
+
+static_assert(kSame<decltype(&phx_graph_create), phx_status (*)(phx_context, phx_graph*)>);
+static_assert(kSame<decltype(&phx_graph_destroy), phx_status (*)(phx_graph)>);
+static_assert(kSame<decltype(&phx_graph_add_input),
+                    phx_status (*)(phx_graph, const phx_graph_input_desc*, phx_value*)>);
+static_assert(kSame<decltype(&phx_graph_add_constant),
+                    phx_status (*)(phx_graph, const char*, phx_dtype, size_t, const int64_t*,
+                                   const void*, size_t, phx_value*)>);
+static_assert(kSame<decltype(&phx_graph_add_constant_tensor),
+                    phx_status (*)(phx_graph, const char*, phx_tensor, phx_value*)>);
+static_assert(kSame<decltype(&phx_graph_add_node),
+                    phx_status (*)(phx_graph, const phx_graph_node_desc*, phx_value*)>);
+static_assert(
+    kSame<decltype(&phx_graph_add_output), phx_status (*)(phx_graph, phx_value, const char*)>);
+static_assert(
+    kSame<decltype(&phx_graph_value_info), phx_status (*)(phx_graph, phx_value, phx_value_info*)>);
+static_assert(
+    kSame<decltype(&phx_graph_compile),
+          phx_status (*)(phx_context, phx_graph, const phx_compile_options*, phx_executable*)>);
+static_assert(kSame<decltype(&phx_executable_destroy), phx_status (*)(phx_executable)>);
+static_assert(kSame<decltype(&phx_executable_run),
+                    phx_status (*)(phx_stream, phx_executable, const phx_tensor*, size_t,
+                                   const phx_tensor*, size_t, uint64_t*)>);
+static_assert(
+    kSame<decltype(&phx_executable_output_desc),
+          phx_status (*)(phx_executable, const phx_tensor*, size_t, size_t, phx_tensor_desc*)>);
+static_assert(kSame<decltype(&phx_executable_describe),
+                    phx_status (*)(phx_executable, phx_executable_info*)>);
 static_assert(kSame<decltype(&phx_op_info_get), phx_status (*)(phx_op_id, phx_op_info*)>);
 static_assert(kSame<decltype(&phx_plugin_state_name), const char* (*)(phx_plugin_state)>);
 static_assert(kSame<decltype(&phx_plugin_stage_name), const char* (*)(phx_plugin_stage)>);

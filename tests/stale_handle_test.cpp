@@ -4,9 +4,9 @@
 // Each must answer INVALID_ARGUMENT with a message naming the function, never crash, and
 // leave every live object working.
 //
-// The table lists every such function of phynexus.h; HeaderFunctionsAreAllInTheTable reads
-// the header and fails for a function that takes a handle and is not listed, so a new one
-// cannot go untested.
+// The table lists every such function of phynexus.h and graph.h;
+// HeaderFunctionsAreAllInTheTable reads the headers and fails for a function that takes a handle
+// and is not listed, so a new one cannot go untested.
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
@@ -22,7 +22,9 @@
 
 namespace {
 
-enum class Kind { kContext, kTensor, kStream, kCalibrator };
+enum class Kind { kContext, kTensor, kStream, kCalibrator, kGraph, kExecutable };
+constexpr Kind kKinds[] = {Kind::kContext,    Kind::kTensor, Kind::kStream,
+                           Kind::kCalibrator, Kind::kGraph,  Kind::kExecutable};
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -34,6 +36,10 @@ const char* kind_name(Kind kind) {
       return "phx_stream";
     case Kind::kCalibrator:
       return "phx_calibrator";
+    case Kind::kGraph:
+      return "phx_graph";
+    case Kind::kExecutable:
+      return "phx_executable";
   }
   return "?";
 }
@@ -48,12 +54,16 @@ Handle as(uintptr_t value) {
 }
 
 // The objects a call needs besides the handle under test: a context with the CPU plugin,
-// two tensors, a stream and a calibrator in it.
+// two tensors, a stream, a calibrator, a graph (x + x of an f32[4] input x) and its
+// executable in it.
 struct World {
   phx_context context = nullptr;
   phx_tensor tensor = nullptr, other_tensor = nullptr, output = nullptr;
   phx_stream stream = nullptr;
   phx_calibrator calibrator = nullptr;
+  phx_graph graph = nullptr;
+  phx_executable executable = nullptr;
+  phx_value x = 0, sum = 0;
 
   void create() {
     const char* paths[] = {PHX_TEST_DEFAULT_PLUGIN_DIR "/phx_cpu.so"};
@@ -72,6 +82,22 @@ struct World {
     }
     ASSERT_EQ(phx_stream_create(context, 0, &stream), PHX_STATUS_OK) << phx_last_error();
     ASSERT_EQ(phx_calibrator_create(context, nullptr, &calibrator), PHX_STATUS_OK);
+    ASSERT_EQ(phx_graph_create(context, &graph), PHX_STATUS_OK) << phx_last_error();
+    phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+    input.dtype = PHX_DTYPE_F32;
+    input.rank = 1;
+    input.shape = shape;
+    ASSERT_EQ(phx_graph_add_input(graph, &input, &x), PHX_STATUS_OK) << phx_last_error();
+    const phx_value operands[2] = {x, x};
+    phx_graph_node_desc node = PHX_GRAPH_NODE_DESC_INIT;
+    node.op = PHX_OP_ADD;
+    node.inputs = operands;
+    node.input_count = 2;
+    node.output_count = 1;
+    ASSERT_EQ(phx_graph_add_node(graph, &node, &sum), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_graph_add_output(graph, sum, nullptr), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_graph_compile(context, graph, nullptr, &executable), PHX_STATUS_OK)
+        << phx_last_error();
   }
 
   // Everything still works: an add gives the right sums, the calibrator computes.
@@ -83,6 +109,12 @@ struct World {
     float sums[4] = {};
     ASSERT_EQ(phx_tensor_download(output, 0, sums, sizeof sums), PHX_STATUS_OK);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(sums[i], 2.0f * (i + 1));
+    ASSERT_EQ(phx_executable_run(stream, executable, &tensor, 1, &output, 1, nullptr),
+              PHX_STATUS_OK)
+        << phx_last_error();
+    float doubled[4] = {};
+    ASSERT_EQ(phx_tensor_download(output, 0, doubled, sizeof doubled), PHX_STATUS_OK);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(doubled[i], 2.0f * (i + 1));
     ASSERT_EQ(phx_calibrator_observe(calibrator, tensor), PHX_STATUS_OK) << phx_last_error();
     size_t count = 0;
     EXPECT_EQ(phx_calibrator_compute(calibrator, nullptr, nullptr, 0, &count), PHX_STATUS_OK);
@@ -99,6 +131,10 @@ struct World {
         return raw(stream);
       case Kind::kCalibrator:
         return raw(calibrator);
+      case Kind::kGraph:
+        return raw(graph);
+      case Kind::kExecutable:
+        return raw(executable);
     }
     return 0;
   }
@@ -119,6 +155,11 @@ phx_status add(const World& w, phx_stream stream, phx_tensor a, phx_tensor out) 
   const phx_op_desc desc = {sizeof desc, PHX_OP_ADD, nullptr, inputs, 2, &out, 1};
   uint64_t ticket = 0;
   return phx_op_run(stream, &desc, &ticket);
+}
+
+phx_status run(phx_stream stream, phx_executable executable, phx_tensor in, phx_tensor out) {
+  uint64_t ticket = 0;
+  return phx_executable_run(stream, executable, &in, 1, &out, 1, &ticket);
 }
 
 const std::vector<Row>& rows() {
@@ -250,6 +291,94 @@ const std::vector<Row>& rows() {
          size_t count = 0;
          return phx_calibrator_compute(as<phx_calibrator>(h), nullptr, nullptr, 0, &count);
        }},
+      {"phx_graph_create", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_graph g = nullptr;
+         return phx_graph_create(as<phx_context>(h), &g);
+       }},
+      {"phx_graph_destroy", K::kGraph, false,
+       [](W, uintptr_t h) { return phx_graph_destroy(as<phx_graph>(h)); }},
+      {"phx_graph_add_input", K::kGraph, false,
+       [](W, uintptr_t h) {
+         const int64_t shape[1] = {4};
+         phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
+         desc.dtype = PHX_DTYPE_F32;
+         desc.rank = 1;
+         desc.shape = shape;
+         phx_value v = 0;
+         return phx_graph_add_input(as<phx_graph>(h), &desc, &v);
+       }},
+      {"phx_graph_add_constant", K::kGraph, false,
+       [](W, uintptr_t h) {
+         const int64_t shape[1] = {4};
+         const float data[4] = {};
+         phx_value v = 0;
+         return phx_graph_add_constant(as<phx_graph>(h), nullptr, PHX_DTYPE_F32, 1, shape, data,
+                                       sizeof data, &v);
+       }},
+      {"phx_graph_add_constant_tensor", K::kGraph, false,
+       [](W w, uintptr_t h) {
+         phx_value v = 0;
+         return phx_graph_add_constant_tensor(as<phx_graph>(h), nullptr, w.tensor, &v);
+       }},
+      {"phx_graph_add_constant_tensor", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         phx_value v = 0;
+         return phx_graph_add_constant_tensor(w.graph, nullptr, as<phx_tensor>(h), &v);
+       }},
+      {"phx_graph_add_node", K::kGraph, false,
+       [](W w, uintptr_t h) {
+         phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+         desc.op = PHX_OP_RELU;
+         desc.inputs = &w.x;
+         desc.input_count = 1;
+         desc.output_count = 1;
+         phx_value v = 0;
+         return phx_graph_add_node(as<phx_graph>(h), &desc, &v);
+       }},
+      {"phx_graph_add_output", K::kGraph, false,
+       [](W w, uintptr_t h) { return phx_graph_add_output(as<phx_graph>(h), w.sum, nullptr); }},
+      {"phx_graph_value_info", K::kGraph, false,
+       [](W w, uintptr_t h) {
+         phx_value_info info = PHX_VALUE_INFO_INIT;
+         return phx_graph_value_info(as<phx_graph>(h), w.x, &info);
+       }},
+      {"phx_graph_compile", K::kContext, true,
+       [](W w, uintptr_t h) {
+         phx_executable e = nullptr;
+         return phx_graph_compile(as<phx_context>(h), w.graph, nullptr, &e);
+       }},
+      {"phx_graph_compile", K::kGraph, true,
+       [](W w, uintptr_t h) {
+         phx_executable e = nullptr;
+         return phx_graph_compile(w.context, as<phx_graph>(h), nullptr, &e);
+       }},
+      {"phx_executable_destroy", K::kExecutable, false,
+       [](W, uintptr_t h) { return phx_executable_destroy(as<phx_executable>(h)); }},
+      {"phx_executable_run", K::kStream, true,
+       [](W w, uintptr_t h) { return run(as<phx_stream>(h), w.executable, w.tensor, w.output); }},
+      {"phx_executable_run", K::kExecutable, true,
+       [](W w, uintptr_t h) { return run(w.stream, as<phx_executable>(h), w.tensor, w.output); }},
+      {"phx_executable_run", K::kTensor, true,
+       [](W w, uintptr_t h) { return run(w.stream, w.executable, as<phx_tensor>(h), w.output); }},
+      {"phx_executable_run", K::kTensor, true,
+       [](W w, uintptr_t h) { return run(w.stream, w.executable, w.tensor, as<phx_tensor>(h)); }},
+      {"phx_executable_output_desc", K::kExecutable, false,
+       [](W w, uintptr_t h) {
+         phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+         return phx_executable_output_desc(as<phx_executable>(h), &w.tensor, 1, 0, &desc);
+       }},
+      {"phx_executable_output_desc", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+         const phx_tensor input = as<phx_tensor>(h);
+         return phx_executable_output_desc(w.executable, &input, 1, 0, &desc);
+       }},
+      {"phx_executable_describe", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+         return phx_executable_describe(as<phx_executable>(h), &info);
+       }},
   };
   return table;
 }
@@ -276,13 +405,21 @@ class StaleHandles : public ::testing::Test {
     ASSERT_EQ(phx_stream_create(w.context, 0, &stream), PHX_STATUS_OK);
     phx_calibrator calibrator = nullptr;
     ASSERT_EQ(phx_calibrator_create(w.context, nullptr, &calibrator), PHX_STATUS_OK);
+    phx_graph graph = nullptr;
+    ASSERT_EQ(phx_graph_create(w.context, &graph), PHX_STATUS_OK);
+    phx_executable executable = nullptr;
+    ASSERT_EQ(phx_graph_compile(w.context, w.graph, nullptr, &executable), PHX_STATUS_OK);
     ASSERT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
     ASSERT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
     ASSERT_EQ(phx_calibrator_destroy(calibrator), PHX_STATUS_OK);
+    ASSERT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+    ASSERT_EQ(phx_executable_destroy(executable), PHX_STATUS_OK);
     destroyed_[Kind::kTensor].push_back({"a destroyed tensor", raw(tensor)});
     destroyed_[Kind::kStream].push_back({"a destroyed stream", raw(stream)});
     destroyed_[Kind::kCalibrator].push_back({"a destroyed calibrator", raw(calibrator)});
-    for (Kind kind : {Kind::kContext, Kind::kTensor, Kind::kStream, Kind::kCalibrator})
+    destroyed_[Kind::kGraph].push_back({"a destroyed graph", raw(graph)});
+    destroyed_[Kind::kExecutable].push_back({"a destroyed executable", raw(executable)});
+    for (Kind kind : kKinds)
       destroyed_[kind].push_back(
           {std::string("a ") + kind_name(kind) + " of a destroyed context", doomed.live(kind)});
     ASSERT_EQ(phx_context_destroy(doomed.context), PHX_STATUS_OK);
@@ -298,7 +435,7 @@ class StaleHandles : public ::testing::Test {
   std::vector<BadValue> bad_values(Kind kind, bool foreign) const {
     std::vector<BadValue> values = destroyed_.at(kind);
     values.push_back({"null", 0});
-    for (Kind other : {Kind::kContext, Kind::kTensor, Kind::kStream, Kind::kCalibrator}) {
+    for (Kind other : kKinds) {
       if (other != kind)
         values.push_back({std::string("a live ") + kind_name(other), world_.live(other)});
     }
@@ -336,13 +473,15 @@ TEST_F(StaleHandles, EveryHandleParameterRejectsEveryBadValue) {
   }
 }
 
-// The public functions of phynexus.h and the handle kinds their parameters take (an op
-// descriptor holds tensors). A plain scan rather than std::regex, whose libstdc++ 12
-// code trips -Wmaybe-uninitialized under the sanitizers.
+// The public functions of phynexus.h and graph.h and the handle kinds their parameters
+// take (an op descriptor holds tensors). A plain scan rather than std::regex, whose
+// libstdc++ 12 code trips -Wmaybe-uninitialized under the sanitizers.
 std::map<std::string, std::set<std::string>> header_functions_taking_handles() {
-  std::ifstream in(PHX_TEST_PUBLIC_HEADER);
   std::stringstream text;
-  text << in.rdbuf();
+  for (const char* path : {PHX_TEST_PUBLIC_HEADER, PHX_TEST_GRAPH_HEADER}) {
+    std::ifstream in(path);
+    text << in.rdbuf();
+  }
   std::string header = text.str();
   // Comments mention functions and types too.
   for (size_t open; (open = header.find("/*")) != std::string::npos;)
@@ -369,7 +508,8 @@ std::map<std::string, std::set<std::string>> header_functions_taking_handles() {
       const size_t next = params.find_first_not_of(' ', end);
       const bool out_parameter = next != std::string::npos && params[next] == '*';
       if (name == "phx_op_desc") found[function].insert("phx_tensor");
-      for (const char* kind : {"phx_context", "phx_tensor", "phx_stream", "phx_calibrator"})
+      for (const char* kind : {"phx_context", "phx_tensor", "phx_stream", "phx_calibrator",
+                               "phx_graph", "phx_executable"})
         if (name == kind && !out_parameter) found[function].insert(kind);
       word = end;
     }

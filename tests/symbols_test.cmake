@@ -1,13 +1,13 @@
 # Checks the dynamic symbols each shared object of Phynexus exports: libphynexus exactly
-# the functions its public header declares PHX_API, each plugin only phx_plugin_entry.
+# the functions its public headers declare PHX_API, each plugin only phx_plugin_entry.
 # Run by ctest (tests/CMakeLists.txt):
-#   cmake -DNM=<nm> -DLIBRARY=<libphynexus.so> -DHEADER=<phynexus.h>
+#   cmake -DNM=<nm> -DLIBRARY=<libphynexus.so> -DHEADERS=<phynexus.h>|<graph.h>...
 #         -DPLUGIN_DIRS=<dir>|<dir>... -P symbols_test.cmake
 # Every *.so in a plugin folder is checked; the folders together must hold at least one.
 
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var NM LIBRARY HEADER PLUGIN_DIRS)
+foreach(var NM LIBRARY HEADERS PLUGIN_DIRS)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "symbols_test: -D${var}=... is required")
   endif()
@@ -34,7 +34,12 @@ function(defined_dynamic_symbols file out_var)
 endfunction()
 
 # The functions the header declares: "PHX_API <return type> phx_<name>(".
-file(READ ${HEADER} header)
+string(REPLACE "|" ";" header_files "${HEADERS}")
+set(header "")
+foreach(header_file IN LISTS header_files)
+  file(READ ${header_file} text)
+  string(APPEND header "${text}")
+endforeach()
 string(REGEX MATCHALL "PHX_API[^;(]*[ *]phx_[a-z0-9_]+\\(" declarations "${header}")
 set(declared)
 foreach(declaration IN LISTS declarations)
@@ -43,19 +48,19 @@ foreach(declaration IN LISTS declarations)
   list(APPEND declared ${name})
 endforeach()
 if(NOT declared)
-  message(FATAL_ERROR "symbols_test: found no PHX_API function in ${HEADER}")
+  message(FATAL_ERROR "symbols_test: found no PHX_API function in the public headers")
 endif()
 
 defined_dynamic_symbols(${LIBRARY} library_symbols)
 foreach(name IN LISTS library_symbols)
   if(NOT name IN_LIST declared)
-    message(SEND_ERROR "${LIBRARY} exports '${name}', which ${HEADER} does not declare")
+    message(SEND_ERROR "${LIBRARY} exports '${name}', which no public header declares")
     math(EXPR failures "${failures} + 1")
   endif()
 endforeach()
 foreach(name IN LISTS declared)
   if(NOT name IN_LIST library_symbols)
-    message(SEND_ERROR "${LIBRARY} does not export '${name}', which ${HEADER} declares")
+    message(SEND_ERROR "${LIBRARY} does not export '${name}', which a public header declares")
     math(EXPR failures "${failures} + 1")
   endif()
 endforeach()

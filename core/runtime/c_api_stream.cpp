@@ -85,6 +85,7 @@ PHX_API phx_status phx_profile_get(phx_stream handle, size_t index,
     size_t count = std::min<size_t>(entry.plugin.metric_count, PHX_PLUGIN_MAX_METRICS);
     record.metrics = count ? entry.plugin.metrics : nullptr;
     record.metric_count = count;
+    record.node = entry.node.c_str();
     write_struct(out_record, record, "out_record");
   });
 }

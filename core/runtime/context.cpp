@@ -129,6 +129,7 @@ phx_plugin_tensor Tensor::plugin_view() const {
   phx_plugin_tensor view{};
   view.struct_size = sizeof view;
   view.buffer = buffer;
+  view.offset = offset;
   view.dtype = dtype;
   view.rank = rank;
   std::copy(shape, shape + PHX_MAX_RANK, view.shape);
@@ -232,7 +233,10 @@ void Context::add_devices(Plugin& plugin) {
 }
 
 Context::~Context() {
-  // Streams first (they finish their work), then tensors, then the plugins.
+  // The objects of the layers above first (they use streams and tensors), then streams
+  // (they finish their work), then tensors, then the plugins.
+  for (ContextObject* object : std::vector<ContextObject*>(objects_.begin(), objects_.end()))
+    destroy_object(*object);
   for (Stream* stream : std::vector<Stream*>(streams_.begin(), streams_.end())) {
     try {
       destroy_stream(*stream);
@@ -385,6 +389,21 @@ void Context::destroy_calibrator(CalibratorObject& calibrator) {
     calibrators_.erase(&calibrator);
   }
   delete &calibrator;
+}
+
+void Context::adopt(std::unique_ptr<ContextObject> object) {
+  object->context = this;
+  std::lock_guard lock(objects_mutex_);
+  objects_.insert(object.get());  // may throw: object, still owned here, is then freed
+  object.release();
+}
+
+void Context::destroy_object(ContextObject& object) {
+  {
+    std::lock_guard lock(objects_mutex_);
+    objects_.erase(&object);
+  }
+  delete &object;
 }
 
 }  // namespace phx

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "errors.h"
 #include "handles.h"
 #include "loaded_plugin.h"
 
@@ -21,6 +22,16 @@ namespace phx {
 class Context;
 struct CalibratorObject;
 struct Stream;
+
+// An object of a layer above the runtime (a graph, an executable) that a context owns,
+// so that the context's destruction frees those the program forgot, before its streams
+// and tensors, which such an object may use. Its destructor removes its handle from its
+// layer's table.
+struct ContextObject {
+  virtual ~ContextObject() = default;
+  Context* context = nullptr;
+  uintptr_t handle = 0;
+};
 
 struct Device {
   Plugin* plugin = nullptr;
@@ -57,6 +68,8 @@ struct Tensor {
   uint64_t element_count = 0;
   uint64_t byte_size = 0;
   void* buffer = nullptr;
+  uint64_t offset = 0;  // of the first element in buffer: non-zero for a range of an
+                        // executable's planned block, which has no handle of its own
   // The plugin ABI promises buffer_read for distinct buffers only, while the C API lets
   // ops on several streams read one tensor at once: reads the host makes of a tensor on
   // its own (the CPU fallback's copies, calibration) take this lock.
@@ -69,6 +82,7 @@ struct ProfileEntry {
   uint64_t ticket = 0;
   phx_op_id op = PHX_OP_INVALID;
   std::string signature;
+  std::string node;  // the graph node an executable ran it for; "" for phx_op_run
   uint64_t host_time_ns = 0;
   phx_plugin_profile plugin{};  // filled by the plugin until the op completes
 };
@@ -98,9 +112,9 @@ struct Stream {
   uint64_t issue_finished_ticket();
 
   // Hands a checked op to the plugin and returns its ticket; keeps a profile record
-  // when profiling.
+  // when profiling, naming node (a graph node's name, or null).
   uint64_t submit(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
-                  const Tensor* const* outputs, size_t output_count);
+                  const Tensor* const* outputs, size_t output_count, const char* node = nullptr);
 };
 
 class Context {
@@ -157,7 +171,29 @@ class Context {
 
  private:
   std::unordered_set<CalibratorObject*> calibrators_;
+
+ public:
+  // Takes ownership of object (its context set to this one).
+  void adopt(std::unique_ptr<ContextObject> object);
+  // Destroys an object adopt took.
+  void destroy_object(ContextObject& object);
+
+ private:
+  std::unordered_set<ContextObject*> objects_;
 };
+
+// The live object of handle in a table of a layer above the runtime, with its context
+// retained for the running call, as lookup does. Throws INVALID_ARGUMENT for a null,
+// stale or made-up handle, naming what.
+template <typename Object, typename Table>
+Object& lookup_object(Table& table, const void* handle, const char* what) {
+  if (handle == nullptr) fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+  Object* object = table.find(reinterpret_cast<uintptr_t>(handle),
+                              [](Object& found) { found.context->retain_for_call(); });
+  if (object == nullptr)
+    fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is not a live handle (destroyed?)");
+  return *object;
+}
 
 // phx_context_destroy: turns away the calls that begin from now on, waits for those
 // that retained the context (the calling one's own retain aside), then frees the

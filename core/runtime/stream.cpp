@@ -35,7 +35,8 @@ uint64_t Stream::issue_finished_ticket() {
 }
 
 uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* inputs,
-                        size_t input_count, const Tensor* const* outputs, size_t output_count) {
+                        size_t input_count, const Tensor* const* outputs, size_t output_count,
+                        const char* node) {
   phx_plugin_tensor in_views[kMaxOpInputs], out_views[kMaxOpOutputs];
   for (size_t i = 0; i < input_count; ++i) {
     if (inputs[i] != nullptr) {
@@ -61,6 +62,7 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
     record = &records.emplace_back();
     record->op = op;
     record->signature = op_signature(inputs, input_count, outputs, output_count);
+    if (node != nullptr) record->node = node;
     record->plugin.struct_size = sizeof record->plugin;
     call.profile = &record->plugin;
   }

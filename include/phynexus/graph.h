@@ -195,6 +195,17 @@ PHX_API phx_status phx_executable_run(phx_stream stream, phx_executable executab
                                       const phx_tensor* outputs, size_t output_count,
                                       uint64_t* out_ticket);
 
+/* Describes output index of a run with these inputs (as phx_executable_run takes them):
+ * its dtype, its shape, which dynamic sizes of the inputs decide, and its byte size;
+ * device is the executable's. For a program that makes the output tensors of a graph with
+ * dynamic dimensions. New sizes plan the memory again, as a run would (the plan is kept
+ * for the next run). Nothing is submitted and no tensor is written.
+ * Returns INVALID_ARGUMENT (as phx_executable_run for the inputs), NOT_FOUND (index past
+ * the outputs), OUT_OF_MEMORY. Externally synchronized: executable. */
+PHX_API phx_status phx_executable_output_desc(phx_executable executable, const phx_tensor* inputs,
+                                              size_t input_count, size_t index,
+                                              phx_tensor_desc* out_desc);
+
 typedef struct phx_executable_info {
   size_t struct_size;
   size_t device;

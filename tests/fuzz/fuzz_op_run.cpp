@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "api_checks.h"
 #include "fuzz_input.h"
 #include "op_program.h"
 
@@ -38,72 +39,9 @@ struct State {
 };
 State* state = nullptr;
 
-[[noreturn]] void finding(const char* call, const std::string& what) {
-  std::fprintf(stderr, "fuzz_op_run: %s: %s (phx_last_error: \"%s\")\n", call, what.c_str(),
-               phx_last_error());
-  std::abort();
-}
-
-phx_status check(const char* call, phx_status status) {
-  if (status == PHX_STATUS_OK) return status;
-  if (static_cast<int>(status) < 0 || status > PHX_STATUS_INTERNAL)
-    finding(call, "unknown status " + std::to_string(static_cast<int>(status)));
-  if (phx_last_error()[0] == '\0') finding(call, "failed without a message");
-  if (status == PHX_STATUS_INTERNAL) finding(call, "PHX_STATUS_INTERNAL");
-  return status;
-}
-
-// An enum that crosses the C ABI may hold any int; a C++ caller only gets one there
-// through memory, and passing it on loads it, which UBSan's enum check would report
-// against the fuzzer itself rather than the library.
-template <typename Enum>
-__attribute__((no_sanitize("enum"))) Enum raw_enum(int value) {
-  Enum result;
-  static_assert(sizeof result == sizeof value);
-  std::memcpy(&result, &value, sizeof result);
-  return result;
-}
-
 __attribute__((no_sanitize("enum"))) phx_status create_raw(size_t device, int dtype, size_t rank,
                                                            const int64_t* shape, phx_tensor* out) {
   return phx_tensor_create(state->context, device, raw_enum<phx_dtype>(dtype), rank, shape, out);
-}
-
-// Bytes per element of dtype; 0 for one the API does not know.
-size_t dtype_bytes(int dtype) {
-  constexpr size_t kBytes[PHX_DTYPE_COUNT] = {0, 4, 2, 2, 1, 2, 4, 1};
-  return dtype > 0 && dtype < PHX_DTYPE_COUNT ? kBytes[dtype] : 0;
-}
-
-// sizeof the op's parameter struct; 0 for an op without one.
-size_t params_size(int op) {
-  switch (op) {
-    case PHX_OP_MATMUL:
-    case PHX_OP_QMATMUL:
-      return sizeof(phx_matmul_params);
-    case PHX_OP_SOFTMAX:
-      return sizeof(phx_softmax_params);
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-      return sizeof(phx_norm_params);
-    case PHX_OP_TRANSPOSE:
-      return sizeof(phx_transpose_params);
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-      return sizeof(phx_reduce_params);
-    case PHX_OP_CONV2D:
-    case PHX_OP_QCONV2D:
-      return sizeof(phx_conv2d_params);
-    case PHX_OP_ATTENTION:
-      return sizeof(phx_attention_params);
-    case PHX_OP_ROPE:
-      return sizeof(phx_rope_params);
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
-      return sizeof(phx_quantize_params);
-    default:
-      return 0;
-  }
 }
 
 class Program {
@@ -334,29 +272,10 @@ void destroy_state() {
   state = nullptr;
 }
 
-// The environment the fuzzer runs in, whatever the caller's: no PHX_* setting of theirs,
-// no config file of theirs, one lavapipe thread, and no pipeline cache written to their
-// cache folder. The Vulkan validation layer stays off: it multiplies the cost of every
-// call, and the fuzzer's oracles are the API's statuses and the sanitizers, which see
-// what the plugin does, not what the layer checks (the Vulkan tests run under it).
-void set_environment() {
-  std::vector<std::string> names;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    if (text.rfind("PHX_", 0) == 0) names.push_back(text.substr(0, text.find('=')));
-  }
-  for (const std::string& name : names) unsetenv(name.c_str());
-  setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
-  setenv("LP_NUM_THREADS", "1", 1);
-  setenv("PHX_VULKAN_NO_PIPELINE_CACHE", "1", 1);
-  // Plugins stay mapped after the context is destroyed at exit, so that a leak report
-  // can still name their functions.
-  setenv("PHX_DISABLE_UNLOAD", "1", 1);
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  target_name = "fuzz_op_run";
   set_environment();
   state = new State;
   phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;

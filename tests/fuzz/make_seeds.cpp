@@ -15,6 +15,7 @@
 
 #include "cache_identity.h"
 #include "fuzz_input.h"
+#include "graph_program.h"
 #include "op_program.h"
 
 namespace {
@@ -290,6 +291,87 @@ void write_op_run(const fs::path& dir) {
                             .data());
 }
 
+// fuzz_graph's commands (graph_program.h), field by field.
+class GraphProgram {
+ public:
+  GraphProgram& input(phx_dtype dtype, std::initializer_list<uint8_t> dims,
+                      std::initializer_list<uint8_t> names) {
+    out_.byte(kGraphInput).byte(dtype).byte(static_cast<uint8_t>(dims.size()));
+    for (uint8_t d : dims) out_.byte(d);
+    for (uint8_t n : names) out_.byte(n);
+    return *this;
+  }
+  GraphProgram& constant(phx_dtype dtype, std::initializer_list<uint8_t> dims) {
+    out_.byte(kGraphConstant).byte(dtype).byte(static_cast<uint8_t>(dims.size()));
+    for (uint8_t d : dims) out_.byte(d);
+    out_.byte(1);  // the exact size
+    return *this;
+  }
+  GraphProgram& tensor(uint8_t elements_code, bool destroyed) {
+    out_.byte(kGraphTensor).byte(elements_code).byte(destroyed ? 0 : 1);
+    return *this;
+  }
+  // A node without parameters or output dtypes: each output's dtype from the op's rules.
+  GraphProgram& node(phx_op_id op, std::initializer_list<uint8_t> inputs, uint8_t outputs = 1) {
+    out_.byte(kGraphNode).byte(op).byte(0).byte(static_cast<uint8_t>(inputs.size()));
+    for (uint8_t v : inputs) out_.byte(v);
+    out_.byte(outputs);
+    for (uint8_t o = 0; o < outputs; ++o) out_.byte(PHX_DTYPE_F32);
+    for (int i = 0; i < 64; ++i) out_.byte(0);  // parameter bytes: at most 64 are read
+    return *this;
+  }
+  GraphProgram& output(uint8_t value) {
+    out_.byte(kGraphOutput).byte(value);
+    return *this;
+  }
+  GraphProgram& compile(uint8_t flags, std::initializer_list<uint8_t> dynamic_sizes) {
+    out_.byte(kGraphCompile).byte(flags);
+    for (uint8_t s : dynamic_sizes) out_.byte(s);
+    return *this;
+  }
+  std::vector<uint8_t> data() const { return out_.data(); }
+
+ private:
+  ByteWriter out_;
+};
+
+void write_graph(const fs::path& dir) {
+  // x[batch, 4] @ w[4, 3], relu: a dynamic batch, sizes 2 then 3 per device.
+  write(dir / "matmul_relu_dynamic", GraphProgram()
+                                         .input(PHX_DTYPE_F32, {kDynamicDim, 4}, {1, 0})
+                                         .constant(PHX_DTYPE_F32, {4, 3})
+                                         .node(PHX_OP_MATMUL, {0, 1})
+                                         .node(PHX_OP_RELU, {2})
+                                         .output(3)
+                                         .compile(0, {1, 2, 1, 2, 1, 2, 1, 2})
+                                         .data());
+  // a + b of constants folds; x + it is the output; gelu(x) is dead. Compiled with folding
+  // and without it.
+  write(dir / "folded_and_dead", GraphProgram()
+                                     .constant(PHX_DTYPE_F32, {4})
+                                     .constant(PHX_DTYPE_F32, {4})
+                                     .node(PHX_OP_ADD, {0, 1})
+                                     .input(PHX_DTYPE_F32, {4}, {0})
+                                     .node(PHX_OP_ADD, {3, 2})
+                                     .node(PHX_OP_GELU, {3})
+                                     .output(4)
+                                     .compile(0, {})
+                                     .compile(PHX_COMPILE_NO_CONSTANT_FOLDING, {})
+                                     .data());
+  // A tensor constant destroyed before the compile; value numbers past the graph; an
+  // input as an output; a node of an unknown op.
+  write(dir / "misuse", GraphProgram()
+                            .tensor(3, true)
+                            .input(PHX_DTYPE_F32, {4}, {0})
+                            .node(PHX_OP_MUL, {0, 1})
+                            .output(1)
+                            .node(PHX_OP_ADD, {7, 1})
+                            .node(static_cast<phx_op_id>(PHX_OP_COUNT), {1})
+                            .output(2)
+                            .compile(0, {})
+                            .data());
+}
+
 void write_sim_config(const fs::path& dir) {
   // The file's text, NUL, then the variable's.
   auto config = [](const std::string& file, const std::string& env) {
@@ -364,6 +446,7 @@ int main(int argc, char** argv) {
   }
   const fs::path root = argv[1];
   write_op_run(root / "fuzz_op_run");
+  write_graph(root / "fuzz_graph");
   write_sim_config(root / "fuzz_sim_config");
   write_pipeline_cache(root / "fuzz_pipeline_cache");
   return 0;

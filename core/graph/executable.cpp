@@ -1,0 +1,174 @@
+#include "executable.h"
+
+#include "errors.h"
+#include "memory_plan.h"
+
+namespace phx::graph {
+namespace {
+
+uint64_t byte_size(const Operand& operand, const std::string& node) {
+  uint64_t bytes = phx_dtype_size(operand.dtype);
+  for (uint32_t i = 0; i < operand.rank; ++i)
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(operand.shape[i]), &bytes) ||
+        bytes > (UINT64_C(1) << 62))
+      fail(PHX_STATUS_INVALID_ARGUMENT, "node '" + node + "': the output's byte size overflows");
+  return bytes;
+}
+
+Operand with_shape(phx_dtype dtype, const Shape& shape) {
+  Operand operand;
+  operand.dtype = dtype;
+  operand.rank = static_cast<uint32_t>(shape.size());
+  std::fill(operand.shape, operand.shape + PHX_MAX_RANK, 1);
+  std::copy(shape.begin(), shape.end(), operand.shape);
+  return operand;
+}
+
+// A tensor that is a range of block: it has no handle and is never freed on its own.
+std::unique_ptr<Tensor> view_of(const Tensor& block, const Operand& operand, uint64_t offset) {
+  auto view = std::make_unique<Tensor>();
+  view->context = block.context;
+  view->device = block.device;
+  view->dtype = operand.dtype;
+  view->rank = operand.rank;
+  std::copy(operand.shape, operand.shape + PHX_MAX_RANK, view->shape);
+  view->element_count = element_count(operand);
+  view->byte_size = view->element_count * phx_dtype_size(operand.dtype);
+  view->buffer = block.buffer;
+  view->offset = offset;
+  return view;
+}
+
+}  // namespace
+
+ExecutableTable& executable_table() {
+  static ExecutableTable table;
+  return table;
+}
+
+Executable::~Executable() {
+  executable_table().remove(handle);
+  // destroy_tensor waits for the device's queued work, this executable's runs included.
+  if (plan.block != nullptr) context->destroy_tensor(*plan.block);
+  for (Constant& constant : constants)
+    if (constant.owned != nullptr) context->destroy_tensor(*constant.owned);
+}
+
+void Executable::make_plan(const std::vector<Shape>& input_shapes) {
+  Plan next;
+  next.input_shapes = input_shapes;
+  next.intermediates.resize(intermediate_dtypes.size());
+  next.outputs.resize(output_dtypes.size());
+  std::vector<Operand> input_operands(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    input_operands[i] = with_shape(inputs[i].operand.dtype, input_shapes[i]);
+  auto operand_at = [&](Slot slot) -> Operand& {
+    switch (slot.kind) {
+      case Slot::input:
+        return input_operands[slot.index];
+      case Slot::output:
+        return next.outputs[slot.index];
+      case Slot::constant:
+        return constants[slot.index].operand;
+      case Slot::intermediate:
+      case Slot::none:
+        break;
+    }
+    return next.intermediates[slot.index];
+  };
+
+  std::vector<Lifetime> lifetimes(intermediate_dtypes.size());
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& step = steps[k];
+    const Operand* in[kMaxOpInputs] = {};
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i].kind == Slot::none) continue;
+      in[i] = &operand_at(step.inputs[i]);
+      if (step.inputs[i].kind == Slot::intermediate) lifetimes[step.inputs[i].index].last = k;
+    }
+    Shape shapes[kMaxOpOutputs];
+    try {
+      infer_output_shapes(step.op, step.params_ptr(), in, step.inputs.size(), shapes,
+                          step.outputs.size());
+    } catch (const Error& e) {
+      fail(e.status(), "node '" + step.name + "': " + e.what());
+    }
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const Slot slot = step.outputs[o];
+      const phx_dtype dtype =
+          slot.kind == Slot::output ? output_dtypes[slot.index] : intermediate_dtypes[slot.index];
+      operand_at(slot) = with_shape(dtype, shapes[o]);
+      const uint64_t bytes = byte_size(operand_at(slot), step.name);
+      if (slot.kind == Slot::intermediate) lifetimes[slot.index] = {bytes, k, k};
+    }
+  }
+
+  const MemoryPlan memory =
+      plan_memory(lifetimes, steps.size(), (flags & PHX_COMPILE_NO_MEMORY_PLAN) == 0);
+  next.planned_bytes = memory.size;
+  next.lower_bound_bytes = memory.lower_bound;
+  if (memory.size > 0) {
+    const auto size = static_cast<int64_t>(memory.size);
+    next.block = &context->create_tensor(*device, PHX_DTYPE_U8, 1, &size);
+    try {
+      for (size_t v = 0; v < next.intermediates.size(); ++v)
+        next.views.push_back(view_of(*next.block, next.intermediates[v], memory.offsets[v]));
+    } catch (...) {
+      context->destroy_tensor(*next.block);
+      throw;
+    }
+  }
+  // The previous block goes once the runs that use it have finished (destroy_tensor
+  // waits for the device's queued work).
+  Tensor* previous = plan.block;
+  plan = std::move(next);
+  if (previous != nullptr) context->destroy_tensor(*previous);
+}
+
+uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
+                         const Tensor* const* run_outputs) {
+  std::vector<const Tensor*> constant_tensors(constants.size());
+  for (size_t k = 0; k < constants.size(); ++k) {
+    if (constants[k].owned != nullptr) {
+      constant_tensors[k] = constants[k].owned;
+      continue;
+    }
+    try {
+      constant_tensors[k] = &lookup(reinterpret_cast<phx_tensor>(constants[k].referenced));
+    } catch (const Error&) {
+      fail(PHX_STATUS_INVALID_ARGUMENT,
+           "constant " + std::to_string(k) +
+               " is a tensor that was destroyed; it must outlive the executable");
+    }
+  }
+  if (last_stream != nullptr && last_stream != &stream) device->wait_for_streams();
+  auto tensor_at = [&](Slot slot) -> const Tensor* {
+    switch (slot.kind) {
+      case Slot::input:
+        return run_inputs[slot.index];
+      case Slot::output:
+        return run_outputs[slot.index];
+      case Slot::constant:
+        return constant_tensors[slot.index];
+      case Slot::intermediate:
+        return plan.views[slot.index].get();
+      case Slot::none:
+        break;
+    }
+    return nullptr;
+  };
+  uint64_t ticket = 0;
+  for (const Step& step : steps) {
+    const Tensor* in[kMaxOpInputs] = {};
+    const Tensor* out[kMaxOpOutputs] = {};
+    for (size_t i = 0; i < step.inputs.size(); ++i) in[i] = tensor_at(step.inputs[i]);
+    for (size_t o = 0; o < step.outputs.size(); ++o) out[o] = tensor_at(step.outputs[o]);
+    last_stream = &stream;
+    ticket = stream.submit(step.op, step.params_ptr(), in, step.inputs.size(), out,
+                           step.outputs.size(), step.name.c_str());
+  }
+  ++run_count;
+  return ticket;
+}
+
+}  // namespace phx::graph

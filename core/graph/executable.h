@@ -1,0 +1,89 @@
+// What a phx_executable handle stands for: a graph lowered for one device into steps (the
+// ops it submits per run), the constants it holds on the device, and the plan of its
+// intermediates' memory for the input shapes of the last run.
+#pragma once
+
+#include <phynexus/graph.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context.h"
+#include "op_rules.h"
+
+namespace phx::graph {
+
+// Where a step's operand lives.
+struct Slot {
+  enum Kind : uint8_t { none, input, output, constant, intermediate };
+  Kind kind = none;
+  uint32_t index = 0;  // into the run's inputs or outputs, constants, or intermediates
+};
+
+struct Step {
+  std::string name;  // the graph node's
+  phx_op_id op = PHX_OP_INVALID;
+  OpParams params{};
+  bool has_params = false;
+  std::vector<Slot> inputs, outputs;
+
+  const void* params_ptr() const { return has_params ? &params : nullptr; }
+};
+
+// A constant on the device: a tensor the executable made (host bytes, a copy from another
+// device, a folded node's result), or a program's tensor it reads at each run.
+struct Constant {
+  Tensor* owned = nullptr;
+  uintptr_t referenced = 0;
+  Operand operand;  // dtype and shape
+};
+
+struct InputSpec {
+  std::string name;
+  Operand operand;  // PHX_DIM_DYNAMIC where a run gives the size
+  std::string dim_names[PHX_MAX_RANK];
+};
+
+// The intermediates' shapes and memory for one set of input shapes.
+struct Plan {
+  std::vector<Shape> input_shapes;  // what it was made for
+  std::vector<Operand> intermediates, outputs;
+  uint64_t planned_bytes = 0, lower_bound_bytes = 0;
+  Tensor* block = nullptr;                     // null when there are no intermediates
+  std::vector<std::unique_ptr<Tensor>> views;  // a range of block per intermediate
+};
+
+struct Executable : ContextObject {
+  ~Executable() override;
+
+  Device* device = nullptr;
+  uint32_t flags = 0;
+  std::vector<InputSpec> inputs;
+  std::vector<std::string> output_names;
+  std::vector<phx_dtype> intermediate_dtypes, output_dtypes;
+  std::vector<Constant> constants;
+  std::vector<Step> steps;
+  Plan plan;
+
+  size_t graph_node_count = 0, removed_nodes = 0, folded_nodes = 0;
+  uint64_t constant_bytes = 0, compile_time_ns = 0, run_count = 0;
+  // The stream of the last run (compared, never used): a run on another stream first
+  // waits for the device's queued work, so that two runs never share the block at once.
+  const Stream* last_stream = nullptr;
+
+  // Plans the intermediates for these input shapes: their shapes (each step checked with
+  // the op rules: a size that breaks one is refused, naming the node) and one block of
+  // device memory, taken once the previous runs have finished. Throws with the previous
+  // plan left in place.
+  void make_plan(const std::vector<Shape>& input_shapes);
+
+  // Submits every step to stream; returns the last step's ticket. The tensors were
+  // checked against the specs and the plan.
+  uint64_t run(Stream& stream, const Tensor* const* inputs, const Tensor* const* outputs);
+};
+
+using ExecutableTable = HandleTable<Executable, 0xc6>;
+ExecutableTable& executable_table();
+
+}  // namespace phx::graph
