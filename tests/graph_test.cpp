@@ -282,11 +282,20 @@ TEST_F(GraphTest, UnknownValuesAreRefused) {
   EXPECT_EQ(try_node(g.get(), "uses_ghost", PHX_OP_ADD, nullptr, {a, 57}, &out), kInvalid);
   EXPECT_TRUE(mentions(phx_last_error(), "uses_ghost")) << phx_last_error();
   EXPECT_EQ(out, 1234u);
-  EXPECT_EQ(phx_graph_add_output(g.get(), 57, nullptr), kInvalid);
   // A required input left out is no value either.
   EXPECT_EQ(try_node(g.get(), "half_add", PHX_OP_ADD, nullptr, {a, PHX_VALUE_NONE}, &out),
             kInvalid);
   EXPECT_TRUE(mentions(phx_last_error(), "half_add")) << phx_last_error();
+}
+
+// graph.h: phx_graph_add_output returns INVALID_ARGUMENT for "no such value".
+// Fails against the first implementation (73b71cc), which answers NOT_FOUND: Graph::value()
+// in core/graph/graph.cpp fails with NOT_FOUND, the answer phx_graph_value_info promises,
+// and add_output calls it unchanged. Reported to the lead; the header or the code must give.
+TEST_F(GraphTest, OutputOfAnUnknownValueIsInvalidArgument) {
+  const Graph g = new_graph();
+  node(g.get(), "r", PHX_OP_RELU, nullptr, {input(g.get(), {4})});
+  EXPECT_EQ(phx_graph_add_output(g.get(), 57, nullptr), kInvalid) << phx_last_error();
 }
 
 TEST_F(GraphTest, OptionalInputsMayBeLeftOut) {
@@ -763,30 +772,46 @@ TEST_F(GraphTest, DynamicBatchRunsAtEverySize) {
   EXPECT_EQ(describe(exe.get()).run_count, 3u);
 }
 
-// add(x [rows, 8], m [cols, 8]) broadcasts only where the sizes agree or one is 1: sizes a
-// run gives that break the rule are refused naming the node, and change nothing.
+// A 3x3 convolution needs an input at least 3 high: a height a run gives below that
+// breaks the node's rule, which stand-in sizes at build time could not see. Refused naming
+// the node, and changes nothing. Exact in f32: small integers.
 TEST_F(GraphTest, DynamicSizeThatBreaksANodeIsRefusedNamingIt) {
+  const Graph g = new_graph();
+  const phx_value x =
+      input(g.get(), {1, 1, PHX_DIM_DYNAMIC, 8}, {nullptr, nullptr, "height", nullptr});
+  const phx_value w = constant(g.get(), {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  const phx_conv2d_params conv = PHX_CONV2D_PARAMS_INIT;
+  const phx_value y = node(g.get(), "conv", PHX_OP_CONV2D, &conv, {x, w});
+  ASSERT_EQ(phx_graph_add_output(g.get(), y, nullptr), kOk);
+  EXPECT_EQ(info_of(g.get(), y).shape[2], PHX_DIM_DYNAMIC);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  // Height 5 gives 3 rows of 6: each the sum of a 3x3 window of ones.
+  EXPECT_EQ(run(exe.get(), {{1, 1, 5, 8}}, {std::vector<float>(40, 1.0f)}, {1, 1, 3, 6}),
+            std::vector<float>(18, 9.0f));
+
+  const Tensor too_low = tensor({1, 1, 2, 8}, std::vector<float>(16, 1.0f));
+  const Tensor out = tensor({1, 1, 1, 6}, std::vector<float>(6, 42.0f));
+  const phx_tensor ins[] = {too_low.get()}, outs[] = {out.get()};
+  uint64_t ticket = 777;
+  EXPECT_EQ(phx_executable_run(stream_, exe.get(), ins, 1, outs, 1, &ticket), kInvalid);
+  EXPECT_TRUE(mentions(phx_last_error(), "conv")) << phx_last_error();
+  EXPECT_EQ(ticket, 777u);
+  EXPECT_EQ(phx_stream_synchronize(stream_), kOk);
+  EXPECT_EQ(download(out.get(), 6), std::vector<float>(6, 42.0f));
+  EXPECT_EQ(describe(exe.get()).run_count, 1u);
+}
+
+// Dynamic dimensions of different names may differ in a run, so a node that needs them
+// equal is refused when it is added, naming it (docs/graphs.md: stand-in sizes).
+TEST_F(GraphTest, NodeNeedingDifferentlyNamedDimensionsEqualIsRefused) {
   const Graph g = new_graph();
   const phx_value x = input(g.get(), {PHX_DIM_DYNAMIC, 8}, {"rows", nullptr});
   const phx_value m = input(g.get(), {PHX_DIM_DYNAMIC, 8}, {"cols", nullptr});
-  ASSERT_EQ(
-      phx_graph_add_output(g.get(), node(g.get(), "combine", PHX_OP_ADD, nullptr, {x, m}), nullptr),
-      kOk);
-  const Executable exe = compile(g.get());
-  ASSERT_TRUE(exe);
-  const std::vector<float> xs = iota(24, 0, 1), ms = iota(8, 100, 1);
-  const std::vector<float> got = run(exe.get(), {{3, 8}, {1, 8}}, {xs, ms}, {3, 8});
-  EXPECT_EQ(got[9], xs[9] + ms[1]);
-
-  const Tensor a = tensor({3, 8}, xs), b = tensor({2, 8}, iota(16, 0, 1));
-  const Tensor y = tensor({3, 8}, std::vector<float>(24, 42.0f));
-  const phx_tensor ins[] = {a.get(), b.get()}, outs[] = {y.get()};
-  uint64_t ticket = 777;
-  EXPECT_EQ(phx_executable_run(stream_, exe.get(), ins, 2, outs, 1, &ticket), kInvalid);
+  phx_value out = 1234;
+  EXPECT_EQ(try_node(g.get(), "combine", PHX_OP_ADD, nullptr, {x, m}, &out), kInvalid);
   EXPECT_TRUE(mentions(phx_last_error(), "combine")) << phx_last_error();
-  EXPECT_EQ(ticket, 777u);
-  EXPECT_EQ(phx_stream_synchronize(stream_), kOk);
-  EXPECT_EQ(download(y.get(), 24), std::vector<float>(24, 42.0f));
+  EXPECT_EQ(out, 1234u);
 }
 
 // Dynamic dimensions of one name have one size in a run.
