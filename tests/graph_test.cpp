@@ -751,6 +751,15 @@ TEST_F(GraphTest, DynamicBatchRunsAtEverySize) {
 
   for (int64_t batch : {3, 7, 3}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
+    const Tensor probe = tensor({batch, kIn});
+    const phx_tensor probes[] = {probe.get()};
+    phx_tensor_desc out_desc = PHX_TENSOR_DESC_INIT;
+    ASSERT_EQ(phx_executable_output_desc(exe.get(), probes, 1, 0, &out_desc), kOk)
+        << phx_last_error();
+    EXPECT_EQ(out_desc.rank, 2u);
+    EXPECT_EQ(out_desc.shape[0], batch);
+    EXPECT_EQ(out_desc.shape[1], kOut);
+    EXPECT_EQ(out_desc.byte_size, static_cast<uint64_t>(batch * kOut) * sizeof(float));
     const std::vector<float> xs =
         iota(batch * kIn, -1.0f + 0.01f * static_cast<float>(batch), 0.1f);
     const std::vector<float> got = run(exe.get(), {{batch, kIn}}, {xs}, {batch, kOut});
