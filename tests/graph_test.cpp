@@ -87,6 +87,19 @@ class GraphTest : public ::testing::Test {
     context_ = nullptr;
   }
 
+  // A device other than the CPU that holds f32, or SIZE_MAX.
+  size_t other_f32_device() const {
+    size_t count = 0;
+    EXPECT_EQ(phx_device_count(context_, &count), kOk);
+    for (size_t i = 0; i < count; ++i) {
+      phx_device_info info = PHX_DEVICE_INFO_INIT;
+      if (i != cpu_ && phx_device_get(context_, i, &info) == kOk &&
+          (info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F32)))
+        return i;
+    }
+    return SIZE_MAX;
+  }
+
   Graph new_graph() {
     phx_graph g = nullptr;
     EXPECT_EQ(phx_graph_create(context_, &g), kOk) << phx_last_error();
@@ -500,15 +513,7 @@ TEST_F(GraphRunTest, BadRunsLeaveTheOutputAlone) {
 }
 
 TEST_F(GraphRunTest, RunOnAStreamOfAnotherDeviceIsRefused) {
-  size_t count = 0;
-  ASSERT_EQ(phx_device_count(context_, &count), kOk);
-  size_t other = SIZE_MAX;
-  for (size_t i = 0; i < count && other == SIZE_MAX; ++i) {
-    phx_device_info info = PHX_DEVICE_INFO_INIT;
-    if (i != cpu_ && phx_device_get(context_, i, &info) == kOk &&
-        (info.dtype_mask & PHX_DTYPE_BIT(PHX_DTYPE_F32)))
-      other = i;
-  }
+  const size_t other = other_f32_device();
   if (other == SIZE_MAX) GTEST_SKIP() << "one device holding f32 only: no other device's stream";
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(context_, other, &stream), kOk) << phx_last_error();
@@ -524,6 +529,30 @@ TEST_F(GraphRunTest, RunOnAStreamOfAnotherDeviceIsRefused) {
   EXPECT_EQ(ticket, 777u);
   EXPECT_EQ(phx_stream_destroy(stream), kOk);
   EXPECT_EQ(download(y.get(), 6), std::vector<float>(6, 42.0f));
+}
+
+// Runs of one executable on two streams of its device, alternating, share its planned
+// block: each run waits for the previous one, and each gives its own inputs' result.
+TEST_F(GraphRunTest, RunsOnTwoStreamsAlternating) {
+  phx_stream second = nullptr;
+  ASSERT_EQ(phx_stream_create(context_, cpu_, &second), kOk);
+  const std::vector<float> x2 = {5, -6, 7, -8, 9, -10}, y2 = {6, 2, 10, 4, 14, 6};
+  const Tensor a = tensor({2, 3}, x_), b = tensor({2, 3}, x2);
+  const Tensor ya = tensor({2, 3}), yb = tensor({2, 3});
+  for (int i = 0; i < 3; ++i) {
+    const phx_tensor ins_a[] = {a.get()}, outs_a[] = {ya.get()};
+    const phx_tensor ins_b[] = {b.get()}, outs_b[] = {yb.get()};
+    ASSERT_EQ(phx_executable_run(stream_, exe_.get(), ins_a, 1, outs_a, 1, nullptr), kOk)
+        << phx_last_error();
+    ASSERT_EQ(phx_executable_run(second, exe_.get(), ins_b, 1, outs_b, 1, nullptr), kOk)
+        << phx_last_error();
+  }
+  EXPECT_EQ(phx_stream_synchronize(stream_), kOk);
+  EXPECT_EQ(phx_stream_synchronize(second), kOk);
+  EXPECT_EQ(download(ya.get(), 6), y_);
+  EXPECT_EQ(download(yb.get(), 6), y2);
+  EXPECT_EQ(describe(exe_.get()).run_count, 6u);
+  EXPECT_EQ(phx_stream_destroy(second), kOk);
 }
 
 TEST_F(GraphRunTest, TicketsIncreaseAndCanBeWaitedOn) {
@@ -589,6 +618,29 @@ TEST_F(GraphTest, ConstantTensorDestroyedBeforeRunIsRefused) {
   phx_executable again = nullptr;
   EXPECT_EQ(phx_graph_compile(context_, g.get(), nullptr, &again), kInvalid);
   EXPECT_EQ(again, nullptr);
+}
+
+// A constant tensor of another device than the executable's is copied at compile time:
+// the executable no longer needs it.
+TEST_F(GraphTest, ConstantTensorOfAnotherDeviceIsCopiedAtCompile) {
+  const size_t other = other_f32_device();
+  if (other == SIZE_MAX) GTEST_SKIP() << "one device holding f32 only";
+  phx_tensor w = nullptr;
+  const int64_t shape[] = {3};
+  const float values[] = {10, 20, 30};
+  ASSERT_EQ(phx_tensor_create(context_, other, PHX_DTYPE_F32, 1, shape, &w), kOk);
+  ASSERT_EQ(phx_tensor_upload(w, 0, values, sizeof values), kOk);
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {3});
+  phx_value c = PHX_VALUE_NONE;
+  ASSERT_EQ(phx_graph_add_constant_tensor(g.get(), "w", w, &c), kOk) << phx_last_error();
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "plus_w", PHX_OP_ADD, nullptr, {x, c}), nullptr),
+      kOk);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  ASSERT_EQ(phx_tensor_destroy(w), kOk);
+  EXPECT_EQ(run(exe.get(), {{3}}, {{1, 2, 3}}, {3}), (std::vector<float>{11, 22, 33}));
 }
 
 TEST_F(GraphTest, ConstantTensorOfAnotherContextIsRefused) {
@@ -821,6 +873,36 @@ TEST_F(GraphTest, NodeNeedingDifferentlyNamedDimensionsEqualIsRefused) {
   EXPECT_EQ(try_node(g.get(), "combine", PHX_OP_ADD, nullptr, {x, m}, &out), kInvalid);
   EXPECT_TRUE(mentions(phx_last_error(), "combine")) << phx_last_error();
   EXPECT_EQ(out, 1234u);
+}
+
+// The intermediates' block is planned for the sizes of the last run: relu(x) feeds a
+// matmul, so the block holds one [batch, 64] f32 intermediate (within the 256-byte
+// alignment of docs/graphs.md, and the 10% the issue allows).
+TEST_F(GraphTest, DynamicSizesPlanTheMemoryAgain) {
+  constexpr int64_t kWidth = 64;
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {PHX_DIM_DYNAMIC, kWidth}, {"batch", nullptr});
+  const phx_value r = node(g.get(), "relu", PHX_OP_RELU, nullptr, {x});
+  const phx_value w = constant(g.get(), {kWidth, 4}, std::vector<float>(kWidth * 4, 0.5f));
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "proj", PHX_OP_MATMUL, nullptr, {r, w}), nullptr),
+      kOk);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  for (int64_t batch : {3, 700, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    // Every row of x is ones: relu keeps them, and each output is 64 halves, 32.
+    const std::vector<float> got =
+        run(exe.get(), {{batch, kWidth}}, {std::vector<float>(batch * kWidth, 1.0f)}, {batch, 4});
+    EXPECT_EQ(got, std::vector<float>(batch * 4, 32.0f));
+    const phx_executable_info info = describe(exe.get());
+    const uint64_t intermediate = static_cast<uint64_t>(batch * kWidth) * sizeof(float);
+    EXPECT_GE(info.lower_bound_bytes, intermediate);
+    EXPECT_LE(info.lower_bound_bytes, intermediate + 256);
+    EXPECT_GE(info.planned_bytes, info.lower_bound_bytes);
+    EXPECT_LE(static_cast<double>(info.planned_bytes),
+              1.10 * static_cast<double>(info.lower_bound_bytes));
+  }
 }
 
 // Dynamic dimensions of one name have one size in a run.
