@@ -905,6 +905,31 @@ TEST_F(GraphTest, DynamicSizesPlanTheMemoryAgain) {
   }
 }
 
+// A run refused for its output's shape changes nothing, the plan included ("a failed call
+// changes no object"). Fails against the first implementation (73b71cc):
+// phx_executable_run calls plan_for (core/graph/c_api_graph.cpp) before check_outputs,
+// so a run with new sizes and a wrong output re-plans the block first (768 bytes for
+// batch 3 become 12800 for 50) and only then refuses. Reported to the lead.
+TEST_F(GraphTest, RunRefusedForItsOutputKeepsThePlan) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {PHX_DIM_DYNAMIC, 64}, {"batch", nullptr});
+  const phx_value r = node(g.get(), "relu", PHX_OP_RELU, nullptr, {x});
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "silu", PHX_OP_SILU, nullptr, {r}), nullptr),
+      kOk);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  run(exe.get(), {{3, 64}}, {std::vector<float>(3 * 64, 1.0f)}, {3, 64});
+  const phx_executable_info before = describe(exe.get());
+  const Tensor x50 = tensor({50, 64}), y49 = tensor({49, 64});
+  const phx_tensor ins[] = {x50.get()}, outs[] = {y49.get()};
+  EXPECT_EQ(phx_executable_run(stream_, exe.get(), ins, 1, outs, 1, nullptr), kInvalid);
+  const phx_executable_info after = describe(exe.get());
+  EXPECT_EQ(after.planned_bytes, before.planned_bytes);
+  EXPECT_EQ(after.lower_bound_bytes, before.lower_bound_bytes);
+  EXPECT_EQ(after.run_count, before.run_count);
+}
+
 // Dynamic dimensions of one name have one size in a run.
 TEST_F(GraphTest, DynamicDimensionsOfOneNameMustAgree) {
   const Graph g = new_graph();
