@@ -643,7 +643,7 @@ TEST_F(GraphTest, ConstantTensorOfAnotherDeviceIsCopiedAtCompile) {
   EXPECT_EQ(run(exe.get(), {{3}}, {{1, 2, 3}}, {3}), (std::vector<float>{11, 22, 33}));
 }
 
-TEST_F(GraphTest, ConstantTensorOfAnotherContextIsRefused) {
+TEST_F(GraphTest, ConstantTensorOfAnotherContextOrDestroyedIsRefused) {
   phx_context other = nullptr;
   ASSERT_EQ(phx_context_create(nullptr, &other), kOk);
   phx_tensor foreign = nullptr;
@@ -655,6 +655,11 @@ TEST_F(GraphTest, ConstantTensorOfAnotherContextIsRefused) {
   EXPECT_EQ(phx_graph_add_constant_tensor(g.get(), "foreign", foreign, &c), kInvalid);
   EXPECT_EQ(c, 1234u);
   EXPECT_EQ(phx_context_destroy(other), kOk);
+  phx_tensor stale = nullptr;
+  ASSERT_EQ(phx_tensor_create(context_, cpu_, PHX_DTYPE_F32, 1, shape, &stale), kOk);
+  ASSERT_EQ(phx_tensor_destroy(stale), kOk);
+  EXPECT_EQ(phx_graph_add_constant_tensor(g.get(), "stale", stale, &c), kInvalid);
+  EXPECT_EQ(c, 1234u);
 }
 
 // ---- What compiling does ---------------------------------------------------------------------
