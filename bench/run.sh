@@ -3,7 +3,8 @@
 # plus the build. Each benchmark runs 3 times and the summaries use the median, which
 # keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
 # each program, then its summary: for bench_gemm the ratio of the CPU plugin to OpenBLAS
-# per N, for bench_dispatch the cost of one op, for bench_tpu_sim and bench_npu_sim the
+# per N, for bench_dispatch the cost of one op, for bench_graph an executable's cost per
+# node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
 # simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
 # against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
 # and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores).
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmake --preset default >/dev/null
-targets=(bench_gemm bench_dispatch bench_tpu_sim bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim
+targets=(bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim
          phx_plugin_npu_sim)
 # bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
 have_vulkan=$(cmake --build --preset default --target help | grep -c '^bench_vulkan:' || true)
@@ -31,6 +32,8 @@ options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
 build/bin/bench_gemm "${options[@]}" "$@"
 echo
 build/bin/bench_dispatch "${options[@]}" "$@"
+echo
+build/bin/bench_graph "${options[@]}" "$@"
 echo
 build/bin/bench_tpu_sim "${options[@]}" "$@"
 echo

@@ -625,13 +625,14 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_executable_info, graph_node_count, 32);
   PHX_EXPECT_OFFSET(phx_executable_info, node_count, 40);
   PHX_EXPECT_OFFSET(phx_executable_info, removed_nodes, 48);
-  PHX_EXPECT_OFFSET(phx_executable_info, folded_nodes, 56);
-  PHX_EXPECT_OFFSET(phx_executable_info, constant_bytes, 64);
-  PHX_EXPECT_OFFSET(phx_executable_info, planned_bytes, 72);
-  PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 80);
-  PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 88);
-  PHX_EXPECT_OFFSET(phx_executable_info, run_count, 96);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 104);
+  PHX_EXPECT_OFFSET(phx_executable_info, fused_nodes, 56);
+  PHX_EXPECT_OFFSET(phx_executable_info, folded_nodes, 64);
+  PHX_EXPECT_OFFSET(phx_executable_info, constant_bytes, 72);
+  PHX_EXPECT_OFFSET(phx_executable_info, planned_bytes, 80);
+  PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 88);
+  PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 96);
+  PHX_EXPECT_OFFSET(phx_executable_info, run_count, 104);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 112);
 }
 
 static_assert(kSame<decltype(&phx_graph_create), phx_status (*)(phx_context, phx_graph*)>);

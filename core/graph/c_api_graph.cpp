@@ -211,7 +211,8 @@ PHX_API phx_status phx_graph_compile(phx_context context_handle, phx_graph graph
     const Graph& graph = lookup_graph(graph_handle);
     require_out(out_executable, "out_executable");
     const auto opts = read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
-    const uint32_t known = PHX_COMPILE_NO_MEMORY_PLAN | PHX_COMPILE_NO_CONSTANT_FOLDING;
+    const uint32_t known =
+        PHX_COMPILE_NO_MEMORY_PLAN | PHX_COMPILE_NO_CONSTANT_FOLDING | PHX_COMPILE_NO_FUSION;
     if ((opts.flags & ~known) != 0)
       fail(PHX_STATUS_INVALID_ARGUMENT,
            "unknown compile flags " + std::to_string(opts.flags & ~known));
@@ -286,6 +287,7 @@ PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable
     info.graph_node_count = exe.graph_node_count;
     info.node_count = exe.steps.size();
     info.removed_nodes = exe.removed_nodes;
+    info.fused_nodes = exe.fused_nodes;
     info.folded_nodes = exe.folded_nodes;
     info.constant_bytes = exe.constant_bytes;
     info.planned_bytes = exe.plan.planned_bytes;

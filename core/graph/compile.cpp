@@ -11,7 +11,8 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, check_device_support, fold_constants};
+constexpr Pass kPasses[] = {remove_dead_nodes, fuse_matmul_epilogues, check_device_support,
+                            fold_constants};
 
 Operand operand_of_value(const Value& value) { return value.operand(); }
 
@@ -96,9 +97,9 @@ class Lowering {
 
   void place_constants() {
     std::vector<bool> read(graph_.values.size(), false);
-    for (size_t n = 0; n < graph_.nodes.size(); ++n)
+    for (size_t n = 0; n < program_.nodes.size(); ++n)
       if (program_.live[n])
-        for (phx_value v : graph_.nodes[n].inputs)
+        for (phx_value v : program_.nodes[n].inputs)
           if (v != PHX_VALUE_NONE) read[v] = true;
     for (size_t v = 0; v < graph_.values.size(); ++v)
       if (read[v] && graph_.values[v].kind == PHX_VALUE_CONSTANT) {
@@ -120,8 +121,8 @@ class Lowering {
     Context& context = *exe_.context;
     Stream& stream = context.create_stream(*exe_.device);
     try {
-      for (size_t n = 0; n < graph_.nodes.size(); ++n)
-        if (program_.folded[n]) fold(stream, graph_.nodes[n]);
+      for (size_t n = 0; n < program_.nodes.size(); ++n)
+        if (program_.folded[n]) fold(stream, program_.nodes[n]);
       stream.wait(UINT64_MAX);
     } catch (...) {
       context.destroy_stream(stream);
@@ -152,9 +153,9 @@ class Lowering {
   // Constants only folded nodes read are freed now: the runs never read them.
   void drop_unread_constants() {
     std::vector<bool> read(exe_.constants.size(), false);
-    for (size_t n = 0; n < graph_.nodes.size(); ++n)
+    for (size_t n = 0; n < program_.nodes.size(); ++n)
       if (program_.live[n] && !program_.folded[n])
-        for (phx_value v : graph_.nodes[n].inputs)
+        for (phx_value v : program_.nodes[n].inputs)
           if (v != PHX_VALUE_NONE && slots_[v].kind == Slot::constant) read[slots_[v].index] = true;
     std::vector<uint32_t> renumbered(exe_.constants.size());
     std::vector<Constant> kept;
@@ -178,9 +179,9 @@ class Lowering {
   }
 
   void make_steps() {
-    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    for (size_t n = 0; n < program_.nodes.size(); ++n) {
       if (!program_.live[n] || program_.folded[n]) continue;
-      const Node& node = graph_.nodes[n];
+      const Node& node = program_.nodes[n];
       Step step;
       step.name = node.name;
       step.op = node.op;
@@ -227,7 +228,7 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   if (graph.outputs.empty())
     fail(PHX_STATUS_INVALID_ARGUMENT, "the graph has no outputs (phx_graph_add_output)");
   Device& device = context.device(options.device);
-  Program program{graph, device, options.flags, {}, {}};
+  Program program{graph, device, options.flags, graph.nodes, {}, {}};
   for (Pass pass : kPasses) pass(program);
 
   auto exe = std::make_unique<Executable>();
@@ -238,8 +239,10 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   // The executable frees what the lowering made if anything after it throws.
   Lowering(program, *exe).run();
   exe->graph_node_count = graph.nodes.size();
+  exe->fused_nodes = program.fused_nodes;
   exe->removed_nodes =
-      static_cast<size_t>(std::count(program.live.begin(), program.live.end(), false));
+      static_cast<size_t>(std::count(program.live.begin(), program.live.end(), false)) -
+      program.fused_nodes;
   exe->folded_nodes =
       static_cast<size_t>(std::count(program.folded.begin(), program.folded.end(), true));
   const bool dynamic = std::any_of(graph.inputs.begin(), graph.inputs.end(),

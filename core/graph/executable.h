@@ -66,7 +66,7 @@ struct Executable : ContextObject {
   std::vector<Step> steps;
   Plan plan;
 
-  size_t graph_node_count = 0, removed_nodes = 0, folded_nodes = 0;
+  size_t graph_node_count = 0, removed_nodes = 0, fused_nodes = 0, folded_nodes = 0;
   uint64_t constant_bytes = 0, compile_time_ns = 0, run_count = 0;
   // The stream of the last run (compared, never used): a run on another stream first
   // waits for the device's queued work, so that two runs never share the block at once.

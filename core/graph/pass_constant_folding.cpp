@@ -6,7 +6,7 @@ namespace phx::graph {
 
 void fold_constants(Program& program) {
   const Graph& graph = program.graph;
-  program.folded.assign(graph.nodes.size(), false);
+  program.folded.assign(program.nodes.size(), false);
   if ((program.flags & PHX_COMPILE_NO_CONSTANT_FOLDING) != 0) return;
   std::vector<bool> constant(graph.values.size(), false);
   for (size_t v = 0; v < graph.values.size(); ++v)
@@ -14,8 +14,8 @@ void fold_constants(Program& program) {
   auto is_output = [&](phx_value v) {
     return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
   };
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const Node& node = graph.nodes[n];
+  for (size_t n = 0; n < program.nodes.size(); ++n) {
+    const Node& node = program.nodes[n];
     if (!program.live[n]) continue;
     const bool inputs_constant =
         std::all_of(node.inputs.begin(), node.inputs.end(),

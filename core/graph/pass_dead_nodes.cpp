@@ -8,10 +8,10 @@ void remove_dead_nodes(Program& program) {
   const Graph& graph = program.graph;
   std::vector<bool> needed(graph.values.size(), false);
   for (phx_value output : graph.outputs) needed[output] = true;
-  program.live.assign(graph.nodes.size(), false);
+  program.live.assign(program.nodes.size(), false);
   // Nodes come after the values they read, so one pass from the last node back suffices.
-  for (size_t n = graph.nodes.size(); n-- > 0;) {
-    const Node& node = graph.nodes[n];
+  for (size_t n = program.nodes.size(); n-- > 0;) {
+    const Node& node = program.nodes[n];
     if (std::none_of(node.outputs.begin(), node.outputs.end(),
                      [&](phx_value v) { return needed[v]; }))
       continue;

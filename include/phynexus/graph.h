@@ -151,6 +151,12 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
 /* Compile flags. */
 #define PHX_COMPILE_NO_MEMORY_PLAN UINT32_C(0x1) /* each intermediate its own block */
 #define PHX_COMPILE_NO_CONSTANT_FOLDING UINT32_C(0x2)
+/* No fusion: each node runs as its own op, and the results are those of the nodes run
+ * eagerly with phx_op_run, bit for bit. With fusion a matmul takes the bias add and the
+ * activation (relu, gelu, silu) that alone read its result, where the device runs that
+ * matmul: the fused kernel rounds once where the separate ops round after each, so
+ * results agree within the ops' tolerances (docs/ops.md), not bit for bit. */
+#define PHX_COMPILE_NO_FUSION UINT32_C(0x4)
 
 typedef struct phx_compile_options {
   size_t struct_size;
@@ -161,7 +167,8 @@ typedef struct phx_compile_options {
 #define PHX_COMPILE_OPTIONS_INIT \
   { sizeof(phx_compile_options), 0, 0 }
 
-/* Compiles graph for a device of context: drops the nodes no output needs, computes the
+/* Compiles graph for a device of context: drops the nodes no output needs, fuses a
+ * matmul's bias and activation into it (unless PHX_COMPILE_NO_FUSION), computes the
  * nodes whose inputs are all constants (unless PHX_COMPILE_NO_CONSTANT_FOLDING), plans
  * the intermediates' memory (lifetimes, one block with reused ranges, unless
  * PHX_COMPILE_NO_MEMORY_PLAN) and allocates it with the constants on the device. The
@@ -214,6 +221,7 @@ typedef struct phx_executable_info {
   size_t graph_node_count; /* nodes of the graph it was compiled from */
   size_t node_count;       /* nodes it runs: ops submitted per run */
   size_t removed_nodes;    /* no output needed them */
+  size_t fused_nodes;      /* absorbed into another node (PHX_COMPILE_NO_FUSION) */
   size_t folded_nodes;     /* computed at compile time */
   uint64_t constant_bytes; /* constants and folded values it holds on the device */
   /* The intermediates' block, as planned for the last sizes of the dynamic dimensions,
@@ -225,7 +233,7 @@ typedef struct phx_executable_info {
 } phx_executable_info;
 
 #define PHX_EXECUTABLE_INFO_INIT \
-  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Describes the executable. Returns INVALID_ARGUMENT. Externally synchronized:
  * executable. */

@@ -200,7 +200,7 @@ class Program {
   }
 
   void compile_and_run() {
-    const uint32_t flags = in_.byte() % 4;
+    const uint32_t flags = in_.byte() % 8;
     for (size_t device = 0; device < state->streams.size(); ++device) {
       phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
       options.device = device;

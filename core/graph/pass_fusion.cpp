@@ -1,0 +1,110 @@
+#include <algorithm>
+
+#include "op_support.h"
+#include "passes.h"
+
+namespace phx::graph {
+namespace {
+
+phx_activation activation_of(phx_op_id op) {
+  switch (op) {
+    case PHX_OP_RELU:
+      return PHX_ACTIVATION_RELU;
+    case PHX_OP_GELU:
+      return PHX_ACTIVATION_GELU;
+    case PHX_OP_SILU:
+      return PHX_ACTIVATION_SILU;
+    default:
+      return PHX_ACTIVATION_NONE;
+  }
+}
+
+// Equal dtypes and shapes, dynamic dimensions of one name alike.
+bool same_operand(const Value& a, const Value& b) {
+  if (a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (uint32_t d = 0; d < a.rank; ++d)
+    if (a.shape[d] != b.shape[d] || a.dim_names[d] != b.dim_names[d]) return false;
+  return true;
+}
+
+class Fusion {
+ public:
+  explicit Fusion(Program& program) : p_(program), readers_(program.graph.values.size()) {
+    for (size_t n = 0; n < p_.nodes.size(); ++n)
+      if (p_.live[n])
+        for (phx_value v : p_.nodes[n].inputs)
+          if (v != PHX_VALUE_NONE) readers_[v].push_back(n);
+    for (phx_value v : p_.graph.outputs) readers_[v].push_back(SIZE_MAX);
+  }
+
+  void run() {
+    for (size_t n = 0; n < p_.nodes.size(); ++n) {
+      if (!p_.live[n] || p_.nodes[n].op != PHX_OP_MATMUL) continue;
+      take_bias(n);
+      take_activation(n);
+    }
+  }
+
+ private:
+  // The live node that alone reads value (a graph output is a reader of its own).
+  const Node* only_reader(phx_value value, size_t& index) const {
+    const std::vector<size_t>& r = readers_[value];
+    if (r.size() != 1 || r[0] == SIZE_MAX) return nullptr;
+    index = r[0];
+    return &p_.nodes[index];
+  }
+
+  // Replaces node n with candidate, which absorbed node absorbed, if the device runs it.
+  void absorb(size_t n, Node candidate, size_t absorbed) {
+    if (!device_runs(p_.device, variant_of_node(p_.graph, candidate))) return;
+    candidate.name += " + " + p_.nodes[absorbed].name;
+    p_.nodes[n] = std::move(candidate);
+    p_.live[absorbed] = false;
+    ++p_.fused_nodes;
+  }
+
+  void take_bias(size_t n) {
+    const Node& matmul = p_.nodes[n];
+    if (matmul.inputs.size() > 2 && matmul.inputs[2] != PHX_VALUE_NONE) return;
+    const phx_value out = matmul.outputs[0];
+    size_t a = 0;
+    const Node* add = only_reader(out, a);
+    if (add == nullptr || add->op != PHX_OP_ADD) return;
+    const phx_value bias = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+    // The bias must exist when the matmul runs, and the add must not broadcast the
+    // product to a larger shape.
+    if (bias == out || bias > out) return;
+    const auto& values = p_.graph.values;
+    if (!same_operand(values[add->outputs[0]], values[out])) return;
+    Node candidate = matmul;
+    candidate.inputs.resize(3, PHX_VALUE_NONE);
+    candidate.inputs[2] = bias;
+    candidate.outputs = add->outputs;
+    absorb(n, std::move(candidate), a);
+  }
+
+  void take_activation(size_t n) {
+    const Node& matmul = p_.nodes[n];
+    if (matmul.params.matmul.activation != PHX_ACTIVATION_NONE) return;
+    const phx_value out = matmul.outputs[0];
+    size_t r = 0;
+    const Node* unary = only_reader(out, r);
+    if (unary == nullptr || activation_of(unary->op) == PHX_ACTIVATION_NONE) return;
+    Node candidate = matmul;
+    candidate.params.matmul.activation = activation_of(unary->op);
+    candidate.outputs = unary->outputs;
+    absorb(n, std::move(candidate), r);
+  }
+
+  Program& p_;
+  std::vector<std::vector<size_t>> readers_;  // per value: the live nodes reading it
+};
+
+}  // namespace
+
+void fuse_matmul_epilogues(Program& program) {
+  if ((program.flags & PHX_COMPILE_NO_FUSION) != 0) return;
+  Fusion(program).run();
+}
+
+}  // namespace phx::graph
