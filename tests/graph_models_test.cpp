@@ -30,6 +30,10 @@
 //   - reduce_sum over n: own (n + 2) u sum |x| and the final rounding; carried sum e.
 //   - add, mul: own u |ref| and the final rounding; carried e_a + e_b, |b| e_a + |a| e_b.
 //   - silu: own activation_tolerance; carried 1.2 e.
+//   - fusion (docs/graphs.md) may give a matmul the bias add or the activation that alone
+//     reads its result. A fused activation is bounded as a matmul's own above, within the
+//     separate ops' bound; a fused bias enters the sum of the K products, so such an add's
+//     own error gains 2 K u |bias|, whether or not the device fuses it.
 // A device value passes within 1.1 times its bound plus 2^-126 (a device may flush f32
 // subnormals): the 1.1 covers the second-order terms the first-order bound leaves out,
 // products of two relative errors, below 1% of the bound even at bf16's 2^-8.
@@ -464,12 +468,35 @@ Tracked evaluate_node(const Entry& e, const std::vector<Tracked>& values, bool b
   }
 }
 
-// The model's output as float64, with its error bound.
+// Whether value is a matmul's result that one node alone reads and no output is: fusion
+// may then give that node, a bias add or an activation, to the matmul (docs/graphs.md).
+bool is_fusable_matmul(const Model& m, size_t value) {
+  const Entry& e = m.entries[value];
+  if (e.kind != EntryKind::kNode || e.op != PHX_OP_MATMUL || value == m.output) return false;
+  size_t readers = 0;
+  for (const Entry& reader : m.entries) {
+    readers += static_cast<size_t>(std::count(reader.inputs.begin(), reader.inputs.end(), value));
+  }
+  return readers == 1;
+}
+
+// The model's output as float64, with its error bound, for the nodes as written or fused.
 Tracked evaluate(const Model& m, bool bf16_products) {
   std::vector<Tracked> values;
   for (const Entry& e : m.entries) {
     values.push_back(e.kind == EntryKind::kNode ? evaluate_node(e, values, bf16_products)
                                                 : exact(e.data));
+    if (e.op != PHX_OP_ADD) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      if (!is_fusable_matmul(m, e.inputs[side])) continue;
+      // Taken as the matmul's bias, the other side enters its sum of K products.
+      const Tracked& a = values[m.entries[e.inputs[side]].inputs[0]];
+      const double k = static_cast<double>(a.shape.back());
+      const Tracked& bias = values[e.inputs[1 - side]];
+      for (size_t j = 0; j < values.back().error.size(); ++j) {
+        values.back().error[j] += 2.0 * k * kU * std::fabs(bias.value[j]);
+      }
+    }
   }
   return values[m.output];
 }
@@ -605,9 +632,10 @@ class GraphModelTest : public OpSuite {
     return "";
   }
 
-  Executable compile(phx_graph graph) {
+  Executable compile(phx_graph graph, uint32_t flags = 0) {
     phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
     options.device = device();
+    options.flags = flags;
     phx_executable raw = nullptr;
     // phx_device_supports_op claimed every node: compiling must not refuse one.
     EXPECT_EQ(phx_graph_compile(context_, graph, &options, &raw), PHX_STATUS_OK)
@@ -714,8 +742,9 @@ class GraphModelTest : public OpSuite {
     }
   }
 
-  // The model's executable against float64 end to end, and against the nodes run
-  // eagerly; then an executable of the same nodes with every node an output, node by node.
+  // The model's executable against float64 end to end; compiled without fusion, against
+  // the nodes run eagerly; then an executable of the same nodes with every node an output
+  // (which leaves nothing to fuse), node by node.
   void check_on_device(const Model& m, phx_graph graph, bool bitwise_as_eager,
                        bool bitwise_run_to_run) {
     const Tracked reference = evaluate(m, bf16_products_);
@@ -737,15 +766,24 @@ class GraphModelTest : public OpSuite {
       EXPECT_TRUE(first == run_executable(m, graph, exe.get(), {m.output}))
           << "a second run of one executable differs";
     }
+    phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe(exe.get(), &info), PHX_STATUS_OK);
+    RecordProperty("fused_nodes", std::to_string(info.fused_nodes));
 
     const DeviceValues eager = run_eagerly(m, graph);
     {
       SCOPED_TRACE("the nodes run eagerly");
       expect_each_node_right(m, graph, eager);
     }
+    const Executable unfused = compile(graph, PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(unfused);
+    const DeviceValues unfused_out = run_executable(m, graph, unfused.get(), {m.output});
     if (bitwise_as_eager) {
-      EXPECT_TRUE(first[m.output] == eager[m.output])
-          << "the executable's output differs from the nodes run eagerly";
+      EXPECT_TRUE(unfused_out[m.output] == eager[m.output])
+          << "the unfused executable's output differs from the nodes run eagerly";
+    } else {
+      SCOPED_TRACE("the unfused executable's output against float64");
+      expect_matches(decoded(unfused_out[m.output], out_info.dtype), expected, out_info.dtype);
     }
 
     const Graph observed = build_graph(context_, m, true);
