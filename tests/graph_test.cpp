@@ -989,6 +989,71 @@ TEST_F(GraphTest, ProfileRecordsNameTheNodes) {
   EXPECT_STREQ(record.node, "");
 }
 
+// relu(x W + b) as three nodes, fc1, bias and act: compiled, the matmul takes the add as its
+// bias and the relu as its activation (docs/graphs.md), one step whose profile record
+// names all three; with PHX_COMPILE_NO_FUSION three steps. Exact in f32: small integers.
+TEST_F(GraphTest, MatmulTakesItsBiasAndActivation) {
+  close_context();
+  open_context(PHX_CONTEXT_PROFILE);
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {2, 3});
+  const phx_value b = input(g.get(), {2, 2});
+  const phx_value w = constant(g.get(), {3, 2}, {1, 2, 3, 4, 5, 6});
+  const phx_value product = node(g.get(), "fc1", PHX_OP_MATMUL, nullptr, {x, w});
+  const phx_value biased = node(g.get(), "bias", PHX_OP_ADD, nullptr, {product, b});
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "act", PHX_OP_RELU, nullptr, {biased}), nullptr),
+      kOk);
+  const std::vector<float> xs = {1, 0, 2, -1, 1, 0}, bs = {1, -20, -3, 1};
+  // x W = [[11, 14], [2, 2]]; plus b, then relu.
+  const std::vector<float> expected = {12, 0, 0, 3};
+  const char* fused_names[] = {"fc1 + bias + act"};
+  const char* plain_names[] = {"fc1", "bias", "act"};
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.fused_nodes, fused ? 2u : 0u);
+    EXPECT_EQ(info.node_count, fused ? 1u : 3u);
+    ASSERT_EQ(phx_profile_clear(stream_), kOk);
+    EXPECT_EQ(run(exe.get(), {{2, 3}, {2, 2}}, {xs, bs}, {2, 2}), expected);
+    size_t count = 0;
+    ASSERT_EQ(phx_profile_count(stream_, &count), kOk);
+    ASSERT_EQ(count, info.node_count);
+    for (size_t i = 0; i < count; ++i) {
+      phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+      ASSERT_EQ(phx_profile_get(stream_, i, &record), kOk);
+      EXPECT_STREQ(record.node, fused ? fused_names[i] : plain_names[i]);
+    }
+  }
+}
+
+// A matmul's result that a graph output or a second node also reads stays its own.
+TEST_F(GraphTest, MatmulReadElsewhereKeepsItsEpilogue) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {2, 3});
+  const phx_value w = constant(g.get(), {3, 2}, {1, 2, 3, 4, 5, 6});
+  const phx_value product = node(g.get(), "fc1", PHX_OP_MATMUL, nullptr, {x, w});
+  const phx_value act = node(g.get(), "act", PHX_OP_RELU, nullptr, {product});
+  ASSERT_EQ(phx_graph_add_output(g.get(), act, nullptr), kOk);
+  ASSERT_EQ(phx_graph_add_output(g.get(), product, nullptr), kOk);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(describe(exe.get()).fused_nodes, 0u);
+
+  const Graph g2 = new_graph();
+  const phx_value x2 = input(g2.get(), {2, 3});
+  const phx_value w2 = constant(g2.get(), {3, 2}, {1, 2, 3, 4, 5, 6});
+  const phx_value p2 = node(g2.get(), "fc1", PHX_OP_MATMUL, nullptr, {x2, w2});
+  const phx_value a2 = node(g2.get(), "act", PHX_OP_SILU, nullptr, {p2});
+  const phx_value n2 = node(g2.get(), "neg", PHX_OP_SUB, nullptr, {a2, p2});
+  ASSERT_EQ(phx_graph_add_output(g2.get(), n2, nullptr), kOk);
+  const Executable exe2 = compile(g2.get());
+  ASSERT_TRUE(exe2);
+  EXPECT_EQ(describe(exe2.get()).fused_nodes, 0u);
+}
+
 // ---- Lifetimes
 // -----------------------------------------------------------------------------------
 
