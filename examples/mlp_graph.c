@@ -255,10 +255,11 @@ static int print_description(size_t device, phx_executable exe) {
   phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
   if (failed("phx_executable_describe", phx_executable_describe(exe, &info))) return 1;
   printf(
-      "device %zu executable: %zu of %zu nodes run, %llu bytes of constants, %llu bytes "
-      "of intermediates planned (lower bound %llu)\n",
-      device, info.node_count, info.graph_node_count, (unsigned long long)info.constant_bytes,
-      (unsigned long long)info.planned_bytes, (unsigned long long)info.lower_bound_bytes);
+      "device %zu executable: %zu of %zu nodes run (%zu fused into another), %llu bytes of "
+      "constants, %llu bytes of intermediates planned (lower bound %llu)\n",
+      device, info.node_count, info.graph_node_count, info.fused_nodes,
+      (unsigned long long)info.constant_bytes, (unsigned long long)info.planned_bytes,
+      (unsigned long long)info.lower_bound_bytes);
   return 0;
 }
 
