@@ -617,7 +617,9 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_compile_options, struct_size, 0);
   PHX_EXPECT_OFFSET(phx_compile_options, device, 8);
   PHX_EXPECT_OFFSET(phx_compile_options, flags, 16);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_compile_options, 24);
+  PHX_EXPECT_OFFSET(phx_compile_options, other_devices, 24);
+  PHX_EXPECT_OFFSET(phx_compile_options, other_device_count, 32);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_compile_options, 40);
   PHX_EXPECT_OFFSET(phx_executable_info, struct_size, 0);
   PHX_EXPECT_OFFSET(phx_executable_info, device, 8);
   PHX_EXPECT_OFFSET(phx_executable_info, input_count, 16);
@@ -627,12 +629,14 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_executable_info, removed_nodes, 48);
   PHX_EXPECT_OFFSET(phx_executable_info, fused_nodes, 56);
   PHX_EXPECT_OFFSET(phx_executable_info, folded_nodes, 64);
-  PHX_EXPECT_OFFSET(phx_executable_info, constant_bytes, 72);
-  PHX_EXPECT_OFFSET(phx_executable_info, planned_bytes, 80);
-  PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 88);
-  PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 96);
-  PHX_EXPECT_OFFSET(phx_executable_info, run_count, 104);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 112);
+  PHX_EXPECT_OFFSET(phx_executable_info, device_count, 72);
+  PHX_EXPECT_OFFSET(phx_executable_info, copies_per_run, 80);
+  PHX_EXPECT_OFFSET(phx_executable_info, constant_bytes, 88);
+  PHX_EXPECT_OFFSET(phx_executable_info, planned_bytes, 96);
+  PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 104);
+  PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 112);
+  PHX_EXPECT_OFFSET(phx_executable_info, run_count, 120);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 128);
 }
 
 static_assert(kSame<decltype(&phx_graph_create), phx_status (*)(phx_context, phx_graph*)>);

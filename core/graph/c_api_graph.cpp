@@ -285,10 +285,12 @@ PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable
     info.input_count = exe.inputs.size();
     info.output_count = exe.output_dtypes.size();
     info.graph_node_count = exe.graph_node_count;
-    info.node_count = exe.steps.size();
+    info.node_count = exe.steps.size() - exe.copies_per_run;
     info.removed_nodes = exe.removed_nodes;
     info.fused_nodes = exe.fused_nodes;
     info.folded_nodes = exe.folded_nodes;
+    info.device_count = exe.devices.size();
+    info.copies_per_run = exe.copies_per_run;
     info.constant_bytes = exe.constant_bytes;
     info.planned_bytes = exe.plan.planned_bytes;
     info.lower_bound_bytes = exe.plan.lower_bound_bytes;

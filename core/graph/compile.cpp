@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <map>
 
 #include "errors.h"
 #include "passes.h"
@@ -11,10 +12,7 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, fuse_matmul_epilogues, check_device_support,
-                            fold_constants};
-
-Operand operand_of_value(const Value& value) { return value.operand(); }
+constexpr Pass kPasses[] = {remove_dead_nodes, fuse_matmul_epilogues, place_nodes, fold_constants};
 
 void write_bytes(Tensor& tensor, const std::vector<unsigned char>& bytes) {
   auto& plugin = *tensor.device->plugin;
@@ -24,14 +22,25 @@ void write_bytes(Tensor& tensor, const std::vector<unsigned char>& bytes) {
   });
 }
 
-// The constant value on the executable's device: host bytes written into a new tensor,
-// a tensor of that device read in place, a tensor of another device copied.
-Constant place_constant(Executable& exe, const Value& value) {
-  Context& context = *exe.context;
+// A new tensor of device holding a copy of source (whose device's work has finished).
+Tensor& copy_onto(Context& context, Device& device, const Tensor& source) {
+  Tensor& copy = context.create_tensor(device, source.dtype, source.rank, source.shape);
+  try {
+    copy_tensor(copy, source);
+  } catch (...) {
+    context.destroy_tensor(copy);
+    throw;
+  }
+  return copy;
+}
+
+// The constant value on a device: host bytes written into a new tensor, a tensor of that
+// device read in place, a tensor of another device copied.
+Constant place_constant(Context& context, Device& device, const Value& value) {
   Constant constant;
-  constant.operand = operand_of_value(value);
+  constant.operand = value.operand();
   if (value.tensor == 0) {
-    constant.owned = &context.create_tensor(*exe.device, value.dtype, value.rank, value.shape);
+    constant.owned = &context.create_tensor(device, value.dtype, value.rank, value.shape);
     try {
       write_bytes(*constant.owned, value.bytes);
     } catch (...) {
@@ -47,116 +56,183 @@ Constant place_constant(Executable& exe, const Value& value) {
     fail(PHX_STATUS_INVALID_ARGUMENT,
          "constant '" + value.name + "' is a tensor that was destroyed before the compile");
   }
-  if (source->device == exe.device) {
+  if (source->device == &device) {
     constant.referenced = value.tensor;
     return constant;
   }
-  constant.owned = &context.create_tensor(*exe.device, value.dtype, value.rank, value.shape);
-  try {
-    source->device->wait_for_streams();
-    copy_through_host(*constant.owned, *source);
-  } catch (...) {
-    context.destroy_tensor(*constant.owned);
-    throw;
-  }
+  source->device->wait_for_streams();
+  constant.owned = &copy_onto(context, device, *source);
   return constant;
 }
 
-// Assigns the slots of the values the steps read and write.
-class SlotMap {
- public:
-  explicit SlotMap(const Graph& graph) : slots_(graph.values.size()) {
-    for (size_t i = 0; i < graph.inputs.size(); ++i)
-      slots_[graph.inputs[i]] = {Slot::input, static_cast<uint32_t>(i)};
-    for (size_t o = 0; o < graph.outputs.size(); ++o)
-      slots_[graph.outputs[o]] = {Slot::output, static_cast<uint32_t>(o)};
-  }
-  Slot& operator[](phx_value v) { return slots_[v]; }
-
- private:
-  std::vector<Slot> slots_;
-};
-
+// Lowers what the passes decided into the executable: the folded nodes computed into
+// constants, then a step per remaining node on its device, with a copy step wherever a
+// value is read on another device than the one that holds it, and after a node of another
+// device that writes a graph output.
 class Lowering {
  public:
   Lowering(Program& program, Executable& exe)
-      : program_(program), graph_(program.graph), exe_(exe), slots_(graph_) {}
+      : program_(program), graph_(program.graph), exe_(exe), constant_(graph_.values.size()) {
+    for (size_t i = 0; i < graph_.inputs.size(); ++i)
+      where_[{graph_.inputs[i], 0}] = {Slot::input, static_cast<uint32_t>(i)};
+    for (size_t v = 0; v < graph_.values.size(); ++v)
+      constant_[v] = graph_.values[v].kind == PHX_VALUE_CONSTANT;
+  }
 
   void run() {
-    place_constants();
     compute_folded_nodes();
-    drop_unread_constants();
     make_steps();
+    drop_unread_constants();
   }
 
  private:
-  Slot constant_slot(Constant constant) {
+  Slot add_constant(Constant constant) {
     exe_.constants.push_back(constant);
     return {Slot::constant, static_cast<uint32_t>(exe_.constants.size() - 1)};
   }
 
-  void place_constants() {
-    std::vector<bool> read(graph_.values.size(), false);
-    for (size_t n = 0; n < program_.nodes.size(); ++n)
-      if (program_.live[n])
-        for (phx_value v : program_.nodes[n].inputs)
-          if (v != PHX_VALUE_NONE) read[v] = true;
-    for (size_t v = 0; v < graph_.values.size(); ++v)
-      if (read[v] && graph_.values[v].kind == PHX_VALUE_CONSTANT) {
-        exe_.constants.reserve(exe_.constants.size() + 1);
-        slots_[static_cast<phx_value>(v)] = constant_slot(place_constant(exe_, graph_.values[v]));
-      }
+  Slot add_intermediate(phx_value v, uint32_t device) {
+    exe_.intermediate_dtypes.push_back(graph_.values[v].dtype);
+    exe_.intermediate_devices.push_back(device);
+    return {Slot::intermediate, static_cast<uint32_t>(exe_.intermediate_dtypes.size() - 1)};
   }
 
-  const Tensor* constant_tensor(const Slot& slot) {
+  const Tensor* constant_tensor(Slot slot) const {
     const Constant& c = exe_.constants[slot.index];
     return c.owned != nullptr ? c.owned : &lookup(reinterpret_cast<phx_tensor>(c.referenced));
   }
 
-  // Runs the folded nodes once, on a stream of their own, into tensors that become
-  // constants.
+  // Where value v is on device d: placed there the first time a constant is asked for,
+  // copied there by a step before the reader otherwise.
+  Slot slot_on(phx_value v, uint32_t d) {
+    if (auto it = where_.find({v, d}); it != where_.end()) return it->second;
+    Device& device = *program_.devices[d];
+    exe_.constants.reserve(exe_.constants.size() + 1);
+    Slot slot;
+    if (graph_.values[v].kind == PHX_VALUE_CONSTANT) {
+      slot = add_constant(place_constant(*exe_.context, device, graph_.values[v]));
+    } else if (constant_[v]) {  // a folded node's result, on the device that folded it
+      const Tensor& source = *constant_tensor(home_slot(v));
+      Constant constant;
+      constant.operand = exe_.constants[home_slot(v).index].operand;
+      constant.owned = &copy_onto(*exe_.context, device, source);
+      slot = add_constant(constant);
+    } else {
+      Step copy;
+      copy.name = "copy of " + graph_.values[v].name;
+      copy.device = d;
+      copy.copy = true;
+      copy.inputs = {home_slot(v)};
+      slot = add_intermediate(v, d);
+      copy.outputs = {slot};
+      exe_.steps.push_back(std::move(copy));
+      ++exe_.copies_per_run;
+    }
+    where_[{v, d}] = slot;
+    return slot;
+  }
+
+  Slot home_slot(phx_value v) const { return where_.at({v, home_.at(v)}); }
+
+  // Runs the folded nodes once, each on its device's stream, into tensors that become
+  // constants of that device.
   void compute_folded_nodes() {
     if (std::none_of(program_.folded.begin(), program_.folded.end(), [](bool f) { return f; }))
       return;
     Context& context = *exe_.context;
-    Stream& stream = context.create_stream(*exe_.device);
+    std::vector<Stream*> streams(program_.devices.size(), nullptr);
     try {
-      for (size_t n = 0; n < program_.nodes.size(); ++n)
-        if (program_.folded[n]) fold(stream, program_.nodes[n]);
-      stream.wait(UINT64_MAX);
+      for (size_t n = 0; n < program_.nodes.size(); ++n) {
+        if (!program_.folded[n]) continue;
+        const uint32_t d = program_.placement[n];
+        if (streams[d] == nullptr) streams[d] = &context.create_stream(*program_.devices[d]);
+        fold(*streams[d], program_.nodes[n], d);
+      }
+      for (Stream* stream : streams)
+        if (stream != nullptr) stream->wait(UINT64_MAX);
     } catch (...) {
-      context.destroy_stream(stream);
+      for (Stream* stream : streams)
+        if (stream != nullptr) context.destroy_stream(*stream);
       throw;
     }
-    context.destroy_stream(stream);
+    for (Stream* stream : streams)
+      if (stream != nullptr) context.destroy_stream(*stream);
   }
 
-  void fold(Stream& stream, const Node& node) {
+  void fold(Stream& stream, const Node& node, uint32_t d) {
     const Tensor* in[kMaxOpInputs] = {};
     const Tensor* out[kMaxOpOutputs] = {};
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      if (node.inputs[i] != PHX_VALUE_NONE) in[i] = constant_tensor(slots_[node.inputs[i]]);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == PHX_VALUE_NONE) continue;
+      // A folded input of another device was computed on another stream: done first.
+      if (home_.count(node.inputs[i]) != 0 && home_.at(node.inputs[i]) != d)
+        program_.devices[home_.at(node.inputs[i])]->wait_for_streams();
+      in[i] = constant_tensor(slot_on(node.inputs[i], d));
+    }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       const Value& value = graph_.values[node.outputs[o]];
       Constant constant;
-      constant.operand = operand_of_value(value);
+      constant.operand = value.operand();
       exe_.constants.reserve(exe_.constants.size() + 1);
       constant.owned =
-          &exe_.context->create_tensor(*exe_.device, value.dtype, value.rank, value.shape);
+          &exe_.context->create_tensor(*program_.devices[d], value.dtype, value.rank, value.shape);
       out[o] = constant.owned;
-      slots_[node.outputs[o]] = constant_slot(constant);
+      where_[{node.outputs[o], d}] = add_constant(constant);
+      home_[node.outputs[o]] = d;
+      constant_[node.outputs[o]] = true;
     }
     stream.submit(node.op, node.params_ptr(), in, node.inputs.size(), out, node.outputs.size(),
                   node.name.c_str());
   }
 
-  // Constants only folded nodes read are freed now: the runs never read them.
+  void make_steps() {
+    for (const phx_value v : graph_.inputs) home_[v] = 0;
+    for (size_t n = 0; n < program_.nodes.size(); ++n) {
+      if (!program_.live[n] || program_.folded[n]) continue;
+      const Node& node = program_.nodes[n];
+      const uint32_t d = program_.placement[n];
+      Step step;
+      step.name = node.name;
+      step.device = d;
+      step.op = node.op;
+      step.params = node.params;
+      step.has_params = node.has_params;
+      for (phx_value v : node.inputs)
+        step.inputs.push_back(v == PHX_VALUE_NONE ? Slot{} : slot_on(v, d));
+      std::vector<std::pair<phx_value, uint32_t>> outputs_to_copy;
+      for (phx_value v : node.outputs) {
+        const auto output = std::find(graph_.outputs.begin(), graph_.outputs.end(), v);
+        const bool graph_output = output != graph_.outputs.end();
+        const Slot slot =
+            graph_output && d == 0
+                ? Slot{Slot::output, static_cast<uint32_t>(output - graph_.outputs.begin())}
+                : add_intermediate(v, d);
+        if (graph_output && d != 0)
+          outputs_to_copy.emplace_back(v, static_cast<uint32_t>(output - graph_.outputs.begin()));
+        step.outputs.push_back(slot);
+        where_[{v, d}] = slot;
+        home_[v] = d;
+      }
+      exe_.steps.push_back(std::move(step));
+      for (const auto& [v, index] : outputs_to_copy) {
+        Step copy;
+        copy.name = "copy of " + graph_.values[v].name;
+        copy.copy = true;
+        copy.inputs = {where_.at({v, d})};
+        copy.outputs = {Slot{Slot::output, index}};
+        where_[{v, 0}] = copy.outputs[0];
+        exe_.steps.push_back(std::move(copy));
+        ++exe_.copies_per_run;
+      }
+    }
+  }
+
+  // Constants no step reads (those only folded nodes read) are freed now.
   void drop_unread_constants() {
     std::vector<bool> read(exe_.constants.size(), false);
-    for (size_t n = 0; n < program_.nodes.size(); ++n)
-      if (program_.live[n] && !program_.folded[n])
-        for (phx_value v : program_.nodes[n].inputs)
-          if (v != PHX_VALUE_NONE && slots_[v].kind == Slot::constant) read[slots_[v].index] = true;
+    for (const Step& step : exe_.steps)
+      for (const Slot& slot : step.inputs)
+        if (slot.kind == Slot::constant) read[slot.index] = true;
     std::vector<uint32_t> renumbered(exe_.constants.size());
     std::vector<Constant> kept;
     kept.reserve(exe_.constants.size());  // nothing below throws once a tensor is freed
@@ -170,40 +246,19 @@ class Lowering {
       }
     }
     exe_.constants = std::move(kept);
-    for (size_t v = 0; v < graph_.values.size(); ++v) {
-      Slot& slot = slots_[static_cast<phx_value>(v)];
-      if (slot.kind == Slot::constant) slot.index = renumbered[slot.index];
-    }
+    for (Step& step : exe_.steps)
+      for (Slot& slot : step.inputs)
+        if (slot.kind == Slot::constant) slot.index = renumbered[slot.index];
     for (const Constant& c : exe_.constants)
       exe_.constant_bytes += element_count(c.operand) * phx_dtype_size(c.operand.dtype);
-  }
-
-  void make_steps() {
-    for (size_t n = 0; n < program_.nodes.size(); ++n) {
-      if (!program_.live[n] || program_.folded[n]) continue;
-      const Node& node = program_.nodes[n];
-      Step step;
-      step.name = node.name;
-      step.op = node.op;
-      step.params = node.params;
-      step.has_params = node.has_params;
-      for (phx_value v : node.inputs)
-        step.inputs.push_back(v == PHX_VALUE_NONE ? Slot{} : slots_[v]);
-      for (phx_value v : node.outputs) {
-        if (slots_[v].kind == Slot::none) {
-          slots_[v] = {Slot::intermediate, static_cast<uint32_t>(exe_.intermediate_dtypes.size())};
-          exe_.intermediate_dtypes.push_back(graph_.values[v].dtype);
-        }
-        step.outputs.push_back(slots_[v]);
-      }
-      exe_.steps.push_back(std::move(step));
-    }
   }
 
   Program& program_;
   const Graph& graph_;
   Executable& exe_;
-  SlotMap slots_;
+  std::vector<bool> constant_;                            // per value: a constant or folded
+  std::map<std::pair<phx_value, uint32_t>, Slot> where_;  // a value's slot on a device
+  std::map<phx_value, uint32_t> home_;  // the device that computed a value or holds an input
 };
 
 void describe_interface(const Graph& graph, Executable& exe) {
@@ -219,6 +274,25 @@ void describe_interface(const Graph& graph, Executable& exe) {
   for (phx_value v : graph.outputs) exe.output_dtypes.push_back(graph.values[v].dtype);
 }
 
+// The devices the steps run on, the executable's first, and a stream of its own on each
+// of the others; steps renumbered to index them.
+void use_devices(const Program& program, Executable& exe) {
+  std::vector<uint32_t> index(program.devices.size(), UINT32_MAX);
+  index[0] = 0;
+  exe.devices = {program.devices[0]};
+  exe.streams = {nullptr};
+  auto use = [&](uint32_t d) {
+    if (index[d] != UINT32_MAX) return index[d];
+    exe.streams.reserve(exe.streams.size() + 1);
+    exe.devices.reserve(exe.devices.size() + 1);
+    exe.streams.push_back(&exe.context->create_stream(*program.devices[d]));
+    exe.devices.push_back(program.devices[d]);
+    return index[d] = static_cast<uint32_t>(exe.devices.size() - 1);
+  };
+  for (Step& step : exe.steps) step.device = use(step.device);
+  for (uint32_t& d : exe.intermediate_devices) d = use(d);
+}
+
 }  // namespace
 
 std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
@@ -227,17 +301,24 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   require(graph.context == &context, "the graph belongs to another context");
   if (graph.outputs.empty())
     fail(PHX_STATUS_INVALID_ARGUMENT, "the graph has no outputs (phx_graph_add_output)");
-  Device& device = context.device(options.device);
-  Program program{graph, device, options.flags, graph.nodes, {}, {}};
+  Program program{graph, {&context.device(options.device)}, options.flags, graph.nodes, {}, {}, {}};
+  require(options.other_devices != nullptr || options.other_device_count == 0,
+          "options.other_devices is null");
+  for (size_t i = 0; i < options.other_device_count; ++i) {
+    Device* other = &context.device(options.other_devices[i]);
+    if (std::find(program.devices.begin(), program.devices.end(), other) == program.devices.end())
+      program.devices.push_back(other);
+  }
   for (Pass pass : kPasses) pass(program);
 
   auto exe = std::make_unique<Executable>();
   exe->context = &context;
-  exe->device = &device;
+  exe->device = program.devices[0];
   exe->flags = options.flags;
   describe_interface(graph, *exe);
   // The executable frees what the lowering made if anything after it throws.
   Lowering(program, *exe).run();
+  use_devices(program, *exe);
   exe->graph_node_count = graph.nodes.size();
   exe->fused_nodes = program.fused_nodes;
   exe->removed_nodes =

@@ -1,7 +1,7 @@
 #include "executable.h"
 
 #include "errors.h"
-#include "memory_plan.h"
+#include "transfer.h"
 
 namespace phx::graph {
 namespace {
@@ -49,9 +49,18 @@ ExecutableTable& executable_table() {
 Executable::~Executable() {
   executable_table().remove(handle);
   // destroy_tensor waits for the device's queued work, this executable's runs included.
-  if (plan.block != nullptr) context->destroy_tensor(*plan.block);
+  for (Tensor* block : plan.blocks)
+    if (block != nullptr) context->destroy_tensor(*block);
   for (Constant& constant : constants)
     if (constant.owned != nullptr) context->destroy_tensor(*constant.owned);
+  for (Stream* stream : streams)
+    if (stream != nullptr) {
+      try {
+        context->destroy_stream(*stream);
+      } catch (const Error& e) {
+        context->logger->error("destroying an executable's stream: {}", e.what());
+      }
+    }
 }
 
 void Executable::make_plan(const std::vector<Shape>& input_shapes) {
@@ -87,11 +96,15 @@ void Executable::make_plan(const std::vector<Shape>& input_shapes) {
       if (step.inputs[i].kind == Slot::intermediate) lifetimes[step.inputs[i].index].last = k;
     }
     Shape shapes[kMaxOpOutputs];
-    try {
-      infer_output_shapes(step.op, step.params_ptr(), in, step.inputs.size(), shapes,
-                          step.outputs.size());
-    } catch (const Error& e) {
-      fail(e.status(), "node '" + step.name + "': " + e.what());
+    if (step.copy) {
+      shapes[0] = Shape(in[0]->shape, in[0]->shape + in[0]->rank);
+    } else {
+      try {
+        infer_output_shapes(step.op, step.params_ptr(), in, step.inputs.size(), shapes,
+                            step.outputs.size());
+      } catch (const Error& e) {
+        fail(e.status(), "node '" + step.name + "': " + e.what());
+      }
     }
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       const Slot slot = step.outputs[o];
@@ -103,26 +116,44 @@ void Executable::make_plan(const std::vector<Shape>& input_shapes) {
     }
   }
 
-  const MemoryPlan memory =
-      plan_memory(lifetimes, steps.size(), (flags & PHX_COMPILE_NO_MEMORY_PLAN) == 0);
-  next.planned_bytes = memory.size;
-  next.lower_bound_bytes = memory.lower_bound;
-  if (memory.size > 0) {
-    const auto size = static_cast<int64_t>(memory.size);
-    next.block = &context->create_tensor(*device, PHX_DTYPE_U8, 1, &size);
-    try {
-      for (size_t v = 0; v < next.intermediates.size(); ++v)
-        next.views.push_back(view_of(*next.block, next.intermediates[v], memory.offsets[v]));
-    } catch (...) {
-      context->destroy_tensor(*next.block);
-      throw;
-    }
-  }
-  // The previous block goes once the runs that use it have finished (destroy_tensor
+  plan_device_memory(next, lifetimes);
+  // The previous blocks go once the runs that use them have finished (destroy_tensor
   // waits for the device's queued work).
-  Tensor* previous = plan.block;
-  plan = std::move(next);
-  if (previous != nullptr) context->destroy_tensor(*previous);
+  std::swap(plan, next);
+  for (Tensor* block : next.blocks)
+    if (block != nullptr) context->destroy_tensor(*block);
+}
+
+// One block per device for the intermediates that live there, each planned on its own.
+void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) {
+  const bool reuse = (flags & PHX_COMPILE_NO_MEMORY_PLAN) == 0;
+  std::vector<uint64_t> offsets(lifetimes.size());
+  next.blocks.assign(devices.size(), nullptr);
+  try {
+    for (uint32_t d = 0; d < devices.size(); ++d) {
+      std::vector<Lifetime> here;
+      std::vector<size_t> which;
+      for (size_t v = 0; v < lifetimes.size(); ++v)
+        if (intermediate_devices[v] == d) {
+          here.push_back(lifetimes[v]);
+          which.push_back(v);
+        }
+      const MemoryPlan memory = plan_memory(here, steps.size(), reuse);
+      next.planned_bytes += memory.size;
+      next.lower_bound_bytes += memory.lower_bound;
+      for (size_t k = 0; k < which.size(); ++k) offsets[which[k]] = memory.offsets[k];
+      if (memory.size == 0) continue;
+      const auto size = static_cast<int64_t>(memory.size);
+      next.blocks[d] = &context->create_tensor(*devices[d], PHX_DTYPE_U8, 1, &size);
+    }
+    for (size_t v = 0; v < next.intermediates.size(); ++v)
+      next.views.push_back(
+          view_of(*next.blocks[intermediate_devices[v]], next.intermediates[v], offsets[v]));
+  } catch (...) {
+    for (Tensor* block : next.blocks)
+      if (block != nullptr) context->destroy_tensor(*block);
+    throw;
+  }
 }
 
 uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
@@ -157,16 +188,36 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
     }
     return nullptr;
   };
+  auto stream_of = [&](uint32_t d) -> Stream& { return d == 0 ? stream : *streams[d]; };
   uint64_t ticket = 0;
+  bool last_is_copy = false;
   for (const Step& step : steps) {
+    last_stream = &stream;
+    if (step.copy) {
+      // The source's writer and the destination range's earlier readers are done first.
+      const Tensor& src = *tensor_at(step.inputs[0]);
+      const Tensor& dst = *tensor_at(step.outputs[0]);
+      for (uint32_t d = 0; d < devices.size(); ++d)
+        if (devices[d] == src.device || devices[d] == dst.device) stream_of(d).wait(UINT64_MAX);
+      copy_tensor(dst, src);
+      last_is_copy = true;
+      continue;
+    }
     const Tensor* in[kMaxOpInputs] = {};
     const Tensor* out[kMaxOpOutputs] = {};
     for (size_t i = 0; i < step.inputs.size(); ++i) in[i] = tensor_at(step.inputs[i]);
     for (size_t o = 0; o < step.outputs.size(); ++o) out[o] = tensor_at(step.outputs[o]);
-    last_stream = &stream;
-    ticket = stream.submit(step.op, step.params_ptr(), in, step.inputs.size(), out,
-                           step.outputs.size(), step.name.c_str());
+    const uint64_t submitted = stream_of(step.device)
+                                   .submit(step.op, step.params_ptr(), in, step.inputs.size(), out,
+                                           step.outputs.size(), step.name.c_str());
+    if (step.device == 0) {
+      ticket = submitted;
+      last_is_copy = false;
+    }
   }
+  // A run that ends with the host's copy into an output: its ticket is one of the stream,
+  // issued after the work the copy waited for.
+  if (last_is_copy) ticket = stream.issue_finished_ticket();
   ++run_count;
   return ticket;
 }

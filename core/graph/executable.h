@@ -1,6 +1,7 @@
-// What a phx_executable handle stands for: a graph lowered for one device into steps (the
-// ops it submits per run), the constants it holds on the device, and the plan of its
-// intermediates' memory for the input shapes of the last run.
+// What a phx_executable handle stands for: a graph lowered into steps (the ops it submits
+// per run, each on its device, and the copies between devices), the constants it holds
+// on the devices, and the plan of its intermediates' memory for the input shapes of the
+// last run.
 #pragma once
 
 #include <phynexus/graph.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "context.h"
+#include "memory_plan.h"
 #include "op_rules.h"
 
 namespace phx::graph {
@@ -22,7 +24,9 @@ struct Slot {
 };
 
 struct Step {
-  std::string name;  // the graph node's
+  std::string name;     // the graph node's, or what a copy moves
+  uint32_t device = 0;  // index into Executable::devices; a copy's destination
+  bool copy = false;    // a copy of inputs[0] into outputs[0], made by the host
   phx_op_id op = PHX_OP_INVALID;
   OpParams params{};
   bool has_params = false;
@@ -49,24 +53,28 @@ struct InputSpec {
 struct Plan {
   std::vector<Shape> input_shapes;  // what it was made for
   std::vector<Operand> intermediates, outputs;
-  uint64_t planned_bytes = 0, lower_bound_bytes = 0;
-  Tensor* block = nullptr;                     // null when there are no intermediates
-  std::vector<std::unique_ptr<Tensor>> views;  // a range of block per intermediate
+  uint64_t planned_bytes = 0, lower_bound_bytes = 0;  // over the devices
+  std::vector<Tensor*> blocks;                 // per device; null where it holds no intermediate
+  std::vector<std::unique_ptr<Tensor>> views;  // a range of its device's block each
 };
 
 struct Executable : ContextObject {
   ~Executable() override;
 
-  Device* device = nullptr;
+  Device* device = nullptr;      // devices[0]: the runs' stream, inputs and outputs are its
+  std::vector<Device*> devices;  // every device a step runs on, the executable's first
+  std::vector<Stream*> streams;  // per device past the first, the executable's own
   uint32_t flags = 0;
   std::vector<InputSpec> inputs;
   std::vector<std::string> output_names;
   std::vector<phx_dtype> intermediate_dtypes, output_dtypes;
+  std::vector<uint32_t> intermediate_devices;
   std::vector<Constant> constants;
   std::vector<Step> steps;
   Plan plan;
 
   size_t graph_node_count = 0, removed_nodes = 0, fused_nodes = 0, folded_nodes = 0;
+  size_t copies_per_run = 0;
   uint64_t constant_bytes = 0, compile_time_ns = 0, run_count = 0;
   // The stream of the last run (compared, never used): a run on another stream first
   // waits for the device's queued work, so that two runs never share the block at once.
@@ -78,9 +86,13 @@ struct Executable : ContextObject {
   // plan left in place.
   void make_plan(const std::vector<Shape>& input_shapes);
 
-  // Submits every step to stream; returns the last step's ticket. The tensors were
-  // checked against the specs and the plan.
+  // Submits every step, on stream for the executable's device and its own streams for
+  // the others, and makes the copies between them; returns a ticket of stream after which
+  // every output is written. The tensors were checked against the specs and the plan.
   uint64_t run(Stream& stream, const Tensor* const* inputs, const Tensor* const* outputs);
+
+ private:
+  void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes);
 };
 
 using ExecutableTable = HandleTable<Executable, 0xc6>;

@@ -1,6 +1,5 @@
 #include <algorithm>
 
-#include "op_support.h"
 #include "passes.h"
 
 namespace phx::graph {
@@ -54,9 +53,10 @@ class Fusion {
     return &p_.nodes[index];
   }
 
-  // Replaces node n with candidate, which absorbed node absorbed, if the device runs it.
+  // Replaces node n with candidate, which absorbed node absorbed, if the device node n
+  // would go to runs it.
   void absorb(size_t n, Node candidate, size_t absorbed) {
-    if (!device_runs(p_.device, variant_of_node(p_.graph, candidate))) return;
+    if (first_device_running(p_, candidate) != first_device_running(p_, p_.nodes[n])) return;
     candidate.name += " + " + p_.nodes[absorbed].name;
     p_.nodes[n] = std::move(candidate);
     p_.live[absorbed] = false;

@@ -115,15 +115,7 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
                                             std::to_string(src.byte_size) + " bytes) differ");
     src.device->wait_for_streams();
     dst.device->wait_for_streams();
-    auto& plugin = *src.device->plugin;
-    if (dst.device->plugin == &plugin && plugin.api().buffer_copy != nullptr) {
-      plugin.call("buffer_copy", dst.device->index, [&] {
-        return plugin.api().buffer_copy(plugin.instance(), dst.buffer, 0, src.buffer, 0,
-                                        src.byte_size);
-      });
-    } else {
-      copy_through_host(dst, src);
-    }
+    copy_tensor(dst, src);
   });
 }
 

@@ -16,13 +16,27 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
     {
       std::lock_guard lock(src.host_read_mutex);
       from.call("buffer_read", src.device->index, [&] {
-        return from.api().buffer_read(from.instance(), src.buffer, offset, staging.data(), size);
+        return from.api().buffer_read(from.instance(), src.buffer, src.offset + offset,
+                                      staging.data(), size);
       });
     }
     to.call("buffer_write", dst.device->index, [&] {
-      return to.api().buffer_write(to.instance(), dst.buffer, offset, staging.data(), size);
+      return to.api().buffer_write(to.instance(), dst.buffer, dst.offset + offset, staging.data(),
+                                   size);
     });
   }
+}
+
+void copy_tensor(const Tensor& dst, const Tensor& src) {
+  auto& plugin = *src.device->plugin;
+  if (dst.device->plugin != &plugin || plugin.api().buffer_copy == nullptr) {
+    copy_through_host(dst, src);
+    return;
+  }
+  plugin.call("buffer_copy", dst.device->index, [&] {
+    return plugin.api().buffer_copy(plugin.instance(), dst.buffer, dst.offset, src.buffer,
+                                    src.offset, src.byte_size);
+  });
 }
 
 }  // namespace phx

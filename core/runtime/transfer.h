@@ -10,4 +10,9 @@ namespace phx {
 // has waited for the work queued on both devices.
 void copy_through_host(const Tensor& dst, const Tensor& src);
 
+// Copies src's bytes into dst (same byte size, any two devices): by the plugin's
+// buffer_copy when one plugin holds both and has that entry, else through host memory.
+// The caller has waited for the work queued on both devices.
+void copy_tensor(const Tensor& dst, const Tensor& src);
+
 }  // namespace phx

@@ -160,12 +160,20 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
 
 typedef struct phx_compile_options {
   size_t struct_size;
-  size_t device;  /* the device the executable runs on */
+  /* The executable's device: its runs are on a stream of it, its inputs and outputs live
+   * on it, and its nodes run on it where it runs them. */
+  size_t device;
   uint32_t flags; /* PHX_COMPILE_* */
+  /* Devices for the nodes device does not run: each such node goes to the first of these
+   * that runs it, as ggml's scheduler and ONNX Runtime's partitioner place. Values cross
+   * between devices by copies the executable makes (phx_executable_info.copies_per_run).
+   * May be null when other_device_count is 0. Read during the call only. */
+  const size_t* other_devices;
+  size_t other_device_count;
 } phx_compile_options;
 
 #define PHX_COMPILE_OPTIONS_INIT \
-  { sizeof(phx_compile_options), 0, 0 }
+  { sizeof(phx_compile_options), 0, 0, NULL, 0 }
 
 /* Compiles graph for a device of context: drops the nodes no output needs, fuses a
  * matmul's bias and activation into it (unless PHX_COMPILE_NO_FUSION), computes the
@@ -176,8 +184,8 @@ typedef struct phx_compile_options {
  * caller owns *out_executable and destroys it with phx_executable_destroy (or the
  * context's destruction does).
  * Returns INVALID_ARGUMENT (a graph of another context, no outputs, bad options, a
- * destroyed constant tensor), NOT_FOUND (no such device), UNSUPPORTED (the device does
- * not run a node: the message names it), OUT_OF_MEMORY, DEVICE_UNAVAILABLE,
+ * destroyed constant tensor), NOT_FOUND (no such device), UNSUPPORTED (no device of the
+ * options runs a node: the message names it), OUT_OF_MEMORY, DEVICE_UNAVAILABLE,
  * PLUGIN_ERROR. Externally synchronized: graph. */
 PHX_API phx_status phx_graph_compile(phx_context context, phx_graph graph,
                                      const phx_compile_options* options,
@@ -193,7 +201,9 @@ PHX_API phx_status phx_executable_destroy(phx_executable executable);
  * again). Ordered on the stream like an op: *out_ticket, when out_ticket is not null,
  * receives the ticket of its last node, after which the outputs are written. The
  * tensors must stay alive until it has finished. Runs of one executable on different
- * streams do not overlap: a run waits for the previous one to finish first.
+ * streams do not overlap: a run waits for the previous one to finish first. A run whose
+ * nodes span devices waits, at each copy between devices, for the work the copy depends
+ * on (the host makes the copies); the steps after the last copy are queued.
  * Returns INVALID_ARGUMENT (wrong counts, dtypes or shapes, tensors of another device
  * or context, a node whose shapes a dynamic size breaks: named), OUT_OF_MEMORY,
  * DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: stream and executable. */
@@ -219,10 +229,12 @@ typedef struct phx_executable_info {
   size_t input_count;
   size_t output_count;
   size_t graph_node_count; /* nodes of the graph it was compiled from */
-  size_t node_count;       /* nodes it runs: ops submitted per run */
+  size_t node_count;       /* nodes it runs: ops submitted per run (copies aside) */
   size_t removed_nodes;    /* no output needed them */
   size_t fused_nodes;      /* absorbed into another node (PHX_COMPILE_NO_FUSION) */
   size_t folded_nodes;     /* computed at compile time */
+  size_t device_count;     /* devices its nodes run on: 1 unless other_devices served */
+  size_t copies_per_run;   /* values copied between devices in a run */
   uint64_t constant_bytes; /* constants and folded values it holds on the device */
   /* The intermediates' block, as planned for the last sizes of the dynamic dimensions,
    * and the least any plan could use: the most bytes of intermediates alive at once. */
@@ -233,7 +245,7 @@ typedef struct phx_executable_info {
 } phx_executable_info;
 
 #define PHX_EXECUTABLE_INFO_INIT \
-  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Describes the executable. Returns INVALID_ARGUMENT. Externally synchronized:
  * executable. */

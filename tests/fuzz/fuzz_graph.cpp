@@ -200,11 +200,20 @@ class Program {
   }
 
   void compile_and_run() {
-    const uint32_t flags = in_.byte() % 8;
+    const uint8_t code = in_.byte();
+    const uint32_t flags = code % 8;
     for (size_t device = 0; device < state->streams.size(); ++device) {
       phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
       options.device = device;
       options.flags = flags;
+      // Bit 3: every other device may take the nodes this one lacks.
+      std::vector<size_t> others;
+      for (size_t d = 0; d < state->streams.size(); ++d)
+        if (d != device) others.push_back(d);
+      if ((code & 8) != 0) {
+        options.other_devices = others.data();
+        options.other_device_count = others.size();
+      }
       phx_executable exe = nullptr;
       if (check("phx_graph_compile", phx_graph_compile(state->context, graph_, &options, &exe)) !=
           PHX_STATUS_OK)

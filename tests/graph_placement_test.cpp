@@ -1,0 +1,225 @@
+// Executables whose nodes span devices (phx_compile_options.other_devices): each node on
+// the first device that runs it, values copied between devices. The oracle is the same
+// ops run eagerly, each on the device the executable placed it on, with the same copies:
+// the results must be equal bit for bit, since the same kernels see the same bytes.
+#include <gtest/gtest.h>
+#include <phynexus/phynexus.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+class GraphPlacement : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = PHX_TEST_DEFAULT_PLUGIN_DIR;
+    const std::string files[] = {dir + "/phx_cpu.so", dir + "/phx_tpu_sim.so",
+                                 dir + "/phx_npu_sim.so"};
+    const char* paths[] = {files[0].c_str(), files[1].c_str(), files[2].c_str()};
+    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+    options.plugin_paths = paths;
+    options.plugin_path_count = 3;
+    options.use_default_search_path = 0;
+    ASSERT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
+    size_t count = 0;
+    ASSERT_EQ(phx_device_count(context_, &count), PHX_STATUS_OK);
+    for (size_t d = 0; d < count; ++d) {
+      phx_device_info info = PHX_DEVICE_INFO_INIT;
+      ASSERT_EQ(phx_device_get(context_, d, &info), PHX_STATUS_OK);
+      if (std::strcmp(info.plugin, "cpu") == 0) cpu_ = d;
+      if (std::strcmp(info.plugin, "tpu-sim") == 0) tpu_ = d;
+      if (std::strcmp(info.plugin, "npu-sim") == 0) npu_ = d;
+    }
+    ASSERT_NE(cpu_, SIZE_MAX);
+    ASSERT_NE(tpu_, SIZE_MAX);
+    ASSERT_NE(npu_, SIZE_MAX);
+  }
+  void TearDown() override { EXPECT_EQ(phx_context_destroy(context_), PHX_STATUS_OK); }
+
+  phx_tensor tensor(size_t device, const std::vector<int64_t>& shape) {
+    phx_tensor t = nullptr;
+    EXPECT_EQ(phx_tensor_create(context_, device, PHX_DTYPE_F32, shape.size(), shape.data(), &t),
+              PHX_STATUS_OK)
+        << phx_last_error();
+    return t;
+  }
+
+  std::vector<float> download(phx_tensor t, size_t count) {
+    std::vector<float> values(count);
+    EXPECT_EQ(phx_tensor_download(t, 0, values.data(), count * sizeof(float)), PHX_STATUS_OK);
+    return values;
+  }
+
+  phx_value node(phx_op_id op, std::vector<phx_value> inputs, const char* name) {
+    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+    desc.name = name;
+    desc.op = op;
+    desc.inputs = inputs.data();
+    desc.input_count = inputs.size();
+    desc.output_count = 1;
+    phx_value out = 0;
+    EXPECT_EQ(phx_graph_add_node(graph_, &desc, &out), PHX_STATUS_OK) << phx_last_error();
+    return out;
+  }
+
+  // x [1, 1, S, D]: q = x W; a = attention(q, q, x); y = a W. Outputs y and a. On tpu-sim
+  // attention runs in bf16 only: with f32 values it goes to another device.
+  void build() {
+    ASSERT_EQ(phx_graph_create(context_, &graph_), PHX_STATUS_OK);
+    phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+    input.dtype = PHX_DTYPE_F32;
+    input.rank = 4;
+    input.shape = kX;
+    phx_value x = 0;
+    ASSERT_EQ(phx_graph_add_input(graph_, &input, &x), PHX_STATUS_OK);
+    for (int i = 0; i < kD * kD; ++i) w_.push_back(0.3f * std::sin(0.7f * i));
+    for (int i = 0; i < kS * kD; ++i) x_.push_back(std::cos(0.3f * i));
+    const int64_t w_shape[2] = {kD, kD};
+    phx_value w = 0;
+    ASSERT_EQ(phx_graph_add_constant(graph_, "w", PHX_DTYPE_F32, 2, w_shape, w_.data(),
+                                     w_.size() * sizeof(float), &w),
+              PHX_STATUS_OK);
+    const phx_value q = node(PHX_OP_MATMUL, {x, w}, "q");
+    const phx_value a = node(PHX_OP_ATTENTION, {q, q, x}, "attention");
+    const phx_value y = node(PHX_OP_MATMUL, {a, w}, "y");
+    ASSERT_EQ(phx_graph_add_output(graph_, y, "y"), PHX_STATUS_OK);
+    ASSERT_EQ(phx_graph_add_output(graph_, a, "a"), PHX_STATUS_OK);
+  }
+
+  // The executable's outputs y and a for x.
+  std::vector<std::vector<float>> run_executable(size_t home, size_t other) {
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = home;
+    options.other_devices = &other;
+    options.other_device_count = 1;
+    phx_executable exe = nullptr;
+    EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_OK)
+        << phx_last_error();
+    if (exe == nullptr) return {};
+    phx_executable_describe(exe, &info_);
+    phx_stream stream = nullptr;
+    EXPECT_EQ(phx_stream_create(context_, home, &stream), PHX_STATUS_OK);
+    const phx_tensor x = tensor(home, {1, 1, kS, kD});
+    EXPECT_EQ(phx_tensor_upload(x, 0, x_.data(), x_.size() * sizeof(float)), PHX_STATUS_OK);
+    const phx_tensor outputs[2] = {tensor(home, {1, 1, kS, kD}), tensor(home, {1, 1, kS, kD})};
+    std::vector<std::vector<float>> results;
+    // Twice: the second run reuses the plan, the streams and the copies' room.
+    for (int run = 0; run < 2; ++run) {
+      uint64_t ticket = 0;
+      EXPECT_EQ(phx_executable_run(stream, exe, &x, 1, outputs, 2, &ticket), PHX_STATUS_OK)
+          << phx_last_error();
+      EXPECT_EQ(phx_stream_wait(stream, ticket), PHX_STATUS_OK) << phx_last_error();
+      results = {download(outputs[0], kS * kD), download(outputs[1], kS * kD)};
+    }
+    for (phx_tensor t : {x, outputs[0], outputs[1]}) phx_tensor_destroy(t);
+    EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+    EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+    return results;
+  }
+
+  // The same ops eagerly: the matmuls on matmul_device, attention on attention_device.
+  std::vector<std::vector<float>> run_eagerly(size_t matmul_device, size_t attention_device) {
+    const std::vector<int64_t> shape = {1, 1, kS, kD};
+    const int64_t w_shape[2] = {kD, kD};
+    auto on = [&](size_t device, const std::vector<float>& values, const std::vector<int64_t>& s) {
+      phx_tensor t = tensor(device, s);
+      EXPECT_EQ(phx_tensor_upload(t, 0, values.data(), values.size() * sizeof(float)),
+                PHX_STATUS_OK);
+      return t;
+    };
+    auto run = [&](size_t device, phx_op_id op, std::vector<phx_tensor> in, phx_tensor out) {
+      phx_stream stream = nullptr;
+      EXPECT_EQ(phx_stream_create(context_, device, &stream), PHX_STATUS_OK);
+      const phx_op_desc desc = {sizeof desc, op, nullptr, in.data(), in.size(), &out, 1};
+      EXPECT_EQ(phx_op_run(stream, &desc, nullptr), PHX_STATUS_OK) << phx_last_error();
+      EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+    };
+    const phx_tensor x = on(matmul_device, x_, shape);
+    const phx_tensor w = on(matmul_device, w_, {w_shape[0], w_shape[1]});
+    const phx_tensor q = tensor(matmul_device, shape);
+    run(matmul_device, PHX_OP_MATMUL, {x, w}, q);
+    const phx_tensor q_there = on(attention_device, download(q, kS * kD), shape);
+    const phx_tensor x_there = on(attention_device, x_, shape);
+    const phx_tensor a_there = tensor(attention_device, shape);
+    run(attention_device, PHX_OP_ATTENTION, {q_there, q_there, x_there}, a_there);
+    const std::vector<float> a = download(a_there, kS * kD);
+    const phx_tensor a_here = on(matmul_device, a, shape);
+    const phx_tensor y = tensor(matmul_device, shape);
+    run(matmul_device, PHX_OP_MATMUL, {a_here, w}, y);
+    std::vector<std::vector<float>> results = {download(y, kS * kD), a};
+    for (phx_tensor t : {x, w, q, q_there, x_there, a_there, a_here, y}) phx_tensor_destroy(t);
+    return results;
+  }
+
+  static constexpr int kS = 8, kD = 16;
+  static constexpr int64_t kX[4] = {1, 1, kS, kD};
+  phx_context context_ = nullptr;
+  phx_graph graph_ = nullptr;
+  size_t cpu_ = SIZE_MAX, tpu_ = SIZE_MAX, npu_ = SIZE_MAX;
+  std::vector<float> w_, x_;
+  phx_executable_info info_ = PHX_EXECUTABLE_INFO_INIT;
+};
+
+TEST_F(GraphPlacement, AloneTheDeviceRefusesTheNodeItLacksByName) {
+  ASSERT_NO_FATAL_FAILURE(build());
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = tpu_;
+  phx_executable exe = nullptr;
+  EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(phx_last_error()).find("node 'attention'"), std::string::npos)
+      << phx_last_error();
+  EXPECT_EQ(exe, nullptr);
+}
+
+// tpu-sim runs the matmuls, the CPU device the f32 attention: q goes to the CPU (and x,
+// which attention reads too), the attention's result comes back as output a, which the
+// second matmul then reads in place.
+TEST_F(GraphPlacement, AttentionTheTpuLacksRunsOnTheCpu) {
+  ASSERT_NO_FATAL_FAILURE(build());
+  const auto got = run_executable(tpu_, cpu_);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(info_.device_count, 2u);
+  EXPECT_EQ(info_.node_count, 3u);
+  EXPECT_EQ(info_.copies_per_run, 3u);
+  const auto want = run_eagerly(tpu_, cpu_);
+  for (size_t o = 0; o < 2; ++o)
+    for (size_t i = 0; i < want[o].size(); ++i)
+      ASSERT_EQ(got[o][i], want[o][i]) << "output " << o << " element " << i;
+}
+
+// The mobile NPU has no f32 compute: every node goes to the CPU device, the input there
+// and both outputs back.
+TEST_F(GraphPlacement, EveryNodeTheNpuLacksRunsOnTheCpu) {
+  ASSERT_NO_FATAL_FAILURE(build());
+  const auto got = run_executable(npu_, cpu_);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(info_.device_count, 2u);
+  EXPECT_EQ(info_.copies_per_run, 3u);
+  const auto want = run_eagerly(cpu_, cpu_);
+  for (size_t o = 0; o < 2; ++o)
+    for (size_t i = 0; i < want[o].size(); ++i)
+      ASSERT_EQ(got[o][i], want[o][i]) << "output " << o << " element " << i;
+}
+
+TEST_F(GraphPlacement, BadDeviceListsAreRefused) {
+  ASSERT_NO_FATAL_FAILURE(build());
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = tpu_;
+  options.other_device_count = 1;
+  phx_executable exe = nullptr;
+  EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_INVALID_ARGUMENT);
+  const size_t missing = 99;
+  options.other_devices = &missing;
+  EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_NOT_FOUND);
+  EXPECT_EQ(exe, nullptr);
+  // The executable's own device again, or twice, is no other device: still refused.
+  const size_t same[2] = {tpu_, tpu_};
+  options.other_devices = same;
+  options.other_device_count = 2;
+  EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_UNSUPPORTED);
+}
+
+}  // namespace
