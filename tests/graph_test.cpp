@@ -301,11 +301,8 @@ TEST_F(GraphTest, UnknownValuesAreRefused) {
   EXPECT_TRUE(mentions(phx_last_error(), "half_add")) << phx_last_error();
 }
 
-// graph.h: phx_graph_add_output returns INVALID_ARGUMENT for "no such value".
-// Fails against the implementation (73b71cc, still at 3e9331b), which answers NOT_FOUND:
-// Graph::value() in core/graph/graph.cpp fails with NOT_FOUND, the answer phx_graph_value_info
-// promises, and add_output calls it unchanged. Reported to the lead; the header or the code must
-// give.
+// graph.h: phx_graph_add_output returns INVALID_ARGUMENT for "no such value" (where
+// phx_graph_value_info says NOT_FOUND).
 TEST_F(GraphTest, OutputOfAnUnknownValueIsInvalidArgument) {
   const Graph g = new_graph();
   node(g.get(), "r", PHX_OP_RELU, nullptr, {input(g.get(), {4})});
@@ -907,10 +904,8 @@ TEST_F(GraphTest, DynamicSizesPlanTheMemoryAgain) {
 }
 
 // A run refused for its output's shape changes nothing, the plan included ("a failed call
-// changes no object"). Fails against the implementation (73b71cc, still at 3e9331b):
-// phx_executable_run calls plan_for (core/graph/c_api_graph.cpp) before check_outputs,
-// so a run with new sizes and a wrong output re-plans the block first (768 bytes for
-// batch 3 become 12800 for 50) and only then refuses. Reported to the lead.
+// changes no object"): the plan for its new sizes (12800 bytes for batch 50 where batch 3
+// had 768) is made, found wrong for the output, and dropped.
 TEST_F(GraphTest, RunRefusedForItsOutputKeepsThePlan) {
   const Graph g = new_graph();
   const phx_value x = input(g.get(), {PHX_DIM_DYNAMIC, 64}, {"batch", nullptr});
