@@ -1,19 +1,11 @@
 #include "executable.h"
 
 #include "errors.h"
+#include "graph.h"
 #include "transfer.h"
 
 namespace phx::graph {
 namespace {
-
-uint64_t byte_size(const Operand& operand, const std::string& node) {
-  uint64_t bytes = phx_dtype_size(operand.dtype);
-  for (uint32_t i = 0; i < operand.rank; ++i)
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(operand.shape[i]), &bytes) ||
-        bytes > (UINT64_C(1) << 62))
-      fail(PHX_STATUS_INVALID_ARGUMENT, "node '" + node + "': the output's byte size overflows");
-  return bytes;
-}
 
 Operand with_shape(phx_dtype dtype, const Shape& shape) {
   Operand operand;
@@ -119,23 +111,22 @@ Plan Executable::make_plan(const std::vector<Shape>& input_shapes) const {
       if (step.inputs[i].kind == Slot::intermediate) lifetimes[step.inputs[i].index].last = k;
     }
     Shape shapes[kMaxOpOutputs];
-    if (step.copy) {
-      shapes[0] = Shape(in[0]->shape, in[0]->shape + in[0]->rank);
-    } else {
-      try {
+    try {
+      if (step.copy)
+        shapes[0] = Shape(in[0]->shape, in[0]->shape + in[0]->rank);
+      else
         infer_output_shapes(step.op, step.params_ptr(), in, step.inputs.size(), shapes,
                             step.outputs.size());
-      } catch (const Error& e) {
-        fail(e.status(), "node '" + step.name + "': " + e.what());
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const Slot slot = step.outputs[o];
+        const phx_dtype dtype =
+            slot.kind == Slot::output ? output_dtypes[slot.index] : intermediate_dtypes[slot.index];
+        operand_at(slot) = with_shape(dtype, shapes[o]);
+        const uint64_t bytes = output_byte_size(operand_at(slot));
+        if (slot.kind == Slot::intermediate) lifetimes[slot.index] = {bytes, k, k};
       }
-    }
-    for (size_t o = 0; o < step.outputs.size(); ++o) {
-      const Slot slot = step.outputs[o];
-      const phx_dtype dtype =
-          slot.kind == Slot::output ? output_dtypes[slot.index] : intermediate_dtypes[slot.index];
-      operand_at(slot) = with_shape(dtype, shapes[o]);
-      const uint64_t bytes = byte_size(operand_at(slot), step.name);
-      if (slot.kind == Slot::intermediate) lifetimes[slot.index] = {bytes, k, k};
+    } catch (const Error& e) {
+      fail(e.status(), "node '" + step.name + "': " + e.what());
     }
   }
 

@@ -89,6 +89,15 @@ std::string node_output_name(const Node& node, size_t output) {
 
 }  // namespace
 
+uint64_t output_byte_size(const Operand& output) {
+  uint64_t bytes = phx_dtype_size(output.dtype);
+  for (uint32_t i = 0; i < output.rank; ++i)
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(output.shape[i]), &bytes) ||
+        bytes > (UINT64_C(1) << 62))
+      fail(PHX_STATUS_INVALID_ARGUMENT, "the output's byte size overflows");
+  return bytes;
+}
+
 GraphTable& graph_table() {
   static GraphTable table;
   return table;
@@ -270,6 +279,7 @@ std::vector<phx_value> Graph::add_node(const phx_graph_node_desc& desc) {
                           std::to_string(nodes.size()) + "." + std::to_string(o));
       else
         std::copy(shapes[o].begin(), shapes[o].end(), v.shape);
+      if (!dynamic) output_byte_size(v.operand());
       node.outputs[o] = first_id + static_cast<phx_value>(o);
     }
     std::vector<phx_value> ids = node.outputs;

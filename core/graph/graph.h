@@ -64,6 +64,9 @@ struct Graph : ContextObject {
   const Value& value(phx_value id) const;  // NOT_FOUND for a value the graph lacks
 };
 
+// The byte size of a node's output; INVALID_ARGUMENT past 2^62 bytes.
+uint64_t output_byte_size(const Operand& output);
+
 using GraphTable = HandleTable<Graph, 0xc5>;
 GraphTable& graph_table();
 
