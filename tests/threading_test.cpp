@@ -401,6 +401,89 @@ TEST_F(Threading, EightThreadsShareEveryDevice) {
   }
 }
 
+// One thread's turn with graphs on device d: a graph of its own whose constant is the shared
+// x tensor (read in place by every thread's executable), add(x, y) and relu(y) where the
+// device runs them, compiled and run twice on a stream of its own.
+void graph_turn(phx_context context, const SharedDevice& d, int thread, int round) {
+  std::vector<phx_op_id> ops;
+  for (phx_op_id op : d.ops)
+    if (op == PHX_OP_ADD || op == PHX_OP_RELU) ops.push_back(op);
+  if (ops.empty()) return;
+  const int64_t shape[] = {kM, kN};
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_graph_create(context, &graph), PHX_STATUS_OK) << phx_last_error();
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = d.dtype;
+  input.rank = 2;
+  input.shape = shape;
+  phx_value y = 0, x = 0;
+  ASSERT_EQ(phx_graph_add_input(graph, &input, &y), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_graph_add_constant_tensor(graph, "x", d.x_tensor, &x), PHX_STATUS_OK);
+  for (phx_op_id op : ops) {
+    const phx_value operands[2] = {x, y};
+    phx_graph_node_desc node = PHX_GRAPH_NODE_DESC_INIT;
+    node.op = op;
+    node.inputs = op == PHX_OP_ADD ? operands : &y;
+    node.input_count = op == PHX_OP_ADD ? 2 : 1;
+    node.output_count = 1;
+    phx_value out = 0;
+    ASSERT_EQ(phx_graph_add_node(graph, &node, &out), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_graph_add_output(graph, out, nullptr), PHX_STATUS_OK) << phx_last_error();
+  }
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = d.index;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context, graph, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+
+  const std::vector<double> y_values =
+      sample_values(d.dtype, kM * kN, static_cast<uint32_t>(500 + thread * 16 + round));
+  phx_tensor y_tensor = nullptr;
+  ASSERT_EQ(phx_tensor_create(context, d.index, d.dtype, 2, shape, &y_tensor), PHX_STATUS_OK);
+  const auto y_bytes = to_bytes(d.dtype, y_values);
+  ASSERT_EQ(phx_tensor_upload(y_tensor, 0, y_bytes.data(), y_bytes.size()), PHX_STATUS_OK);
+  std::vector<phx_tensor> outputs(ops.size());
+  for (phx_tensor& t : outputs)
+    ASSERT_EQ(phx_tensor_create(context, d.index, d.dtype, 2, shape, &t), PHX_STATUS_OK);
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(context, d.index, &stream), PHX_STATUS_OK) << phx_last_error();
+  for (int run = 0; run < 2; ++run) {
+    uint64_t ticket = 0;
+    ASSERT_EQ(
+        phx_executable_run(stream, exe, &y_tensor, 1, outputs.data(), outputs.size(), &ticket),
+        PHX_STATUS_OK)
+        << d.name << ": " << phx_last_error();
+    EXPECT_EQ(phx_stream_wait(stream, ticket), PHX_STATUS_OK) << phx_last_error();
+  }
+  for (size_t i = 0; i < ops.size(); ++i)
+    expect_close(
+        d, outputs[i],
+        ops[i] == PHX_OP_ADD ? add_reference(d.dtype, d.x, y_values) : relu_reference(y_values),
+        ops[i] == PHX_OP_ADD ? "graph add" : "graph relu", thread);
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+  for (phx_tensor t : outputs) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
+  EXPECT_EQ(phx_tensor_destroy(y_tensor), PHX_STATUS_OK);
+}
+
+// Eight threads build, compile and run graphs on every device of one context at once.
+TEST_F(Threading, EightThreadsCompileAndRunGraphs) {
+  const std::vector<SharedDevice> devices = shared_devices();
+  ASSERT_FALSE(devices.empty());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round)
+        for (size_t i = 0; i < devices.size(); ++i)
+          graph_turn(context_, devices[(t + i) % devices.size()], t, round);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const SharedDevice& d : devices)
+    for (phx_tensor tensor : {d.a_tensor, d.b_tensor, d.x_tensor})
+      EXPECT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
+}
+
 // Ops a device does not implement run on the CPU device (PHX_CONTEXT_FALLBACK_CPU): eight
 // threads at once send f32 matmuls to a device without them, each counted once.
 TEST(ThreadingFallback, EightThreadsFallBackToTheCpuAtOnce) {
