@@ -1147,4 +1147,61 @@ TEST_F(GraphTest, BadInputDescriptionsAreRefused) {
   EXPECT_EQ(v, 0u);
 }
 
+// q k^T, scaled by a constant, softmax over the keys, times v: one attention node when
+// fused, four without; both against float64. The tolerance: the f32 attention kernel's
+// (docs/ops.md), D = 16 products per score and S = 8 terms per output, 64 units of f32
+// roundoff of the largest |value| summed, far above what either order of rounding gives.
+TEST_F(GraphTest, TheAttentionPatternBecomesOneNode) {
+  constexpr int64_t kB = 1, kH = 2, kS = 8, kD = 16;
+  const Shape shape = {kB, kH, kS, kD};
+  const Graph g = new_graph();
+  const phx_value q = input(g.get(), shape), k = input(g.get(), shape), v = input(g.get(), shape);
+  phx_matmul_params transposed = PHX_MATMUL_PARAMS_INIT;
+  transposed.transpose_b = 1;
+  const float scale = 0.25f;
+  const phx_value scores = node(g.get(), "scores", PHX_OP_MATMUL, &transposed, {q, k});
+  const phx_value c = constant(g.get(), {1}, {scale}, "scale");
+  const phx_value scaled = node(g.get(), "scale", PHX_OP_MUL, nullptr, {scores, c});
+  const phx_value p = node(g.get(), "softmax", PHX_OP_SOFTMAX, nullptr, {scaled});
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "mix", PHX_OP_MATMUL, nullptr, {p, v}), nullptr),
+      kOk);
+  const int64_t n = kB * kH * kS * kD;
+  const std::vector<float> qs = iota(n, -1.0f, 0.11f), ks = iota(n, 0.7f, -0.09f),
+                           vs = iota(n, -0.5f, 0.07f);
+  std::vector<double> want(static_cast<size_t>(n));
+  for (int64_t h = 0; h < kH; ++h) {
+    const int64_t base = h * kS * kD;
+    for (int64_t i = 0; i < kS; ++i) {
+      std::vector<double> weights(kS);
+      double total = 0, top = -1e300;
+      for (int64_t j = 0; j < kS; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < kD; ++d)
+          dot += double(qs[base + i * kD + d]) * ks[base + j * kD + d];
+        weights[j] = scale * dot;
+        top = std::max(top, weights[j]);
+      }
+      for (double& w : weights) total += (w = std::exp(w - top));
+      for (int64_t d = 0; d < kD; ++d) {
+        double sum = 0;
+        for (int64_t j = 0; j < kS; ++j) sum += weights[j] / total * vs[base + j * kD + d];
+        want[base + i * kD + d] = sum;
+      }
+    }
+  }
+  const double tolerance = 64 * std::ldexp(1.0, -24) * 2.0;  // |v| <= 2
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.node_count, fused ? 1u : 4u);
+    EXPECT_EQ(info.fused_nodes, fused ? 3u : 0u);
+    const std::vector<float> got = run(exe.get(), {shape, shape, shape}, {qs, ks, vs}, shape);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tolerance) << "element " << i;
+  }
+}
+
 }  // namespace

@@ -12,7 +12,8 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, fuse_matmul_epilogues, place_nodes, fold_constants};
+constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues, place_nodes,
+                            fold_constants};
 
 void write_bytes(Tensor& tensor, const std::vector<unsigned char>& bytes) {
   auto& plugin = *tensor.device->plugin;

@@ -28,13 +28,27 @@ OpVariant variant_of_node(const Graph& graph, const Node& node);
 // none does.
 size_t first_device_running(const Program& program, const Node& node);
 
+// Per value, the live nodes that read it, and SIZE_MAX once for a graph output.
+std::vector<std::vector<size_t>> live_readers(const Program& program);
+
+// The live node that alone reads value (a graph output is a reader of its own), with its
+// index; null when there is none or more than one.
+const Node* only_reader(const Program& program, const std::vector<std::vector<size_t>>& readers,
+                        phx_value value, size_t& index);
+
 using Pass = void (*)(Program&);
 
 // pass_dead_nodes.cpp: a node is live when a graph output is among its outputs or a live
 // node reads one of them.
 void remove_dead_nodes(Program& program);
 
-// pass_fusion.cpp: a matmul whose only reader adds a bias of its output's shape takes the
+// pass_attention_fusion.cpp: matmul(q, k, transpose_b) -> [mul by a constant of one
+// element] -> softmax over the last axis -> matmul(., v), each result read by the next
+// alone, becomes one attention node (q, k, v of rank 4, the scale 1 or the constant),
+// where the device the first matmul goes to runs it. Unless PHX_COMPILE_NO_FUSION.
+void fuse_attention(Program& program);
+
+// pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias of its output's shape takes the
 // bias, and one whose only reader (after the bias) is relu, gelu or silu takes the
 // activation, where the device the matmul goes to runs the fused matmul; the absorbed nodes are no
 // longer live. Unless PHX_COMPILE_NO_FUSION.

@@ -153,9 +153,11 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
 #define PHX_COMPILE_NO_CONSTANT_FOLDING UINT32_C(0x2)
 /* No fusion: each node runs as its own op, and the results are those of the nodes run
  * eagerly with phx_op_run, bit for bit. With fusion a matmul takes the bias add and the
- * activation (relu, gelu, silu) that alone read its result, where the device runs that
- * matmul: the fused kernel rounds once where the separate ops round after each, so
- * results agree within the ops' tolerances (docs/ops.md), not bit for bit. */
+ * activation (relu, gelu, silu) that alone read its result, and q k^T [times a scalar
+ * constant], softmax, times v becomes one attention node, where the device runs the
+ * fused op (docs/graphs.md): the fused kernel rounds once where the separate ops round
+ * after each, so results agree within the ops' tolerances (docs/ops.md), not bit for
+ * bit. */
 #define PHX_COMPILE_NO_FUSION UINT32_C(0x4)
 
 typedef struct phx_compile_options {

@@ -28,13 +28,7 @@ bool same_operand(const Value& a, const Value& b) {
 
 class Fusion {
  public:
-  explicit Fusion(Program& program) : p_(program), readers_(program.graph.values.size()) {
-    for (size_t n = 0; n < p_.nodes.size(); ++n)
-      if (p_.live[n])
-        for (phx_value v : p_.nodes[n].inputs)
-          if (v != PHX_VALUE_NONE) readers_[v].push_back(n);
-    for (phx_value v : p_.graph.outputs) readers_[v].push_back(SIZE_MAX);
-  }
+  explicit Fusion(Program& program) : p_(program), readers_(live_readers(program)) {}
 
   void run() {
     for (size_t n = 0; n < p_.nodes.size(); ++n) {
@@ -45,12 +39,8 @@ class Fusion {
   }
 
  private:
-  // The live node that alone reads value (a graph output is a reader of its own).
   const Node* only_reader(phx_value value, size_t& index) const {
-    const std::vector<size_t>& r = readers_[value];
-    if (r.size() != 1 || r[0] == SIZE_MAX) return nullptr;
-    index = r[0];
-    return &p_.nodes[index];
+    return graph::only_reader(p_, readers_, value, index);
   }
 
   // Replaces node n with candidate, which absorbed node absorbed, if the device node n
@@ -101,6 +91,24 @@ class Fusion {
 };
 
 }  // namespace
+
+std::vector<std::vector<size_t>> live_readers(const Program& program) {
+  std::vector<std::vector<size_t>> readers(program.graph.values.size());
+  for (size_t n = 0; n < program.nodes.size(); ++n)
+    if (program.live[n])
+      for (phx_value v : program.nodes[n].inputs)
+        if (v != PHX_VALUE_NONE) readers[v].push_back(n);
+  for (phx_value v : program.graph.outputs) readers[v].push_back(SIZE_MAX);
+  return readers;
+}
+
+const Node* only_reader(const Program& program, const std::vector<std::vector<size_t>>& readers,
+                        phx_value value, size_t& index) {
+  const std::vector<size_t>& r = readers[value];
+  if (r.size() != 1 || r[0] == SIZE_MAX) return nullptr;
+  index = r[0];
+  return &program.nodes[index];
+}
 
 void fuse_matmul_epilogues(Program& program) {
   if ((program.flags & PHX_COMPILE_NO_FUSION) != 0) return;
