@@ -19,8 +19,8 @@ struct Lifetime {
 struct MemoryPlan {
   std::vector<uint64_t> offsets;  // per lifetime, aligned to kPlanAlignment
   uint64_t size = 0;              // the block's size
-  // The least any plan could use: the most bytes (each rounded to the alignment) alive
-  // at one node.
+  // The least any plan could use: the most room (memory_plan.cpp, room()) of the values
+  // alive at one node.
   uint64_t lower_bound = 0;
 };
 
