@@ -252,11 +252,13 @@ PHX_API phx_status phx_executable_run(phx_stream stream_handle, phx_executable h
     std::vector<const Tensor*> in, out;
     resolve_run_tensors(exe, inputs, input_count, exe.inputs.size(), "input", in);
     resolve_run_tensors(exe, outputs, output_count, exe.output_dtypes.size(), "output", out);
-    // Checked against a new plan before it replaces the old: a refused run changes nothing.
+    // Everything is checked before a new plan replaces the old: a refused run changes
+    // nothing.
     Plan fresh = plan_for(exe, in);
     check_outputs(exe, current(exe, fresh), out);
+    const std::vector<const Tensor*> constants = exe.constant_tensors();
     if (!fresh.outputs.empty()) exe.plan = std::move(fresh);
-    const uint64_t ticket = exe.run(stream, in.data(), out.data());
+    const uint64_t ticket = exe.run(stream, in.data(), out.data(), constants);
     if (out_ticket != nullptr) *out_ticket = ticket;
   });
 }

@@ -165,22 +165,27 @@ void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lif
   }
 }
 
-uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
-                         const Tensor* const* run_outputs) {
-  std::vector<const Tensor*> constant_tensors(constants.size());
+std::vector<const Tensor*> Executable::constant_tensors() const {
+  std::vector<const Tensor*> tensors(constants.size());
   for (size_t k = 0; k < constants.size(); ++k) {
     if (constants[k].owned != nullptr) {
-      constant_tensors[k] = constants[k].owned;
+      tensors[k] = constants[k].owned;
       continue;
     }
     try {
-      constant_tensors[k] = &lookup(reinterpret_cast<phx_tensor>(constants[k].referenced));
+      tensors[k] = &lookup(reinterpret_cast<phx_tensor>(constants[k].referenced));
     } catch (const Error&) {
       fail(PHX_STATUS_INVALID_ARGUMENT,
            "constant " + std::to_string(k) +
                " is a tensor that was destroyed; it must outlive the executable");
     }
   }
+  return tensors;
+}
+
+uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
+                         const Tensor* const* run_outputs,
+                         const std::vector<const Tensor*>& constant_data) {
   if (last_stream != nullptr && last_stream != &stream) device->wait_for_streams();
   auto tensor_at = [&](Slot slot) -> const Tensor* {
     switch (slot.kind) {
@@ -189,7 +194,7 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
       case Slot::output:
         return run_outputs[slot.index];
       case Slot::constant:
-        return constant_tensors[slot.index];
+        return constant_data[slot.index];
       case Slot::intermediate:
         return plan.views[slot.index].get();
       case Slot::none:

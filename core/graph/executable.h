@@ -93,10 +93,15 @@ struct Executable : ContextObject {
   // memory per device. The executable's own plan is not touched.
   Plan make_plan(const std::vector<Shape>& input_shapes) const;
 
+  // The constants' tensors for a run; INVALID_ARGUMENT when a program's tensor read in
+  // place was destroyed.
+  std::vector<const Tensor*> constant_tensors() const;
+
   // Submits every step, on stream for the executable's device and its own streams for
   // the others, and makes the copies between them; returns a ticket of stream after which
   // every output is written. The tensors were checked against the specs and the plan.
-  uint64_t run(Stream& stream, const Tensor* const* inputs, const Tensor* const* outputs);
+  uint64_t run(Stream& stream, const Tensor* const* inputs, const Tensor* const* outputs,
+               const std::vector<const Tensor*>& constant_data);
 
  private:
   void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) const;
