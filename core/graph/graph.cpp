@@ -17,8 +17,9 @@ namespace {
 std::string program_dim_name(const char* name) { return std::string("=") + name; }
 std::string own_dim_name(const std::string& where) { return "~" + where; }
 
-// Checks a dtype and shape a program gave; dynamic dimensions only where allowed.
-void check_shape(phx_dtype dtype, size_t rank, const int64_t* shape, bool allow_dynamic) {
+// Checks a dtype and shape a program gave; dynamic dimensions only where allowed. The dtype
+// by reference: a C caller may pass any int there, read as one (enum_value) until checked.
+void check_shape(const phx_dtype& dtype, size_t rank, const int64_t* shape, bool allow_dynamic) {
   const int dtype_value = enum_value(dtype);
   if (dtype_value <= PHX_DTYPE_INVALID || dtype_value >= PHX_DTYPE_COUNT)
     fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(dtype_value));
@@ -26,7 +27,7 @@ void check_shape(phx_dtype dtype, size_t rank, const int64_t* shape, bool allow_
     fail(PHX_STATUS_INVALID_ARGUMENT,
          "rank " + std::to_string(rank) + " is above " + std::to_string(PHX_MAX_RANK));
   require(shape != nullptr || rank == 0, "shape is null");
-  uint64_t bytes = phx_dtype_size(dtype);
+  uint64_t bytes = phx_dtype_size(static_cast<phx_dtype>(dtype_value));
   for (size_t i = 0; i < rank; ++i) {
     if (shape[i] == PHX_DIM_DYNAMIC && allow_dynamic) continue;
     if (shape[i] < 1)
@@ -145,8 +146,8 @@ phx_value Graph::add_input(const phx_graph_input_desc& desc) {
   return id;
 }
 
-phx_value Graph::add_constant(const char* name, phx_dtype dtype, size_t rank, const int64_t* shape,
-                              const void* data, size_t size) {
+phx_value Graph::add_constant(const char* name, const phx_dtype& dtype, size_t rank,
+                              const int64_t* shape, const void* data, size_t size) {
   check_shape(dtype, rank, shape, false);
   uint64_t bytes = phx_dtype_size(dtype);
   for (size_t i = 0; i < rank; ++i) bytes *= static_cast<uint64_t>(shape[i]);
@@ -237,7 +238,14 @@ std::vector<phx_value> Graph::add_node(const phx_graph_node_desc& desc) {
     default_output_dtypes(node.op, variant.inputs, variant.input_count, variant.outputs,
                           variant.output_count);
     for (size_t i = 0; i < desc.output_count; ++i) {
-      if (desc.output_dtypes != nullptr) variant.outputs[i] = desc.output_dtypes[i];
+      if (desc.output_dtypes != nullptr) {
+        // Read as an int until it is known to be a dtype (enum_value).
+        const int value = enum_value(desc.output_dtypes[i]);
+        if (value < PHX_DTYPE_INVALID || value >= PHX_DTYPE_COUNT)
+          fail(PHX_STATUS_INVALID_ARGUMENT,
+               "output " + std::to_string(i) + " has an unknown dtype " + std::to_string(value));
+        variant.outputs[i] = static_cast<phx_dtype>(value);
+      }
       if (variant.outputs[i] == PHX_DTYPE_INVALID)
         fail(PHX_STATUS_INVALID_ARGUMENT, std::string("output ") + std::to_string(i) +
                                               "'s dtype is the program's choice for " +

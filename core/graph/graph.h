@@ -55,8 +55,8 @@ struct Graph : ContextObject {
 
   // Each throws INVALID_ARGUMENT and changes nothing when refused.
   phx_value add_input(const phx_graph_input_desc& desc);
-  phx_value add_constant(const char* name, phx_dtype dtype, size_t rank, const int64_t* shape,
-                         const void* data, size_t size);
+  phx_value add_constant(const char* name, const phx_dtype& dtype, size_t rank,
+                         const int64_t* shape, const void* data, size_t size);
   phx_value add_constant_tensor(const char* name, const Tensor& tensor);
   std::vector<phx_value> add_node(const phx_graph_node_desc& desc);
   void add_output(phx_value value, const char* name);
