@@ -1211,4 +1211,24 @@ TEST_F(GraphTest, TheAttentionPatternBecomesOneNode) {
   }
 }
 
+// A C caller may pass any int where the header says phx_dtype: unknown values are refused
+// with INVALID_ARGUMENT (and read as ints until checked: UBSan, in the asan preset, would
+// report a load of one as the enum).
+TEST_F(GraphTest, UnknownDtypesFromACallerAreRefused) {
+  const Graph g = new_graph();
+  const int raw = PHX_DTYPE_COUNT;
+  phx_dtype unknown;
+  std::memcpy(&unknown, &raw, sizeof raw);
+  const int64_t shape[1] = {2};
+  const float data[2] = {1, 2};
+  phx_value v = 77;
+  EXPECT_EQ(phx_graph_add_constant(g.get(), nullptr, unknown, 1, shape, data, sizeof data, &v),
+            kInvalid);
+  EXPECT_EQ(v, 77u);
+  const phx_value x = input(g.get(), {2});
+  EXPECT_EQ(try_node(g.get(), "to_unknown", PHX_OP_CAST, nullptr, {x}, &v, &unknown), kInvalid);
+  EXPECT_TRUE(mentions(phx_last_error(), "to_unknown")) << phx_last_error();
+  EXPECT_EQ(v, 77u);
+}
+
 }  // namespace
