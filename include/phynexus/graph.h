@@ -177,11 +177,12 @@ typedef struct phx_compile_options {
 #define PHX_COMPILE_OPTIONS_INIT \
   { sizeof(phx_compile_options), 0, 0, NULL, 0 }
 
-/* Compiles graph for a device of context: drops the nodes no output needs, fuses a
- * matmul's bias and activation into it (unless PHX_COMPILE_NO_FUSION), computes the
- * nodes whose inputs are all constants (unless PHX_COMPILE_NO_CONSTANT_FOLDING), plans
- * the intermediates' memory (lifetimes, one block with reused ranges, unless
- * PHX_COMPILE_NO_MEMORY_PLAN) and allocates it with the constants on the device. The
+/* Compiles graph for a device of context: drops the nodes no output needs, fuses what
+ * PHX_COMPILE_NO_FUSION describes (unless that flag is set), places each node (on the
+ * device, else on the first of options->other_devices that runs it), computes the nodes
+ * whose inputs are all constants (unless PHX_COMPILE_NO_CONSTANT_FOLDING), plans the
+ * intermediates' memory (lifetimes, a block per device with reused ranges, unless
+ * PHX_COMPILE_NO_MEMORY_PLAN) and allocates it with the constants on the devices. The
  * graph is not changed and may be compiled again. options may be null: device 0. The
  * caller owns *out_executable and destroys it with phx_executable_destroy (or the
  * context's destruction does).
