@@ -245,15 +245,28 @@ typedef struct phx_executable_info {
   uint64_t lower_bound_bytes;
   uint64_t compile_time_ns;
   uint64_t run_count;
+  /* Parts of it that their device compiled as a whole (phx_device_info.compiles_graphs),
+   * each run as one submission, and the nodes in them; the other nodes run one by one. */
+  size_t native_parts;
+  size_t native_nodes;
 } phx_executable_info;
 
 #define PHX_EXECUTABLE_INFO_INIT \
-  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Describes the executable. Returns INVALID_ARGUMENT. Externally synchronized:
  * executable. */
 PHX_API phx_status phx_executable_describe(phx_executable executable,
                                            phx_executable_info* out_info);
+
+/* The figures the devices give of their native parts (phx_executable_info.native_parts),
+ * part after part, e.g. "kernels_per_run", "modelled_time_ns", "compile_cache_hit" (each
+ * device's are listed in docs/graphs.md): writes up to capacity of them to out_metrics
+ * (may be null when capacity is 0; the names are static strings) and sets *out_count to
+ * how many there are, which may exceed capacity. Returns INVALID_ARGUMENT, PLUGIN_ERROR.
+ * Externally synchronized: executable. */
+PHX_API phx_status phx_executable_stats(phx_executable executable, phx_metric* out_metrics,
+                                        size_t capacity, size_t* out_count);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -285,10 +285,14 @@ typedef struct phx_device_info {
   uint32_t dtype_mask;             /* PHX_DTYPE_BIT of each dtype it can hold */
   const phx_property* properties;  /* property_count entries; may be null when 0 */
   size_t property_count;
+  /* Since 0.3: 1 when the device compiles the part of a graph placed on it as a whole
+   * (graph.h: its kernels and their order made once, a run submitted as one); 0 when an
+   * executable runs its nodes there one by one. */
+  uint32_t compiles_graphs;
 } phx_device_info;
 
 #define PHX_DEVICE_INFO_INIT \
-  { sizeof(phx_device_info), 0, NULL, PHX_DEVICE_CPU, NULL, NULL, 0, 0, 0, 0, NULL, 0 }
+  { sizeof(phx_device_info), 0, NULL, PHX_DEVICE_CPU, NULL, NULL, 0, 0, 0, 0, NULL, 0, 0 }
 
 /* The number of devices, over all loaded plugins. Devices are numbered 0..count-1 in
  * plugin search order. Returns INVALID_ARGUMENT. Thread-safe. */

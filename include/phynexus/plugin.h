@@ -53,7 +53,7 @@ extern "C" {
 /* ---- ABI version ------------------------------------------------------------------ */
 
 #define PHX_PLUGIN_ABI_MAJOR 1
-#define PHX_PLUGIN_ABI_MINOR 2
+#define PHX_PLUGIN_ABI_MINOR 3
 /* The oldest minor of this major the host still loads. */
 #define PHX_PLUGIN_ABI_MIN_MINOR 0
 
@@ -199,6 +199,80 @@ typedef struct phx_plugin_op_variant {
   size_t output_count;
 } phx_plugin_op_variant;
 
+/* ---- Executables (since ABI 1.3) --------------------------------------------------------
+ * A plugin may compile the part of a consumer's graph (graph.h) that runs on one of its
+ * devices, as PJRT's and IREE's devices compile a model: it then sees every node at
+ * once, may fuse nodes, make its pipelines and record its work once, and runs the whole
+ * part as one ticket of a stream. The host does what is common to every device first:
+ * it checks every node with the op rules, drops dead nodes, fuses what graph.h
+ * describes, places nodes on devices, folds constants and plans the memory of the
+ * intermediates. A plugin without these entries runs the same nodes one by one through
+ * stream_submit.
+ *
+ * The graph the plugin sees has fixed shapes: a consumer graph with dynamic dimensions
+ * is compiled again for each new set of sizes. Its values are numbered from 0; every
+ * value is an input, an output, a constant or an intermediate of the part. */
+
+typedef enum phx_plugin_value_kind {
+  PHX_PLUGIN_VALUE_INPUT = 1,        /* written before the run (by the program, another device) */
+  PHX_PLUGIN_VALUE_OUTPUT = 2,       /* read after the run: every output must be written */
+  PHX_PLUGIN_VALUE_CONSTANT = 3,     /* bound at compile time already (phx_plugin_value.tensor) */
+  PHX_PLUGIN_VALUE_INTERMEDIATE = 4  /* read by no one after the run: a node the plugin fuses
+                                        away need not write it */
+} phx_plugin_value_kind;
+
+/* phx_plugin_value.flags: the constant's contents are the same at every run, so that what
+ * the plugin derives from them at compile time (a re-laid-out or quantized weight) stays
+ * true. Without it the contents may change between runs (a program's tensor that the
+ * executable reads in place, graph.h's phx_graph_add_constant_tensor). */
+#define PHX_PLUGIN_VALUE_CONTENTS_FIXED UINT32_C(0x1)
+
+typedef struct phx_plugin_value {
+  size_t struct_size;
+  phx_plugin_value_kind kind;
+  uint32_t flags; /* PHX_PLUGIN_VALUE_* */
+  phx_dtype dtype;
+  uint32_t rank;
+  int64_t shape[PHX_MAX_RANK]; /* entries past rank are 1 */
+  /* A constant's tensor, of this value's dtype and shape, in a buffer of the device,
+   * which the plugin may read during graph_compile (a blocking read of its own buffer)
+   * and which every run binds again, unchanged. buffer is null for the other kinds. */
+  phx_plugin_tensor tensor;
+  const char* name; /* the consumer graph's name of the value; for messages; never null */
+} phx_plugin_value;
+
+/* The plugin's index of a value for an absent optional input of a node. */
+#define PHX_PLUGIN_NO_VALUE UINT32_MAX
+
+typedef struct phx_plugin_node {
+  size_t struct_size;
+  phx_op_id op;
+  /* As in phx_plugin_op: this header's layout, defaults filled in; null for ops without
+   * parameters. */
+  const void* params;
+  /* Value indices in the op's order; PHX_PLUGIN_NO_VALUE for an absent optional input. */
+  const uint32_t* inputs;
+  size_t input_count;
+  const uint32_t* outputs;
+  size_t output_count;
+  const char* name; /* the consumer graph's node; for messages; never null */
+} phx_plugin_node;
+
+/* What graph_compile is given. Every pointer in it is valid during the call only: the
+ * plugin copies what it keeps. */
+typedef struct phx_plugin_graph {
+  size_t struct_size;
+  const phx_plugin_value* values;
+  size_t value_count;
+  /* In an order that runs them: a value is written before a node reads it. Every node is
+   * a variant the device accepted (op_supported, op_variant_supported), its shapes
+   * checked with the op's rules; no value is written by two nodes, and no node writes an
+   * input or a constant. A node whose every output is an intermediate that no later
+   * node reads does not occur (the host dropped it). */
+  const phx_plugin_node* nodes;
+  size_t node_count;
+} phx_plugin_graph;
+
 /* ---- The plugin's function table ------------------------------------------------------
  * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its
  * own; the host never looks inside.
@@ -301,6 +375,39 @@ typedef struct phx_plugin_api {
    * cannot run (docs/plugin-guide.md, "Supporting part of an op"). Thread-safe. */
   phx_status (*op_variant_supported)(void* plugin, uint32_t device,
                                      const phx_plugin_op_variant* variant, int* out_supported);
+  /* ---- Since ABI 1.3 (see "Executables" above) ---- */
+
+  /* (optional: all three of graph_compile, executable_run and executable_destroy, or
+   * none) Compiles graph for device; *out_executable is passed back to executable_run
+   * and executable_destroy. UNSUPPORTED is no error: the host runs the nodes one by one
+   * through stream_submit instead (a device that compiles some graphs and not others).
+   * Any other failure fails the consumer's compile with the plugin's message.
+   * Thread-safe. */
+  phx_status (*graph_compile)(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                              void** out_executable);
+
+  /* Queues (or runs) the whole executable on stream, a stream of the device it was
+   * compiled for: values has one tensor per value of its graph (value_count of them, in
+   * order, of each value's dtype and shape; a constant's is the one it had at compile
+   * time; the others may be other memory at each run). *out_ticket receives one ticket,
+   * as stream_submit gives, after which every output is written. node_profiles is null
+   * unless profiling is on; then it has the graph's node_count entries, where the plugin
+   * leaves each node's figures as for phx_plugin_op.profile (a node fused into another
+   * may have none: the other's stand for both). Errors as stream_submit; the host
+   * serializes it with the stream's other calls. */
+  phx_status (*executable_run)(void* plugin, void* stream, void* executable,
+                               const phx_plugin_tensor* values, size_t value_count,
+                               phx_plugin_profile* const* node_profiles, uint64_t* out_ticket);
+
+  /* Frees an executable; no run of it is pending (the host waited). Thread-safe. */
+  void (*executable_destroy)(void* plugin, void* executable);
+
+  /* (optional) The executable's own figures (kernels per run, a modelled time, whether
+   * the compile was a cache hit...): writes up to capacity metrics to out_metrics (names
+   * with static storage) and sets *out_count to how many it has, which may exceed
+   * capacity. Thread-safe. */
+  phx_status (*executable_stats)(void* plugin, void* executable, phx_metric* out_metrics,
+                                 size_t capacity, size_t* out_count);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.
