@@ -45,7 +45,11 @@ CommandRecorder::~CommandRecorder() {
 }
 
 void CommandRecorder::record(const phx_plugin_op& op, const Timestamps* timestamps) {
-  const Access access = op_access(op);
+  record(op_access(op), timestamps, [&op](OpRecorder& recorder) { record_op(recorder, op); });
+}
+
+void CommandRecorder::record(const Access& access, const Timestamps* timestamps,
+                             const std::function<void(OpRecorder&)>& body) {
   if (hazards_.must_wait(access)) record_barrier();
   if (timestamps != nullptr && commands_ != VK_NULL_HANDLE) {
     vkCmdResetQueryPool(commands_, timestamps->pool, timestamps->first, 2);
@@ -53,7 +57,7 @@ void CommandRecorder::record(const phx_plugin_op& op, const Timestamps* timestam
                         timestamps->first);
   }
   op_dispatches_ = 0;
-  record_op(*this, op);
+  body(*this);
   if (timestamps != nullptr && commands_ != VK_NULL_HANDLE)
     vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps->pool,
                         timestamps->first + 1);
@@ -134,10 +138,10 @@ Binding CommandRecorder::scratch(uint64_t bytes) {
   return {a->block->buffer, a->offset, size};
 }
 
-void CommandRecorder::dispatch(std::string_view kernel, std::initializer_list<Binding> bindings,
+void CommandRecorder::dispatch(std::string_view kernel, std::span<const Binding> bindings,
                                const void* push_constants, uint32_t push_size,
-                               std::initializer_list<SpecConstant> spec_constants,
-                               uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+                               std::span<const SpecConstant> spec_constants, uint32_t groups_x,
+                               uint32_t groups_y, uint32_t groups_z) {
   const uint32_t groups[3] = {groups_x, groups_y, groups_z};
   for (int i = 0; i < 3; ++i)
     if (groups[i] > caps().max_workgroup_count[i])
@@ -149,9 +153,7 @@ void CommandRecorder::dispatch(std::string_view kernel, std::initializer_list<Bi
     throw Error{PHX_STATUS_INTERNAL, std::string(kernel) + ": " + std::to_string(push_size) +
                                          " bytes of push constants, at most " +
                                          std::to_string(caps().max_push_constant_bytes)};
-  const Kernel& k = device_.pipelines().get(
-      kernel, uint32_t(bindings.size()),
-      std::span<const SpecConstant>(spec_constants.begin(), spec_constants.size()));
+  const Kernel& k = device_.pipelines().get(kernel, uint32_t(bindings.size()), spec_constants);
   ++op_dispatches_;
   if (commands_ == VK_NULL_HANDLE) return;
   VkDescriptorBufferInfo infos[kMaxBindings];

@@ -8,6 +8,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "device.h"
@@ -54,6 +55,9 @@ class CommandRecorder final : public OpRecorder {
   // timestamps is not null; its scratch memory then lives as long as the resources.
   // Throws Error; the caller then drops the commands (and the hazards) it recorded into.
   void record(const phx_plugin_op& op, const Timestamps* timestamps);
+  // The same for work that access describes, which body records.
+  void record(const Access& access, const Timestamps* timestamps,
+              const std::function<void(OpRecorder&)>& body);
   // The dispatches of the last op recorded.
   uint32_t op_dispatches() const { return op_dispatches_; }
   // The barriers recorded so far, before ops and inside them.
@@ -64,10 +68,11 @@ class CommandRecorder final : public OpRecorder {
   Binding bind_range(const phx_plugin_tensor& tensor, uint64_t byte_offset, uint64_t bytes,
                      uint64_t* skip_bytes) override;
   Binding scratch(uint64_t bytes) override;
-  void dispatch(std::string_view kernel, std::initializer_list<Binding> bindings,
+  using OpRecorder::dispatch;
+  void dispatch(std::string_view kernel, std::span<const Binding> bindings,
                 const void* push_constants, uint32_t push_size,
-                std::initializer_list<SpecConstant> spec_constants, uint32_t groups_x,
-                uint32_t groups_y, uint32_t groups_z) override;
+                std::span<const SpecConstant> spec_constants, uint32_t groups_x, uint32_t groups_y,
+                uint32_t groups_z) override;
   void barrier() override;
 
  private:

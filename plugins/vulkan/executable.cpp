@@ -96,6 +96,7 @@ Executable::Executable(Device& device, const phx_plugin_graph& graph) : device_(
     }
     nodes_.push_back(std::move(node));
   }
+  fusion_ = plan_fusion(graph, device.caps());
   prepare();
 }
 
@@ -119,19 +120,51 @@ void Executable::make_op(const Node& node, const phx_plugin_tensor* values, Node
   out.op.output_count = node.outputs.size();
 }
 
+bool Executable::node_has_figures(size_t i) const {
+  const int c = fusion_.chain_of_node[i];
+  return c < 0 || fusion_.chains[c].nodes.back() == i;
+}
+
+void Executable::record_chain(CommandRecorder& recorder, const FusedChain& chain,
+                              const phx_plugin_tensor* values, const Timestamps* timestamps) const {
+  phx_plugin_tensor operands[ElementwiseProgram::kMaxOperands];
+  for (size_t k = 0; k < chain.operands.size(); ++k) operands[k] = values[chain.operands[k]];
+  const phx_plugin_tensor& y = values[chain.output];
+  phx_plugin_op op{};
+  op.struct_size = sizeof op;
+  op.inputs = operands;
+  op.input_count = chain.operands.size();
+  op.outputs = &y;
+  op.output_count = 1;
+  recorder.record(op_access(op), timestamps, [&](OpRecorder& r) {
+    record_elementwise_program(r, chain.program, operands, y);
+  });
+}
+
 void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor* values,
                               const Recording* timed,
                               std::vector<uint32_t>& node_dispatches) const {
   node_dispatches.assign(nodes_.size(), 0);
   NodeOp op;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    make_op(nodes_[i], values, op);
+    if (!node_has_figures(i)) continue;  // a later node runs it
     const Timestamps timestamps{timed != nullptr ? timed->queries : VK_NULL_HANDLE,
                                 uint32_t(2 * i)};
+    const int chain = fusion_.chain_of_node[i];
     try {
-      recorder.record(op.op, timed != nullptr ? &timestamps : nullptr);
+      if (chain >= 0) {
+        record_chain(recorder, fusion_.chains[chain], values,
+                     timed != nullptr ? &timestamps : nullptr);
+      } else {
+        make_op(nodes_[i], values, op);
+        recorder.record(op.op, timed != nullptr ? &timestamps : nullptr);
+      }
     } catch (const Error& e) {
-      throw Error{e.status(), "node '" + nodes_[i].name + "': " + e.what()};
+      const std::string what = chain < 0 ? "node '" + nodes_[i].name + "'"
+                                         : "the fused nodes '" +
+                                               nodes_[fusion_.chains[chain].nodes.front()].name +
+                                               "' to '" + nodes_[i].name + "'";
+      throw Error{e.status(), what + ": " + e.what()};
     }
     node_dispatches[i] = recorder.op_dispatches();
   }
@@ -231,9 +264,12 @@ void Executable::record(Recording& r, const phx_plugin_tensor* values, bool time
 }
 
 std::vector<phx_metric> Executable::stats() const {
+  size_t fused_nodes = 0;
+  for (const FusedChain& chain : fusion_.chains) fused_nodes += chain.nodes.size();
   std::lock_guard lock(mutex_);
   return {
       {"nodes", double(nodes_.size())},
+      {"fused_nodes", double(fused_nodes)},
       {"kernels_per_run", double(kernels_per_run_)},
       {"barriers_per_run", double(barriers_per_run_)},
       {"runs", double(runs_)},

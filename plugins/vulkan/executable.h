@@ -1,7 +1,8 @@
 // A part of a consumer's graph compiled for one Vulkan device (plugin.h, "Executables").
-// The compile copies the graph and prepares every node once (command_recorder.h without
-// a command buffer), which makes each pipeline it needs and fails with UNSUPPORTED for a
-// node the device cannot record; the host then runs the nodes one by one. A run records
+// The compile copies the graph, fuses its chains of elementwise nodes (fusion.h) and
+// prepares every node once (command_recorder.h without a command buffer), which makes
+// each pipeline it needs and fails with UNSUPPORTED for a node the device cannot record;
+// the host then runs the nodes one by one. A run records
 // every node into one command buffer, with barriers only where a node depends on an
 // earlier one (hazards.h), which the stream submits as one ticket; a later run whose
 // values are in the same memory submits the same command buffer again, unless that one
@@ -20,6 +21,7 @@
 
 #include "command_recorder.h"
 #include "device.h"
+#include "fusion.h"
 
 namespace phx::vulkan {
 
@@ -67,6 +69,9 @@ class Executable {
   Device& device() { return device_; }
   size_t node_count() const { return nodes_.size(); }
   size_t value_count() const { return values_.size(); }
+  // Whether node i's figures are its own: false for a node fused into a later one, whose
+  // dispatch and time are the later one's.
+  bool node_has_figures(size_t i) const;
 
   // A recording of every node on values (values[i] for value i; value_count of them),
   // with two timestamps around each node when timed, marked in flight: the caller
@@ -74,7 +79,8 @@ class Executable {
   // Thread-safe.
   std::shared_ptr<Recording> prepare_run(const phx_plugin_tensor* values, bool timed);
 
-  // "nodes", "kernels_per_run", "barriers_per_run", "runs", "recordings" (docs/vulkan.md).
+  // "nodes", "fused_nodes", "kernels_per_run", "barriers_per_run", "runs", "recordings"
+  // (docs/vulkan.md).
   // Thread-safe.
   std::vector<phx_metric> stats() const;
 
@@ -109,6 +115,8 @@ class Executable {
     phx_plugin_op op{};
   };
   void make_op(const Node& node, const phx_plugin_tensor* values, NodeOp& out) const;
+  void record_chain(CommandRecorder& recorder, const FusedChain& chain,
+                    const phx_plugin_tensor* values, const Timestamps* timestamps) const;
   // Records node after node into recorder; fills node_dispatches. Throws Error naming the
   // node that failed.
   void record_nodes(CommandRecorder& recorder, const phx_plugin_tensor* values,
@@ -121,6 +129,7 @@ class Executable {
   Device& device_;
   std::vector<Value> values_;
   std::vector<Node> nodes_;
+  FusionPlan fusion_;
 
   mutable std::mutex mutex_;  // guards what follows
   std::vector<std::shared_ptr<Recording>> recordings_;

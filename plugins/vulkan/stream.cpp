@@ -167,7 +167,7 @@ uint64_t Stream::run(Executable& executable, const phx_plugin_tensor* values,
   batch.ends_host_visible = true;       // a recording ends with the host barrier
   batch.hazards.wait_for_everything();  // the recording's writes are not tracked here
   for (size_t i = 0; node_profiles != nullptr && i < executable.node_count(); ++i)
-    if (node_profiles[i] != nullptr)
+    if (node_profiles[i] != nullptr && executable.node_has_figures(i))
       batch.profiled.push_back({node_profiles[i], timed ? recording->queries : VK_NULL_HANDLE,
                                 uint32_t(2 * i), recording->node_dispatches[i]});
   ++device_.stats().runs;
