@@ -198,8 +198,8 @@ void Executable::prepare() {
 std::shared_ptr<Recording> Executable::prepare_run(const phx_plugin_tensor* values, bool timed) {
   std::vector<BoundValue> bindings(values_.size());
   for (size_t i = 0; i < values_.size(); ++i) {
-    const Allocation& a = *static_cast<const Allocation*>(values[i].buffer);
-    bindings[i] = {a.block, a.offset + values[i].offset};
+    const auto* a = static_cast<const Allocation*>(values[i].buffer);
+    if (a != nullptr) bindings[i] = {a->block, a->offset + values[i].offset};
   }
   const uint64_t blocks_destroyed = device_.memory().blocks_destroyed();
   std::lock_guard lock(mutex_);

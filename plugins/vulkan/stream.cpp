@@ -107,7 +107,9 @@ uint64_t Stream::submit(const phx_plugin_op& op) {
   retire_completed();
   Batch& batch = open_batch();
   if (batch.used == batch.commands.size()) batch.commands.push_back(allocate_commands());
-  batch.submitted.reserve(batch.used + batch.runs.size() + 2);
+  // Room first: nothing after the recording throws (the tail may follow it).
+  batch.submitted.reserve(batch.submitted.size() + 2);
+  if (op.profile != nullptr) batch.profiled.reserve(batch.profiled.size() + 1);
   VkCommandBuffer commands = batch.commands[batch.used];
   const bool timed = op.profile != nullptr && device_.timestamp_bits() > 0;
   if (timed && batch.queries == VK_NULL_HANDLE) {
