@@ -6,6 +6,9 @@
 //   the tiled kernel;
 // - the cost of one tiny op (add of two 1x4 f32 tensors, phx_op_run + phx_stream_wait)
 //   against a bare empty dispatch, pre-recorded, submitted and waited on with a fence;
+// - 64 tiny adds queued, then one wait, per op: independent (each into its own output:
+//   no barrier between them in a submission) and dependent (each reads the one before:
+//   a barrier before each);
 // - causal attention at sequence 1024 and 4096 (B 1, H 8, D 64), 4 S^2 D H / 2 flops.
 // It ends with the ratios: tiled / naive, tiled / OpenBLAS, tiny op / empty dispatch.
 //
@@ -19,6 +22,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "bench_common.h"
@@ -402,6 +406,29 @@ void tiny_add_vulkan(benchmark::State& state) {
   }
 }
 
+constexpr int kQueuedAdds = 64;
+
+void queued_adds_vulkan(benchmark::State& state) {
+  const bool dependent = state.range(0) != 0;
+  const Device& device = g->vulkan;
+  Tensor a(device, PHX_DTYPE_F32, {1, 4}), b(device, PHX_DTYPE_F32, {1, 4});
+  a.fill_random(device, 3);
+  b.fill_random(device, 4);
+  std::vector<std::unique_ptr<Tensor>> outputs;
+  for (int i = 0; i < kQueuedAdds; ++i)
+    outputs.push_back(std::make_unique<Tensor>(device, PHX_DTYPE_F32, std::vector<int64_t>{1, 4}));
+  for (auto _ : state) {
+    uint64_t ticket = 0;
+    for (int i = 0; i < kQueuedAdds; ++i) {
+      const phx_tensor inputs[2] = {dependent && i > 0 ? outputs[i - 1]->get() : a.get(), b.get()};
+      const phx_tensor output = outputs[i]->get();
+      const phx_op_desc desc = phx_bench::op_desc(PHX_OP_ADD, inputs, 2, &output);
+      check(phx_op_run(device.stream, &desc, &ticket), "phx_op_run");
+    }
+    check(phx_stream_wait(device.stream, ticket), "phx_stream_wait");
+  }
+}
+
 void attention_vulkan_f32(benchmark::State& state) {
   const int64_t s = state.range(0), heads = 8, d = 64;
   const Device& device = g->vulkan;
@@ -465,6 +492,13 @@ void register_benchmarks() {
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime()
       ->Repetitions(3);
+  for (int64_t dependent : {0, 1}) {
+    benchmark::RegisterBenchmark("queued_adds_vulkan", queued_adds_vulkan)
+        ->Arg(dependent)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->Repetitions(3);
+  }
   for (int64_t s : {1024, 4096}) {
     benchmark::RegisterBenchmark("attention_vulkan_f32", attention_vulkan_f32)
         ->Arg(s)
@@ -496,6 +530,15 @@ void print_ratios(const phx_bench::RecordingReporter& reporter) {
     const double e = empty->GetAdjustedRealTime(), t = tiny->GetAdjustedRealTime();
     std::printf("  tiny add + wait %.1f us, empty dispatch + fence %.1f us: ratio %.2f\n", t, e,
                 t / e);
+  }
+  const phx_bench::RecordingReporter::Run* independent = reporter.find("queued_adds_vulkan/0");
+  const phx_bench::RecordingReporter::Run* dependent = reporter.find("queued_adds_vulkan/1");
+  if (independent && dependent) {
+    std::printf(
+        "  %d tiny adds queued, then one wait: %.1f us per op independent, %.1f us per op "
+        "dependent\n",
+        kQueuedAdds, independent->GetAdjustedRealTime() / kQueuedAdds,
+        dependent->GetAdjustedRealTime() / kQueuedAdds);
   }
 }
 
