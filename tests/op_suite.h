@@ -628,7 +628,7 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
         sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
         outputs.size()};
     phx_status status = ops_as_graphs ? run_as_graph(op, params, inputs, outputs, ticket)
-                                     : phx_op_run(stream_, &desc, ticket);
+                                      : phx_op_run(stream_, &desc, ticket);
     if (status == PHX_STATUS_OK) status = phx_stream_synchronize(stream_);
     if (OpRunObserver* observer = op_run_observer(); observer != nullptr && !inputs.empty()) {
       phx_tensor_desc first = PHX_TENSOR_DESC_INIT;
