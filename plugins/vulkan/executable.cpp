@@ -204,32 +204,34 @@ std::shared_ptr<Recording> Executable::prepare_run(const phx_plugin_tensor* valu
   const uint64_t blocks_destroyed = device_.memory().blocks_destroyed();
   std::lock_guard lock(mutex_);
   ++runs_;
-  std::shared_ptr<Recording> idle;
+  std::shared_ptr<Recording> chosen;  // the least recently run of those not in flight
   for (const auto& r : recordings_) {
     if (r->in_flight) continue;
     if (r->recorded && r->timed == timed && r->bindings == bindings &&
         r->blocks_destroyed == blocks_destroyed) {
       r->in_flight = true;
+      r->last_run = runs_;
       return r;
     }
-    if (!idle) idle = r;
+    if (!chosen || r->last_run < chosen->last_run) chosen = r;
   }
-  if (!idle) {
-    idle = std::make_shared<Recording>(device_);
+  if (!chosen || recordings_.size() < kKeptRecordings) {
+    chosen = std::make_shared<Recording>(device_);
     // Past the kept ones (every one in flight), this one is the submitting batch's only.
-    if (recordings_.size() < kKeptRecordings) recordings_.push_back(idle);
+    if (recordings_.size() < kKeptRecordings) recordings_.push_back(chosen);
   }
-  idle->in_flight = true;
+  chosen->in_flight = true;
   try {
-    record(*idle, values, timed);
+    record(*chosen, values, timed);
   } catch (...) {
-    idle->in_flight = false;
+    chosen->in_flight = false;
     throw;
   }
-  idle->bindings = std::move(bindings);
-  idle->blocks_destroyed = blocks_destroyed;
-  idle->recorded = true;
-  return idle;
+  chosen->last_run = runs_;
+  chosen->bindings = std::move(bindings);
+  chosen->blocks_destroyed = blocks_destroyed;
+  chosen->recorded = true;
+  return chosen;
 }
 
 void Executable::record(Recording& r, const phx_plugin_tensor* values, bool timed) {

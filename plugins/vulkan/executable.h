@@ -54,6 +54,7 @@ struct Recording {
   std::vector<uint32_t> node_dispatches;
   uint32_t dispatches = 0;
   uint32_t barriers = 0;
+  uint64_t last_run = 0;  // the executable's run count when it was last taken
   // Submitted (or about to be) and not yet seen finished by the stream that did.
   std::atomic<bool> in_flight{false};
 };
@@ -75,7 +76,9 @@ class Executable {
 
   // A recording of every node on values (values[i] for value i; value_count of them),
   // with two timestamps around each node when timed, marked in flight: the caller
-  // submits it, or clears in_flight if it cannot. Throws Error (the recording's).
+  // submits it, or clears in_flight if it cannot. One recorded earlier on the same memory
+  // and not in flight is taken again; else a new one is recorded, into the least recently
+  // run of the kept ones once there are kKeptRecordings. Throws Error (the recording's).
   // Thread-safe.
   std::shared_ptr<Recording> prepare_run(const phx_plugin_tensor* values, bool timed);
 
