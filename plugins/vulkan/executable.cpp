@@ -125,8 +125,9 @@ bool Executable::node_has_figures(size_t i) const {
   return c < 0 || fusion_.chains[c].nodes.back() == i;
 }
 
-void Executable::record_chain(CommandRecorder& recorder, const FusedChain& chain,
-                              const phx_plugin_tensor* values, const Timestamps* timestamps) const {
+uint32_t Executable::record_chain(CommandRecorder& recorder, const FusedChain& chain,
+                                  const phx_plugin_tensor* values,
+                                  const Timestamps* timestamps) const {
   phx_plugin_tensor operands[ElementwiseProgram::kMaxOperands];
   for (size_t k = 0; k < chain.operands.size(); ++k) operands[k] = values[chain.operands[k]];
   const phx_plugin_tensor& y = values[chain.output];
@@ -136,9 +137,22 @@ void Executable::record_chain(CommandRecorder& recorder, const FusedChain& chain
   op.input_count = chain.operands.size();
   op.outputs = &y;
   op.output_count = 1;
-  recorder.record(op_access(op), timestamps, [&](OpRecorder& r) {
-    record_elementwise_program(r, chain.program, operands, y);
-  });
+  const Access access = op_access(op);
+  if (!overlaps_shifted(access.writes, access.reads)) {
+    recorder.record(access, timestamps, [&](OpRecorder& r) {
+      record_elementwise_program(r, chain.program, operands, y);
+    });
+    return recorder.op_dispatches();
+  }
+  // An invocation would write an element that another one has yet to read: node by node.
+  uint32_t dispatches = 0;
+  NodeOp node_op;
+  for (size_t n : chain.nodes) {
+    make_op(nodes_[n], values, node_op);
+    recorder.record(node_op.op, n == chain.nodes.back() ? timestamps : nullptr);
+    dispatches += recorder.op_dispatches();
+  }
+  return dispatches;
 }
 
 void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor* values,
@@ -153,11 +167,12 @@ void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor
     const int chain = fusion_.chain_of_node[i];
     try {
       if (chain >= 0) {
-        record_chain(recorder, fusion_.chains[chain], values,
-                     timed != nullptr ? &timestamps : nullptr);
+        node_dispatches[i] = record_chain(recorder, fusion_.chains[chain], values,
+                                          timed != nullptr ? &timestamps : nullptr);
       } else {
         make_op(nodes_[i], values, op);
         recorder.record(op.op, timed != nullptr ? &timestamps : nullptr);
+        node_dispatches[i] = recorder.op_dispatches();
       }
     } catch (const Error& e) {
       const std::string what = chain < 0 ? "node '" + nodes_[i].name + "'"
@@ -166,7 +181,6 @@ void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor
                                                "' to '" + nodes_[i].name + "'";
       throw Error{e.status(), what + ": " + e.what()};
     }
-    node_dispatches[i] = recorder.op_dispatches();
   }
 }
 

@@ -118,8 +118,10 @@ class Executable {
     phx_plugin_op op{};
   };
   void make_op(const Node& node, const phx_plugin_tensor* values, NodeOp& out) const;
-  void record_chain(CommandRecorder& recorder, const FusedChain& chain,
-                    const phx_plugin_tensor* values, const Timestamps* timestamps) const;
+  // Records chain as one dispatch, or its nodes one by one where its output overlaps an
+  // operand other than exactly (fusion.h); returns the dispatches recorded.
+  uint32_t record_chain(CommandRecorder& recorder, const FusedChain& chain,
+                        const phx_plugin_tensor* values, const Timestamps* timestamps) const;
   // Records node after node into recorder; fills node_dispatches. Throws Error naming the
   // node that failed.
   void record_nodes(CommandRecorder& recorder, const phx_plugin_tensor* values,

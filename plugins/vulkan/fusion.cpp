@@ -96,8 +96,11 @@ FusionPlan plan_fusion(const phx_plugin_graph& graph, const DeviceCaps& caps) {
     for (;;) {
       const uint32_t v = chain.output;
       const int next = reader[v];
-      if (graph.values[v].kind != PHX_PLUGIN_VALUE_INTERMEDIATE || next < 0 ||
-          !fusable(graph, graph.nodes[next], caps) || !append_step(chain, graph.nodes[next], v))
+      // The next node in order only: the host's memory plan may give an operand's memory,
+      // once its last reader has run, to a value that a node in between writes.
+      if (graph.values[v].kind != PHX_PLUGIN_VALUE_INTERMEDIATE ||
+          next != int(chain.nodes.back()) + 1 || !fusable(graph, graph.nodes[next], caps) ||
+          !append_step(chain, graph.nodes[next], v))
         break;
       chain.nodes.push_back(size_t(next));
     }

@@ -1,8 +1,12 @@
 // Which nodes of a graph's part an executable runs as one dispatch: chains of elementwise
 // f32 nodes (add, sub, mul, div, relu, gelu, silu; every operand of the output's shape),
-// each node reading the one before, whose intermediates no other node reads and no one
-// reads after the run (PHX_PLUGIN_VALUE_INTERMEDIATE). A chain runs where its last node
-// did: every value it reads is written by then, as values are written once. On lavapipe a
+// each node reading the one just before it in the node order, whose intermediates no
+// other node reads and no one reads after the run (PHX_PLUGIN_VALUE_INTERMEDIATE). A
+// chain runs where its last node did: no other node runs between its nodes, so every
+// operand is still in its memory then, whatever the host's memory plan reuses. The output
+// may share memory with an operand the chain read last before (the plan reuses it): the
+// run then records the chain's nodes one by one unless the two start at the same byte,
+// where each element is read before it is written. On lavapipe a
 // node costs a dispatch and, in a chain, a barrier (together about 40 us); a fused chain
 // costs one of each.
 #pragma once

@@ -34,6 +34,13 @@ Access op_access(const phx_plugin_op& op) {
   return access;
 }
 
+bool overlaps_shifted(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b) {
+  for (const ByteRange& x : a)
+    for (const ByteRange& y : b)
+      if (overlap(x, y) && x.begin != y.begin) return true;
+  return false;
+}
+
 bool HazardTracker::must_wait(const Access& access) const {
   return wait_for_everything_ || overlaps_any(access.reads, writes_) ||
          overlaps_any(access.writes, writes_) || overlaps_any(access.writes, reads_);

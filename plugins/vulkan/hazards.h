@@ -33,6 +33,9 @@ struct Access {
 // empty tensors and absent optional inputs touch nothing.
 Access op_access(const phx_plugin_op& op);
 
+// Whether a range of a overlaps a range of b without starting at the same byte.
+bool overlaps_shifted(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b);
+
 // The accesses recorded since the last barrier of one command stream.
 class HazardTracker {
  public:

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "memory_pool.h"
 
 namespace phx::vulkan {
@@ -100,6 +103,16 @@ TEST_F(Hazards, AbsentAndEmptyTensorsTouchNothing) {
   EXPECT_TRUE(a.reads.empty());
   EXPECT_TRUE(a.writes.empty());
   EXPECT_FALSE(after(op(tensor(0, 0), tensor(0, 16))).must_wait(a));
+}
+
+// A fused chain whose output shares memory with an operand runs fused only when the two
+// start at the same byte (each element read before it is written).
+TEST_F(Hazards, ShiftedOverlapsAreToldFromExactOnes) {
+  const std::vector<ByteRange> y = {{&blocks_[0], 16, 32}};
+  EXPECT_FALSE(overlaps_shifted(y, {{&blocks_[0], 16, 32}}));
+  EXPECT_FALSE(overlaps_shifted(y, {{&blocks_[0], 32, 48}, {&blocks_[1], 20, 36}}));
+  EXPECT_TRUE(overlaps_shifted(y, {{&blocks_[0], 0, 32}}));
+  EXPECT_TRUE(overlaps_shifted(y, {{&blocks_[1], 0, 4}, {&blocks_[0], 28, 44}}));
 }
 
 }  // namespace
