@@ -9,6 +9,8 @@
 // - 64 tiny adds queued, then one wait, per op: independent (each into its own output:
 //   no barrier between them in a submission) and dependent (each reads the one before:
 //   a barrier before each);
+// - chain64 of bench_graph (64 adds of a constant to a 1x16 f32 tensor) compiled for the
+//   Vulkan device, run and waited on: a whole executable against the empty dispatch;
 // - causal attention at sequence 1024 and 4096 (B 1, H 8, D 64), 4 S^2 D H / 2 flops.
 // It ends with the ratios: tiled / naive, tiled / OpenBLAS, tiny op / empty dispatch.
 //
@@ -18,6 +20,7 @@
 // The raw Vulkan path is the benchmark's own: the bench modules are embedded in this
 // program (shaders.cmake, SET bench), so the baseline shares no code with the plugin.
 #include <cblas.h>
+#include <phynexus/graph.h>
 #include <vulkan/vulkan.h>
 
 #include <chrono>
@@ -429,6 +432,51 @@ void queued_adds_vulkan(benchmark::State& state) {
   }
 }
 
+constexpr int kChain = 64;
+
+void chain64_executable_vulkan(benchmark::State& state) {
+  const Device& device = g->vulkan;
+  const std::vector<int64_t> shape = {1, 16};
+  Tensor x(device, PHX_DTYPE_F32, shape), c(device, PHX_DTYPE_F32, shape),
+      y(device, PHX_DTYPE_F32, shape);
+  x.fill_random(device, 8);
+  c.fill_random(device, 9);
+  phx_graph graph = nullptr;
+  check(phx_graph_create(g->context, &graph), "phx_graph_create");
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = shape.size();
+  input.shape = shape.data();
+  phx_value v = 0, constant = 0;
+  check(phx_graph_add_input(graph, &input, &v), "phx_graph_add_input");
+  check(phx_graph_add_constant_tensor(graph, "c", c.get(), &constant),
+        "phx_graph_add_constant_tensor");
+  for (int i = 0; i < kChain; ++i) {
+    const phx_value inputs[2] = {v, constant};
+    phx_graph_node_desc node = PHX_GRAPH_NODE_DESC_INIT;
+    node.op = PHX_OP_ADD;
+    node.inputs = inputs;
+    node.input_count = 2;
+    node.output_count = 1;
+    check(phx_graph_add_node(graph, &node, &v), "phx_graph_add_node");
+  }
+  check(phx_graph_add_output(graph, v, nullptr), "phx_graph_add_output");
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = device.index;
+  phx_executable exe = nullptr;
+  check(phx_graph_compile(g->context, graph, &options, &exe), "phx_graph_compile");
+  phx_graph_destroy(graph);
+  const phx_tensor in = x.get(), out = y.get();
+  auto run = [&] {
+    uint64_t ticket = 0;
+    check(phx_executable_run(device.stream, exe, &in, 1, &out, 1, &ticket), "phx_executable_run");
+    check(phx_stream_wait(device.stream, ticket), "phx_stream_wait");
+  };
+  run();  // records the executable's command buffer
+  for (auto _ : state) run();
+  phx_executable_destroy(exe);
+}
+
 void attention_vulkan_f32(benchmark::State& state) {
   const int64_t s = state.range(0), heads = 8, d = 64;
   const Device& device = g->vulkan;
@@ -499,6 +547,11 @@ void register_benchmarks() {
         ->UseRealTime()
         ->Repetitions(3);
   }
+  benchmark::RegisterBenchmark("chain64_executable_vulkan", chain64_executable_vulkan)
+      ->Arg(0)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->Repetitions(3);
   for (int64_t s : {1024, 4096}) {
     benchmark::RegisterBenchmark("attention_vulkan_f32", attention_vulkan_f32)
         ->Arg(s)
@@ -530,6 +583,12 @@ void print_ratios(const phx_bench::RecordingReporter& reporter) {
     const double e = empty->GetAdjustedRealTime(), t = tiny->GetAdjustedRealTime();
     std::printf("  tiny add + wait %.1f us, empty dispatch + fence %.1f us: ratio %.2f\n", t, e,
                 t / e);
+  }
+  const phx_bench::RecordingReporter::Run* chain = reporter.find("chain64_executable_vulkan/0");
+  if (empty && chain) {
+    const double e = empty->GetAdjustedRealTime(), c = chain->GetAdjustedRealTime();
+    std::printf("  chain64 executable + wait %.1f us, empty dispatch + fence %.1f us: ratio %.2f\n",
+                c, e, c / e);
   }
   const phx_bench::RecordingReporter::Run* independent = reporter.find("queued_adds_vulkan/0");
   const phx_bench::RecordingReporter::Run* dependent = reporter.find("queued_adds_vulkan/1");
