@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -286,8 +287,9 @@ TEST_F(VulkanGraphs, ARunIsOneSubmissionWithTheResultsOfEagerOps) {
 // Bounds: a = x + c errs by 2u|a|; d = a / e by that over |e| and 3u|d| of its own (GLSL
 // allows division 2.5 ulps): 5u|d|; gelu (slope at most 1.13) adds 16 ulps of its
 // result, silu (slope at most 1.1) 8; the product with x scales s's error by |x| and adds
-// 2u|y|; 1e-37 covers results flushed below f32's normal range.
-TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64) {
+// 2u|y|; 1e-37 covers results flushed below f32's normal range. The same ops run eagerly
+// give the same bits.
+TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerOps) {
   constexpr int64_t kN = 300;  // two workgroups, the second partly idle
   const std::vector<float> x = values(kN, 0.2f), c = values(kN, 4.0f);
   std::vector<float> e(kN);
@@ -335,7 +337,21 @@ TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64) {
     const double err_s = 1.1 * err_g + 8 * kU * std::fabs(sl);
     tol[i] = std::fabs(x[i]) * err_s + 2 * kU * std::fabs(ref[i]) + 1e-37;
   }
-  expect_near_all(download(ty, kN), ref, tol);
+  const std::vector<float> fused = download(ty, kN);
+  expect_near_all(fused, ref, tol);
+  // The plugin fuses whatever the compile flags (it is not told them), and graph.h promises
+  // the eager ops' results bit for bit without fusion: each step rounds as its op's shader.
+  const phx_tensor tc = tensor({kN}, &c), te = tensor({kN}, &e), a = tensor({kN});
+  const phx_tensor td = tensor({kN}), tg = tensor({kN}), ts = tensor({kN}), eager = tensor({kN});
+  run(PHX_OP_ADD, {tx, tc}, a);
+  run(PHX_OP_DIV, {a, te}, td);
+  run(PHX_OP_GELU, {td}, tg);
+  run(PHX_OP_SILU, {tg}, ts);
+  run(PHX_OP_MUL, {ts, tx}, eager);
+  const std::vector<float> eager_y = download(eager, kN);
+  for (int64_t i = 0; i < kN; ++i)
+    EXPECT_EQ(std::memcmp(&fused[i], &eager_y[i], sizeof(float)), 0)
+        << "element " << i << ": fused " << fused[i] << ", eager " << eager_y[i];
   const std::map<std::string, double> stats = executable_stats(exe);
   EXPECT_EQ(stats.at("fused_nodes"), 5);
   EXPECT_EQ(stats.at("kernels_per_run"), 1);
