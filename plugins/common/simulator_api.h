@@ -14,7 +14,8 @@
 
 namespace phx::plugin_common {
 
-// What each simulator writes itself; every member is required.
+// What each simulator writes itself; every member is required but the executable entries
+// (ABI 1.3), which a simulator that compiles no graphs leaves null.
 struct SimulatorEntries {
   const char* name;
   const char* version;
@@ -24,6 +25,10 @@ struct SimulatorEntries {
   decltype(phx_plugin_api::op_supported) op_supported;
   decltype(phx_plugin_api::stream_submit) stream_submit;
   decltype(phx_plugin_api::device_stats) device_stats;
+  decltype(phx_plugin_api::graph_compile) graph_compile = nullptr;
+  decltype(phx_plugin_api::executable_run) executable_run = nullptr;
+  decltype(phx_plugin_api::executable_destroy) executable_destroy = nullptr;
+  decltype(phx_plugin_api::executable_stats) executable_stats = nullptr;
 };
 
 template <class Plugin>
@@ -68,6 +73,10 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       host_buffer_copy,
       own.device_stats,
       nullptr,  // op_variant_supported
+      own.graph_compile,
+      own.executable_run,
+      own.executable_destroy,
+      own.executable_stats,
   };
 }
 
