@@ -31,6 +31,8 @@ class Plugin {
   // struct_size are null. Valid while loaded.
   const phx_plugin_api& api() const { return api_; }
   void* instance() const { return instance_; }
+  // Whether its devices compile a graph's part as a whole (plugin ABI 1.3 executables).
+  bool compiles_graphs() const { return api_.graph_compile != nullptr; }
 
   // The type to list a device with, from the value its device_info gave
   // (docs/loader.md, "Device types"). A type this host knows is kept. An unknown one is

@@ -192,6 +192,15 @@ void PluginLoader::validate(Plugin& plugin) {
     if (pointer == nullptr)
       throw Rejection{std::string("missing required entry '") + required.name + "'"};
   }
+  // A host that found graph_compile alone could compile and never run or free what it
+  // made: the three come together (plugin.h, "Executables").
+  const int executable_entries = (api.graph_compile != nullptr) + (api.executable_run != nullptr) +
+                                 (api.executable_destroy != nullptr);
+  if (executable_entries != 0 && executable_entries != 3)
+    throw Rejection{
+        "graph_compile, executable_run and executable_destroy come together; the "
+        "plugin sets " +
+        std::to_string(executable_entries) + " of them"};
   plugin.stage = PHX_PLUGIN_STAGE_VALIDATED;
 }
 

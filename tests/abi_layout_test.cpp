@@ -636,8 +636,58 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_executable_info, lower_bound_bytes, 104);
   PHX_EXPECT_OFFSET(phx_executable_info, compile_time_ns, 112);
   PHX_EXPECT_OFFSET(phx_executable_info, run_count, 120);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 128);
+  PHX_EXPECT_OFFSET(phx_executable_info, native_parts, 128);
+  PHX_EXPECT_OFFSET(phx_executable_info, native_nodes, 136);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 144);
+  // Appended to a struct of 0.1.
+  PHX_EXPECT_OFFSET(phx_device_info, compiles_graphs, 88);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_device_info, 92);
 }
+
+TEST_F(AbiLayout, PluginAbi_1_3_Executables) {
+  PHX_EXPECT_OFFSET(phx_plugin_value, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_value, kind, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_value, flags, 12);
+  PHX_EXPECT_OFFSET(phx_plugin_value, dtype, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_value, rank, 20);
+  PHX_EXPECT_OFFSET(phx_plugin_value, shape, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_value, tensor, 88);
+  PHX_EXPECT_OFFSET(phx_plugin_value, name, 184);
+  // Array elements (phx_plugin_graph.values, nodes): their size is the stride, fixed.
+  EXPECT_EQ(sizeof(phx_plugin_value), 192u);
+  PHX_EXPECT_OFFSET(phx_plugin_node, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_node, op, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_node, params, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_node, inputs, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_node, input_count, 32);
+  PHX_EXPECT_OFFSET(phx_plugin_node, outputs, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_node, output_count, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_node, name, 56);
+  EXPECT_EQ(sizeof(phx_plugin_node), 64u);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, values, 8);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, value_count, 16);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, nodes, 24);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, node_count, 32);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_graph, 40);
+  // Appended after the last entry of 1.2: a 1.2 plugin's table ends before them.
+  PHX_EXPECT_OFFSET(phx_plugin_api, graph_compile, 192);
+  PHX_EXPECT_OFFSET(phx_plugin_api, executable_run, 200);
+  PHX_EXPECT_OFFSET(phx_plugin_api, executable_destroy, 208);
+  PHX_EXPECT_OFFSET(phx_plugin_api, executable_stats, 216);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 224);
+}
+
+static_assert(kSame<decltype(phx_plugin_api::graph_compile),
+                    phx_status (*)(void*, uint32_t, const phx_plugin_graph*, void**)>);
+static_assert(kSame<decltype(phx_plugin_api::executable_run),
+                    phx_status (*)(void*, void*, void*, const phx_plugin_tensor*, size_t,
+                                   phx_plugin_profile* const*, uint64_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::executable_destroy), void (*)(void*, void*)>);
+static_assert(kSame<decltype(phx_plugin_api::executable_stats),
+                    phx_status (*)(void*, void*, phx_metric*, size_t, size_t*)>);
+static_assert(kSame<decltype(&phx_executable_stats),
+                    phx_status (*)(phx_executable, phx_metric*, size_t, size_t*)>);
 
 static_assert(kSame<decltype(&phx_graph_create), phx_status (*)(phx_context, phx_graph*)>);
 static_assert(kSame<decltype(&phx_graph_destroy), phx_status (*)(phx_graph)>);

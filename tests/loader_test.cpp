@@ -361,6 +361,15 @@ INSTANTIATE_TEST_SUITE_P(
                    "testmissing",
                    0,
                    0},
+        // graph_compile without executable_run and executable_destroy: an executable
+        // the host could make but never run or free.
+        RejectCase{"partial_graph_entries",
+                   PHX_PLUGIN_STAGE_VERSION,
+                   {"graph_compile, executable_run and executable_destroy come together",
+                    "sets 1 of them"},
+                   "testpartialgraphs",
+                   0,
+                   0},
         // The table ends before initialize: said as a table too small, with the size
         // given and the size every required entry needs (up to memory_stats, the last).
         RejectCase{"table_too_small",

@@ -282,11 +282,12 @@ inline double final_rounding(phx_dtype out, double ref) {
   return unit_roundoff(out) * std::fabs(ref) + half_min_subnormal(out);
 }
 
-// Built with PHX_OP_SUITE_AS_GRAPHS=1, the suite runs every op as a one-node graph.
+// Built with PHX_OP_SUITE_AS_GRAPHS=1, the suite runs every op as a one-node graph;
+// phx-conformance --graphs sets it at run time.
 #ifndef PHX_OP_SUITE_AS_GRAPHS
 #define PHX_OP_SUITE_AS_GRAPHS 0
 #endif
-constexpr bool kOpsAsGraphs = PHX_OP_SUITE_AS_GRAPHS != 0;
+inline bool ops_as_graphs = PHX_OP_SUITE_AS_GRAPHS != 0;
 
 class Random {
  public:
@@ -626,8 +627,8 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
     const phx_op_desc desc = {
         sizeof(phx_op_desc), op, params, inputs.data(), inputs.size(), outputs.data(),
         outputs.size()};
-    phx_status status = kOpsAsGraphs ? run_as_graph(op, params, inputs, outputs, ticket)
-                                     : phx_op_run(stream_, &desc, ticket);
+    phx_status status = ops_as_graphs ? run_as_graph(op, params, inputs, outputs, ticket)
+                                      : phx_op_run(stream_, &desc, ticket);
     if (status == PHX_STATUS_OK) status = phx_stream_synchronize(stream_);
     if (OpRunObserver* observer = op_run_observer(); observer != nullptr && !inputs.empty()) {
       phx_tensor_desc first = PHX_TENSOR_DESC_INIT;

@@ -379,6 +379,11 @@ const std::vector<Row>& rows() {
          phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
          return phx_executable_describe(as<phx_executable>(h), &info);
        }},
+      {"phx_executable_stats", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         size_t count = 0;
+         return phx_executable_stats(as<phx_executable>(h), nullptr, 0, &count);
+       }},
   };
   return table;
 }

@@ -309,7 +309,29 @@ PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable
     info.lower_bound_bytes = exe.plan.lower_bound_bytes;
     info.compile_time_ns = exe.compile_time_ns;
     info.run_count = exe.run_count;
+    for (const auto& native : exe.plan.native)
+      if (native != nullptr) {
+        ++info.native_parts;
+        info.native_nodes += native->span().count;
+      }
     write_struct(out_info, info, "out_info");
+  });
+}
+
+PHX_API phx_status phx_executable_stats(phx_executable handle, phx_metric* out_metrics,
+                                        size_t capacity, size_t* out_count) {
+  return guard(__func__, [&] {
+    const Executable& exe = lookup_executable(handle);
+    require_out(out_count, "out_count");
+    require(out_metrics != nullptr || capacity == 0, "out_metrics is null but capacity is not 0");
+    std::vector<phx_metric> metrics;
+    for (const auto& native : exe.plan.native)
+      if (native != nullptr) {
+        const std::vector<phx_metric> part = native->stats();
+        metrics.insert(metrics.end(), part.begin(), part.end());
+      }
+    std::copy_n(metrics.begin(), std::min(capacity, metrics.size()), out_metrics);
+    *out_count = metrics.size();
   });
 }
 

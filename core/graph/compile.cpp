@@ -294,6 +294,22 @@ void use_devices(const Program& program, Executable& exe) {
   for (uint32_t& d : exe.intermediate_devices) d = use(d);
 }
 
+// The runs of consecutive steps on one device whose plugin compiles graphs, which each
+// plan hands to the plugin whole.
+void find_native_parts(Executable& exe) {
+  for (size_t k = 0; k < exe.steps.size();) {
+    const Step& step = exe.steps[k];
+    if (step.copy || !exe.devices[step.device]->plugin->compiles_graphs()) {
+      ++k;
+      continue;
+    }
+    PartSpan span{step.device, k, 0};
+    for (; k < exe.steps.size() && !exe.steps[k].copy && exe.steps[k].device == span.device; ++k)
+      ++span.count;
+    exe.parts.push_back(span);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
@@ -320,6 +336,7 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   // The executable frees what the lowering made if anything after it throws.
   Lowering(program, *exe).run();
   use_devices(program, *exe);
+  find_native_parts(*exe);
   exe->graph_node_count = graph.nodes.size();
   exe->fused_nodes = program.fused_nodes;
   exe->removed_nodes =

@@ -65,11 +65,13 @@ Plan& Plan::operator=(Plan&& other) noexcept {
   context = other.context;
   blocks = std::move(other.blocks);
   views = std::move(other.views);
+  native = std::move(other.native);
   other.blocks.clear();
   return *this;
 }
 
 void Plan::free_blocks() noexcept {
+  native.clear();  // the plugins' executables refer to the blocks
   for (Tensor* block : blocks)
     if (block != nullptr) context->destroy_tensor(*block);
   blocks.clear();
@@ -131,7 +133,54 @@ Plan Executable::make_plan(const std::vector<Shape>& input_shapes) const {
   }
 
   plan_device_memory(next, lifetimes);
+  compile_native_parts(next, input_operands, constant_operands);
   return next;
+}
+
+// The parts for this plan's shapes; a part the plugin declines runs step by step.
+void Executable::compile_native_parts(Plan& next, const std::vector<Operand>& input_operands,
+                                      const std::vector<Operand>& constant_operands) const {
+  if (parts.empty()) return;
+  const std::vector<const Tensor*> constant_data = constant_tensors();
+  PartContext part;
+  part.steps = &steps;
+  part.operand = [&](Slot slot) {
+    switch (slot.kind) {
+      case Slot::input:
+        return input_operands[slot.index];
+      case Slot::output:
+        return next.outputs[slot.index];
+      case Slot::constant:
+        return constant_operands[slot.index];
+      case Slot::intermediate:
+      case Slot::none:
+        break;
+    }
+    return next.intermediates[slot.index];
+  };
+  part.name = [&](Slot slot) -> std::string {
+    switch (slot.kind) {
+      case Slot::input:
+        return inputs[slot.index].name;
+      case Slot::output:
+        return output_names[slot.index];
+      case Slot::constant:
+        return "constant " + std::to_string(slot.index);
+      case Slot::intermediate:
+      case Slot::none:
+        break;
+    }
+    return "intermediate " + std::to_string(slot.index);
+  };
+  part.fixed_constant = [&](Slot slot) { return constants[slot.index].owned != nullptr; };
+  part.constant = [&](Slot slot) { return constant_data[slot.index]; };
+  try {
+    for (const PartSpan& span : parts)
+      next.native.push_back(NativePart::compile(*context, *devices[span.device], span, part));
+  } catch (...) {
+    next.free_blocks();
+    throw;
+  }
 }
 
 // One block per device for the intermediates that live there, each planned on its own.
@@ -205,8 +254,22 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
   auto stream_of = [&](uint32_t d) -> Stream& { return d == 0 ? stream : *streams[d]; };
   uint64_t ticket = 0;
   bool last_is_copy = false;
-  for (const Step& step : steps) {
+  size_t next_part = 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& step = steps[k];
     last_stream = &stream;
+    if (next_part < plan.native.size() && parts[next_part].first == k) {
+      const NativePart* native = plan.native[next_part++].get();
+      if (native != nullptr) {
+        const uint64_t submitted = native->run(stream_of(step.device), steps, tensor_at);
+        if (step.device == 0) {
+          ticket = submitted;
+          last_is_copy = false;
+        }
+        k += native->span().count - 1;
+        continue;
+      }
+    }
     if (step.copy) {
       // The source's writer and the destination range's earlier readers are done first.
       const Tensor& src = *tensor_at(step.inputs[0]);

@@ -12,28 +12,11 @@
 
 #include "context.h"
 #include "memory_plan.h"
+#include "native_part.h"
 #include "op_rules.h"
+#include "step.h"
 
 namespace phx::graph {
-
-// Where a step's operand lives.
-struct Slot {
-  enum Kind : uint8_t { none, input, output, constant, intermediate };
-  Kind kind = none;
-  uint32_t index = 0;  // into the run's inputs or outputs, constants, or intermediates
-};
-
-struct Step {
-  std::string name;     // the graph node's, or what a copy moves
-  uint32_t device = 0;  // index into Executable::devices; a copy's destination
-  bool copy = false;    // a copy of inputs[0] into outputs[0], made by the host
-  phx_op_id op = PHX_OP_INVALID;
-  OpParams params{};
-  bool has_params = false;
-  std::vector<Slot> inputs, outputs;
-
-  const void* params_ptr() const { return has_params ? &params : nullptr; }
-};
 
 // A constant on the device: a tensor the executable made (host bytes, a copy from another
 // device, a folded node's result), or a program's tensor it reads at each run.
@@ -64,6 +47,9 @@ struct Plan {
   uint64_t planned_bytes = 0, lower_bound_bytes = 0;  // over the devices
   std::vector<Tensor*> blocks;                 // per device; null where it holds no intermediate
   std::vector<std::unique_ptr<Tensor>> views;  // a range of its device's block each
+  // Per Executable::parts: its device's executable for these shapes, or null where the
+  // plugin declined (its steps run one by one). Freed before the blocks.
+  std::vector<std::unique_ptr<NativePart>> native;
 };
 
 struct Executable : ContextObject {
@@ -79,6 +65,9 @@ struct Executable : ContextObject {
   std::vector<uint32_t> intermediate_devices;
   std::vector<Constant> constants;
   std::vector<Step> steps;
+  // The runs of consecutive steps on one device whose plugin compiles graphs: each plan
+  // hands them to the plugin (Plan::native).
+  std::vector<PartSpan> parts;
   Plan plan;
 
   size_t graph_node_count = 0, removed_nodes = 0, fused_nodes = 0, folded_nodes = 0;
@@ -105,6 +94,8 @@ struct Executable : ContextObject {
 
  private:
   void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) const;
+  void compile_native_parts(Plan& next, const std::vector<Operand>& input_operands,
+                            const std::vector<Operand>& constant_operands) const;
 };
 
 using ExecutableTable = HandleTable<Executable, 0xc6>;

@@ -95,6 +95,7 @@ PHX_API phx_status phx_device_get(phx_context handle, size_t index, phx_device_i
     info.dtype_mask = d.dtype_mask;
     info.properties = d.properties.empty() ? nullptr : d.properties.data();
     info.property_count = d.properties.size();
+    info.compiles_graphs = d.plugin->compiles_graphs() ? 1 : 0;
     write_struct(out_info, info, "out_info");
   });
 }

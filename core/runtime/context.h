@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -115,6 +117,20 @@ struct Stream {
   // when profiling, naming node (a graph node's name, or null).
   uint64_t submit(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
                   const Tensor* const* outputs, size_t output_count, const char* node = nullptr);
+
+  // Hands a run of a plugin's executable (plugin ABI 1.3) to the plugin, with a tensor
+  // per value of its graph, and returns its one ticket. When profiling it keeps a record
+  // per node of the executable (node_count of them), which describe_node fills (op,
+  // signature, node name) before the plugin fills the rest.
+  uint64_t run_executable(void* executable, const phx_plugin_tensor* values, size_t value_count,
+                          size_t node_count,
+                          const std::function<void(size_t, ProfileEntry&)>& describe_node);
+
+ private:
+  // Calls the plugin (submit), which gives its ticket, under the stream's lock; checks
+  // the ticket, gives it to records and returns the stream's.
+  template <typename Submit>
+  uint64_t take_ticket(const char* entry, std::span<ProfileEntry* const> records, Submit&& submit);
 };
 
 class Context {

@@ -66,33 +66,64 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
     record->plugin.struct_size = sizeof record->plugin;
     call.profile = &record->plugin;
   }
+  ProfileEntry* const taken[1] = {record};
+  return take_ticket("stream_submit", std::span(taken, record != nullptr ? 1 : 0),
+                     [&](uint64_t* ticket) {
+                       return device->plugin->api().stream_submit(device->plugin->instance(),
+                                                                  plugin_stream, &call, ticket);
+                     });
+}
 
+uint64_t Stream::run_executable(void* executable, const phx_plugin_tensor* values,
+                                size_t value_count, size_t node_count,
+                                const std::function<void(size_t, ProfileEntry&)>& describe_node) {
+  std::vector<ProfileEntry*> taken;
+  std::vector<phx_plugin_profile*> node_profiles;
+  if (profiling) {
+    for (size_t n = 0; n < node_count; ++n) {
+      ProfileEntry& record = records.emplace_back();
+      describe_node(n, record);
+      record.plugin.struct_size = sizeof record.plugin;
+      taken.push_back(&record);
+      node_profiles.push_back(&record.plugin);
+    }
+  }
+  return take_ticket("executable_run", taken, [&](uint64_t* ticket) {
+    return device->plugin->api().executable_run(
+        device->plugin->instance(), plugin_stream, executable, values, value_count,
+        node_profiles.empty() ? nullptr : node_profiles.data(), ticket);
+  });
+}
+
+template <typename Submit>
+uint64_t Stream::take_ticket(const char* entry, std::span<ProfileEntry* const> taken,
+                             Submit&& submit) {
   std::lock_guard lock(mutex);
   auto& plugin = *device->plugin;
   // The clock only for a record: a tiny op's whole dispatch costs under a microsecond.
-  const auto start = record != nullptr ? std::chrono::steady_clock::now()
-                                       : std::chrono::steady_clock::time_point{};
+  const auto start =
+      taken.empty() ? std::chrono::steady_clock::time_point{} : std::chrono::steady_clock::now();
   uint64_t ticket = 0;
   try {
-    plugin.call("stream_submit", device->index, [&] {
-      return plugin.api().stream_submit(plugin.instance(), plugin_stream, &call, &ticket);
-    });
+    plugin.call(entry, device->index, [&] { return submit(&ticket); });
   } catch (...) {
-    if (record != nullptr) records.pop_back();
+    for (size_t i = 0; i < taken.size(); ++i) records.pop_back();
     throw;
   }
   const uint64_t expected = last_ticket - ticket_offset + 1;
   if (ticket != expected)
-    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": stream_submit returned ticket " +
+    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": " + entry + " returned ticket " +
                                       std::to_string(ticket) + ", expected " +
                                       std::to_string(expected));
   last_ticket = ticket + ticket_offset;
-  if (record != nullptr) {
+  const auto host_time_ns =
+      taken.empty() ? uint64_t{0}
+                    : static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - start)
+                                                .count());
+  for (ProfileEntry* record : taken) {
     record->ticket = last_ticket;
-    record->host_time_ns =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count());
+    record->host_time_ns = host_time_ns / taken.size();
   }
   return last_ticket;
 }

@@ -214,11 +214,11 @@ typedef struct phx_plugin_op_variant {
  * value is an input, an output, a constant or an intermediate of the part. */
 
 typedef enum phx_plugin_value_kind {
-  PHX_PLUGIN_VALUE_INPUT = 1,        /* written before the run (by the program, another device) */
-  PHX_PLUGIN_VALUE_OUTPUT = 2,       /* read after the run: every output must be written */
-  PHX_PLUGIN_VALUE_CONSTANT = 3,     /* bound at compile time already (phx_plugin_value.tensor) */
-  PHX_PLUGIN_VALUE_INTERMEDIATE = 4  /* read by no one after the run: a node the plugin fuses
-                                        away need not write it */
+  PHX_PLUGIN_VALUE_INPUT = 1,       /* written before the run (by the program, another device) */
+  PHX_PLUGIN_VALUE_OUTPUT = 2,      /* read after the run: every output must be written */
+  PHX_PLUGIN_VALUE_CONSTANT = 3,    /* bound at compile time already (phx_plugin_value.tensor) */
+  PHX_PLUGIN_VALUE_INTERMEDIATE = 4 /* read by no one after the run: a node the plugin fuses
+                                       away need not write it */
 } phx_plugin_value_kind;
 
 /* phx_plugin_value.flags: the constant's contents are the same at every run, so that what
@@ -227,6 +227,8 @@ typedef enum phx_plugin_value_kind {
  * executable reads in place, graph.h's phx_graph_add_constant_tensor). */
 #define PHX_PLUGIN_VALUE_CONTENTS_FIXED UINT32_C(0x1)
 
+/* Fixed in size, as phx_plugin_tensor: it travels in an array (phx_plugin_graph.values),
+ * whose stride its size is. So is phx_plugin_node. */
 typedef struct phx_plugin_value {
   size_t struct_size;
   phx_plugin_value_kind kind;

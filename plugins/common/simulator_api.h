@@ -14,8 +14,8 @@
 
 namespace phx::plugin_common {
 
-// What each simulator writes itself; every member is required but the executable entries
-// (ABI 1.3), which a simulator that compiles no graphs leaves null.
+// What each simulator writes itself; every member is required but the executable
+// entries (plugin ABI 1.3), which a simulator that compiles graphs fills.
 struct SimulatorEntries {
   const char* name;
   const char* version;

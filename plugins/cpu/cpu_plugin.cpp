@@ -144,7 +144,7 @@ constexpr phx_plugin_api kApi = {
     host_buffer_copy,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
     nullptr,  // op_variant_supported: the host kernels run every variant of an op they claim
-    nullptr,  // graph_compile: the host runs a graph's nodes one by one on the CPU device
+    nullptr,  // graph_compile: the host runs a graph's nodes here one by one (docs/graphs.md)
     nullptr,  // executable_run
     nullptr,  // executable_destroy
     nullptr,  // executable_stats

@@ -275,6 +275,10 @@ constexpr phx_plugin_api kApi = {
     buffer_copy,
     device_stats,
     nullptr,  // op_variant_supported: every variant of a claimed op runs
+    nullptr,  // graph_compile
+    nullptr,  // executable_run
+    nullptr,  // executable_destroy
+    nullptr,  // executable_stats
 };
 
 }  // namespace

@@ -22,3 +22,6 @@ PROBE_EXPORT void phx_abi_probe_tensor(const phx_plugin_tensor* tensor) { (void)
 PROBE_EXPORT void phx_abi_probe_profile(const phx_plugin_profile* profile) { (void)profile; }
 PROBE_EXPORT void phx_abi_probe_op(const phx_plugin_op* op) { (void)op; }
 PROBE_EXPORT void phx_abi_probe_op_variant(const phx_plugin_op_variant* variant) { (void)variant; }
+PROBE_EXPORT void phx_abi_probe_graph(const phx_plugin_graph* graph) { (void)graph; }
+PROBE_EXPORT void phx_abi_probe_value(const phx_plugin_value* value) { (void)value; }
+PROBE_EXPORT void phx_abi_probe_node(const phx_plugin_node* node) { (void)node; }

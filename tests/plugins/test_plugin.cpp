@@ -345,6 +345,105 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   return PHX_STATUS_OK;
 }
 
+#if defined(PHX_TEST_FAULT_GRAPHS) || defined(PHX_TEST_FAULT_PARTIAL_GRAPH_ENTRIES)
+// Executables (plugin ABI 1.3) of add nodes: the wiring is kept and each run adds node
+// by node, as one ticket. PHX_TEST_GRAPH_COMPILE ("unsupported", "fail") and
+// PHX_TEST_GRAPH_RUN ("fail", "bad_ticket"), read at each call, inject the faults a
+// host must survive. The trace gets "graph_compile <kinds>" (a letter per value: Input,
+// Output, Constant, intermediate) and "executable_run", "executable_destroy".
+struct Executable {
+  std::string kinds;
+  struct Node {
+    uint32_t a, b, out;
+  };
+  Node nodes[64];
+  size_t node_count;
+};
+
+bool env_is(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && std::strcmp(set, value) == 0;
+}
+
+phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                         void** out_executable) {
+  (void)device;
+  Plugin* p = static_cast<Plugin*>(plugin);
+  if (env_is("PHX_TEST_GRAPH_COMPILE", "unsupported"))
+    return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: declines every graph");
+  if (env_is("PHX_TEST_GRAPH_COMPILE", "fail"))
+    return fail(p, PHX_STATUS_OUT_OF_MEMORY, "test plugin: no room for the program");
+  if (graph->node_count > 64) return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: > 64 nodes");
+  auto* exe = new (std::nothrow) Executable{};
+  if (exe == nullptr) return PHX_STATUS_OUT_OF_MEMORY;
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    const char kinds[] = "?IOCi";
+    const int kind = graph->values[v].kind;
+    exe->kinds += kind >= 1 && kind <= 4 ? kinds[kind] : '?';
+  }
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const phx_plugin_node& node = graph->nodes[n];
+    if (node.op != PHX_OP_ADD) {
+      delete exe;
+      return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: graphs of add nodes only");
+    }
+    exe->nodes[n] = {node.inputs[0], node.inputs[1], node.outputs[0]};
+  }
+  exe->node_count = graph->node_count;
+  trace(("graph_compile " + exe->kinds).c_str());
+  *out_executable = exe;
+  return PHX_STATUS_OK;
+}
+
+// [[maybe_unused]]: the PARTIAL_GRAPH_ENTRIES build leaves these out of its table.
+[[maybe_unused]] phx_status executable_run(void* plugin, void* stream, void* executable,
+                                           const phx_plugin_tensor* values, size_t value_count,
+                                           phx_plugin_profile* const* node_profiles,
+                                           uint64_t* out_ticket) {
+  (void)value_count;
+  Plugin* p = static_cast<Plugin*>(plugin);
+  trace("executable_run");
+  if (env_is("PHX_TEST_GRAPH_RUN", "fail"))
+    return fail(p, PHX_STATUS_DEVICE_UNAVAILABLE, "test plugin: the run failed");
+  const auto* exe = static_cast<const Executable*>(executable);
+  for (size_t n = 0; n < exe->node_count; ++n) {
+    phx_plugin_tensor in[2] = {values[exe->nodes[n].a], values[exe->nodes[n].b]};
+    phx_plugin_op op{};
+    op.struct_size = sizeof op;
+    op.op = PHX_OP_ADD;
+    op.inputs = in;
+    op.input_count = 2;
+    op.outputs = &values[exe->nodes[n].out];
+    op.output_count = 1;
+    uint64_t ignored = 0;
+    Stream scratch{0};
+    if (phx_status status = stream_submit(plugin, &scratch, &op, &ignored); status != PHX_STATUS_OK)
+      return status;
+    if (node_profiles != nullptr && node_profiles[n]->metric_count < PHX_PLUGIN_MAX_METRICS)
+      node_profiles[n]->metrics[node_profiles[n]->metric_count++] = {"node_of_a_graph", 1.0};
+  }
+  *out_ticket = ++static_cast<Stream*>(stream)->last_ticket;
+  if (env_is("PHX_TEST_GRAPH_RUN", "bad_ticket")) *out_ticket += 5;
+  return PHX_STATUS_OK;
+}
+
+[[maybe_unused]] void executable_destroy(void* plugin, void* executable) {
+  (void)plugin;
+  trace("executable_destroy");
+  delete static_cast<Executable*>(executable);
+}
+
+[[maybe_unused]] phx_status executable_stats(void* plugin, void* executable,
+                                             phx_metric* out_metrics, size_t capacity,
+                                             size_t* out_count) {
+  (void)plugin;
+  if (capacity > 0)
+    out_metrics[0] = {"nodes", double(static_cast<Executable*>(executable)->node_count)};
+  *out_count = 1;
+  return PHX_STATUS_OK;
+}
+#endif
+
 phx_status stream_wait(void* plugin, void* stream, uint64_t ticket) {
   (void)stream;
   (void)ticket;
@@ -417,6 +516,14 @@ constexpr phx_plugin_api make_api() {
   api.memory_set_limit = memory_set_limit;
   api.memory_release_cached = nullptr;
   api.buffer_copy = nullptr;
+#if defined(PHX_TEST_FAULT_GRAPHS)
+  api.graph_compile = graph_compile;
+  api.executable_run = executable_run;
+  api.executable_destroy = executable_destroy;
+  api.executable_stats = executable_stats;
+#elif defined(PHX_TEST_FAULT_PARTIAL_GRAPH_ENTRIES)
+  api.graph_compile = graph_compile;  // without executable_run and executable_destroy
+#endif
 #if defined(PHX_TEST_FAULT_WRONG_MAJOR)
   api.abi_major = PHX_PLUGIN_ABI_MAJOR + 1;
 #elif defined(PHX_TEST_FAULT_MISSING_REQUIRED_ENTRY)

@@ -1,6 +1,6 @@
 // phx-conformance: the op conformance suite against one plugin file, for plugin authors.
 //
-//   phx-conformance --plugin ./phx_myplugin.so [--gtest_filter=...]
+//   phx-conformance --plugin ./phx_myplugin.so [--graphs] [--gtest_filter=...]
 //
 // Loads the file alone (no other plugin, no search path), says whether the loader took it
 // and why not, lists the entries its table fills, then runs the op suite that ctest runs
@@ -10,7 +10,9 @@
 // dtype: passed, FAILED, declined (claimed, but every variant the suite tried was
 // refused, which a plugin of ABI 1.1 or older may do from stream_submit), not run
 // (claimed, but no check of the suite ran it) or unsupported. Exit status 0 only when the plugin
-// loaded, at least one check ran and none failed.
+// loaded, at least one check ran and none failed. With --graphs every op of the suite runs
+// as a one-node graph compiled for the device: through the plugin's graph_compile and
+// executable_run where it has them (plugin ABI 1.3), else node by node.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <phynexus/plugin.h>
@@ -79,8 +81,11 @@ class Recorder : public phx_test::OpRunObserver, public ::testing::EmptyTestEven
 
 void usage(FILE* to) {
   std::fprintf(to,
-               "usage: phx-conformance --plugin FILE [gtest options, e.g. --gtest_filter=...]\n"
-               "Runs the Phynexus op conformance suite on every device of the plugin FILE.\n");
+               "usage: phx-conformance --plugin FILE [--graphs] [gtest options, e.g. "
+               "--gtest_filter=...]\n"
+               "Runs the Phynexus op conformance suite on every device of the plugin FILE.\n"
+               "--graphs: every op as a one-node graph, compiled for the device (its\n"
+               "graph_compile and executable_run, where the plugin has them).\n");
 }
 
 // The entries the plugin's table fills, from the entry itself: the loader said whether it
@@ -103,9 +108,12 @@ void print_entries(const std::string& file) {
     };
 #define PHX_OPTIONAL(entry) \
   { #entry, offsetof(phx_plugin_api, entry) }
-    const Optional optional[] = {PHX_OPTIONAL(memory_set_limit),
-                                 PHX_OPTIONAL(memory_release_cached), PHX_OPTIONAL(buffer_copy),
-                                 PHX_OPTIONAL(device_stats), PHX_OPTIONAL(op_variant_supported)};
+    const Optional optional[] = {
+        PHX_OPTIONAL(memory_set_limit),     PHX_OPTIONAL(memory_release_cached),
+        PHX_OPTIONAL(buffer_copy),          PHX_OPTIONAL(device_stats),
+        PHX_OPTIONAL(op_variant_supported), PHX_OPTIONAL(graph_compile),
+        PHX_OPTIONAL(executable_run),       PHX_OPTIONAL(executable_destroy),
+        PHX_OPTIONAL(executable_stats)};
 #undef PHX_OPTIONAL
     std::printf("optional entries:");
     for (const Optional& o : optional) {
@@ -196,6 +204,8 @@ int main(int argc, char** argv) {
       file = argv[++i];
     } else if (arg.rfind("--plugin=", 0) == 0) {
       file = arg.substr(9);
+    } else if (arg == "--graphs") {
+      phx_test::ops_as_graphs = true;
     } else if (arg == "--help" || arg == "-h") {
       usage(stdout);
       return 0;

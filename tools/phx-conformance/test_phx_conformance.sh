@@ -3,10 +3,11 @@
 #   pass       exit 0, "phx-conformance: passed", and at least one op passed
 #   fail-add   exit 1, the add row FAILED for f32, the summary says FAILED
 #   fail-load  exit 1, the plugin REJECTED with a reason, nothing checked
-# usage: test_phx_conformance.sh pass|fail-add|fail-load PHX_CONFORMANCE PLUGIN_FILE
+# usage: test_phx_conformance.sh pass|fail-add|fail-load PHX_CONFORMANCE PLUGIN_FILE [ARGS...]
+# (ARGS go to phx-conformance, e.g. --graphs)
 set -uo pipefail
 expect="$1" program="$2" plugin="$3"
-output="$("$program" --plugin "$plugin" 2>&1)"
+output="$("$program" --plugin "$plugin" "${@:4}" 2>&1)"
 status=$?
 fail() {
   printf '%s\n' "$output" | tail -60

@@ -143,4 +143,9 @@ void json_uint(json_writer* writer, const char* key, uint64_t value) {
   fprintf(writer->out, "%" PRIu64, value);
 }
 
+void json_bool(json_writer* writer, const char* key, int value) {
+  begin_element(writer, key);
+  fputs(value ? "true" : "false", writer->out);
+}
+
 void json_writer_finish(json_writer* writer) { fputc('\n', writer->out); }

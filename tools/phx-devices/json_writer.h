@@ -29,6 +29,8 @@ void json_begin_array_inline(json_writer* writer, const char* key);
 /* A NULL value is written as "" (an empty string), not as null. */
 void json_string(json_writer* writer, const char* key, const char* value);
 void json_uint(json_writer* writer, const char* key, uint64_t value);
+/* true for a non-zero value, false for 0. */
+void json_bool(json_writer* writer, const char* key, int value);
 
 /* Ends the document with a newline. */
 void json_writer_finish(json_writer* writer);

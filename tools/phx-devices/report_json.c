@@ -58,6 +58,7 @@ static int write_device(json_writer* writer, phx_context context, size_t device)
   json_uint(writer, "memory_total_bytes", info.memory_total_bytes);
   json_uint(writer, "memory_available_bytes", info.memory_available_bytes);
   json_uint(writer, "compute_units", info.compute_units);
+  json_bool(writer, "compiles_graphs", (int)info.compiles_graphs);
   write_dtype_array(writer, "dtypes", info.dtype_mask);
 
   json_begin_object(writer, "ops");

@@ -92,8 +92,8 @@ static int print_device_table(phx_context context, size_t device_count) {
     printf("  (none: phx-devices --plugins says why each plugin was not used)\n");
     return 0;
   }
-  printf("  %-3s  %-*s  %-*s  %-*s  %-*s  %-5s  %s\n", "#", type_width, "TYPE", name_width, "NAME",
-         plugin_width, "PLUGIN", memory_width, memory_heading, "UNITS", "DTYPES");
+  printf("  %-3s  %-*s  %-*s  %-*s  %-*s  %-5s  %-6s  %s\n", "#", type_width, "TYPE", name_width,
+         "NAME", plugin_width, "PLUGIN", memory_width, memory_heading, "UNITS", "GRAPHS", "DTYPES");
   for (size_t d = 0; d < device_count; ++d) {
     phx_device_info info;
     char memory[80], dtypes[96];
@@ -105,7 +105,8 @@ static int print_device_table(phx_context context, size_t device_count) {
     print_cell(info.name, name_width);
     print_cell(info.plugin, plugin_width);
     print_cell(memory, memory_width);
-    printf("%-5" PRIu32 "  %s\n", info.compute_units, dtypes);
+    printf("%-5" PRIu32 "  %-6s  %s\n", info.compute_units,
+           info.compiles_graphs ? "native" : "nodes", dtypes);
   }
   return 0;
 }
@@ -167,6 +168,9 @@ static void print_device_info(const phx_device_info* info) {
   printf("  memory available: %s (%" PRIu64 " bytes)\n", available, info->memory_available_bytes);
   printf("  compute units:    %" PRIu32 "\n", info->compute_units);
   printf("  dtypes:           %s\n", dtypes);
+  printf("  graphs:           %s\n", info->compiles_graphs
+                                         ? "compiled natively (a part runs as one submission)"
+                                         : "run node by node");
 
   printf("\nProperties: %zu\n", info->property_count);
   for (size_t i = 0; i < info->property_count; ++i) {

@@ -76,7 +76,8 @@ one = json.loads(subprocess.run([tool, "--json", "--device", "0"], capture_outpu
 assert full["schema_version"] == 1, full["schema_version"]
 assert full["devices"], "no device"
 for key in ("index", "plugin", "type", "name", "vendor", "memory_total_bytes",
-            "memory_available_bytes", "compute_units", "dtypes", "ops", "properties"):
+            "memory_available_bytes", "compute_units", "compiles_graphs", "dtypes", "ops",
+            "properties"):
     assert key in one, key
 # The live memory figures may change between the two runs; everything else must not.
 for device in (full["devices"][0], one):
