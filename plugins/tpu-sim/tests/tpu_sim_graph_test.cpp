@@ -177,7 +177,7 @@ std::vector<uint16_t> run_eagerly(Sim& sim, phx_stream stream, const DenseSoftma
   }
   const phx_softmax_params softmax PHX_SOFTMAX_PARAMS_INIT;
   run_op(stream, PHX_OP_SOFTMAX, &softmax, {h.get()}, y.get());
-  EXPECT_EQ(phx_stream_wait(stream, UINT64_MAX), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK);
   return y.download<uint16_t>(size_t(m * DenseSoftmax::kN));
 }
 
@@ -336,29 +336,26 @@ TEST(TpuSimGraph, AFusedAttentionIsPricedAndComputedAsTheEagerAttention) {
   input.dtype = PHX_DTYPE_BF16;
   input.rank = 4;
   input.shape = shape.data();
-  phx_value q = 0, k = 0, v = 0, scores = 0, weights = 0, out = 0;
+  phx_value q = 0, k = 0, v = 0;
   for (phx_value* value : {&q, &k, &v})
     ASSERT_EQ(phx_graph_add_input(graph, &input, value), PHX_STATUS_OK);
+  const auto node = [&](phx_op_id op, const void* params, std::vector<phx_value> inputs) {
+    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+    desc.op = op;
+    desc.params = params;
+    desc.inputs = inputs.data();
+    desc.input_count = inputs.size();
+    desc.output_count = 1;
+    phx_value result = 0;
+    EXPECT_EQ(phx_graph_add_node(graph, &desc, &result), PHX_STATUS_OK) << phx_last_error();
+    return result;
+  };
   phx_matmul_params transposed PHX_MATMUL_PARAMS_INIT;
   transposed.transpose_b = 1;
   const phx_softmax_params last_axis PHX_SOFTMAX_PARAMS_INIT;
-  const struct {
-    phx_op_id op;
-    const void* params;
-    std::vector<phx_value> inputs;
-    phx_value* out;
-  } nodes[] = {{PHX_OP_MATMUL, &transposed, {q, k}, &scores},
-               {PHX_OP_SOFTMAX, &last_axis, {scores}, &weights},
-               {PHX_OP_MATMUL, nullptr, {weights, v}, &out}};
-  for (const auto& n : nodes) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.op = n.op;
-    desc.params = n.params;
-    desc.inputs = n.inputs.data();
-    desc.input_count = n.inputs.size();
-    desc.output_count = 1;
-    ASSERT_EQ(phx_graph_add_node(graph, &desc, n.out), PHX_STATUS_OK) << phx_last_error();
-  }
+  const phx_value scores = node(PHX_OP_MATMUL, &transposed, {q, k});
+  const phx_value weights = node(PHX_OP_SOFTMAX, &last_axis, {scores});
+  const phx_value out = node(PHX_OP_MATMUL, nullptr, {weights, v});
   ASSERT_EQ(phx_graph_add_output(graph, out, "out"), PHX_STATUS_OK);
 
   phx_stream stream = nullptr;
