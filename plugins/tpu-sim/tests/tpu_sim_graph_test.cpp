@@ -261,6 +261,30 @@ TEST(TpuSimGraph, ASecondCompileOfTheSameGraphIsACacheHit) {
   EXPECT_EQ(after.at("compile_time_ns_total") - before.at("compile_time_ns_total"), 3 * 6e6);
 }
 
+// A graph with a dynamic dimension is compiled again for each new size: each size is a
+// program of its own in the cache, and a size seen before is a hit.
+TEST(TpuSimGraph, EachSizeOfADynamicDimensionIsAProgramOfItsOwn) {
+  Sim sim("generation=v5e");
+  const size_t d = sim.device();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  DenseSoftmax g(sim.context(), PHX_DIM_DYNAMIC);
+  Executable exe(sim.context(), g.graph, d);
+  const double hits[] = {0, 0, 1};
+  const int64_t rows[] = {4, 8, 4};
+  for (size_t i = 0; i < 3; ++i) {
+    Tensor x(sim.context(), d, PHX_DTYPE_BF16, {rows[i], DenseSoftmax::kK});
+    Tensor y(sim.context(), d, PHX_DTYPE_BF16, {rows[i], DenseSoftmax::kN});
+    x.upload(bf16_values(size_t(rows[i] * DenseSoftmax::kK), 1.0f, 0.0f));
+    run_executable(stream, exe, x, y);
+    EXPECT_EQ(exe.stats()["compile_cache_hit"], hits[i]) << rows[i] << " rows, run " << i;
+  }
+  const auto stats = sim.stats(d);
+  EXPECT_EQ(stats.at("graph_compile_cache_misses"), 2.0);
+  EXPECT_EQ(stats.at("graph_compile_cache_hits"), 1.0);
+  phx_stream_destroy(stream);
+}
+
 // compile_cache_size=1: a second graph evicts the first, which then misses again.
 TEST(TpuSimGraph, TheLeastRecentlyUsedGraphIsEvicted) {
   Sim sim("generation=v5e,compile_cache_size=1");
