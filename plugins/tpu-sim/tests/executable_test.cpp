@@ -79,7 +79,8 @@ class TestGraph {
   }
   phx_plugin_value& value_at(uint32_t i) { return values_[i]; }
   phx_plugin_graph graph() const {
-    return {sizeof(phx_plugin_graph), values_.data(), values_.size(), nodes_.data(), nodes_.size()};
+    return {
+        sizeof(phx_plugin_graph), values_.data(), values_.size(), nodes_.data(), nodes_.size(), 0};
   }
 
  private:
