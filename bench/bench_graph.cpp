@@ -4,10 +4,14 @@
 //   node costs beyond its kernel, the executable's per-node overhead against an eager op's.
 // - mlp4: four layers of matmul + bias + relu, batch 64, width 1024 (f32): eagerly as 12
 //   ops, as an executable without fusion (12 steps), and with fusion (4 fused matmuls).
+// - ew8: eight cheap f32 elementwise ops (mul, add, sub, relu, twice) on 4M elements
+//   (16 MiB per value, past the caches), with constants of that size: what fusing a
+//   chain saves in memory traffic (the CPU device runs it block by block, docs/graphs.md).
 // Each iteration runs the whole workload and waits for it, after one run that is not
 // timed (it compiles the device's kernels). The summary prints the
 // per-node cost of chain64 and the speed of each mlp4 form against the eager one.
 #include <cmath>
+#include <iterator>
 #include <memory>
 
 #include "bench_common.h"
@@ -20,6 +24,7 @@ constexpr int kChain = 64;
 constexpr int64_t kChainWidth = 16;
 constexpr int kLayers = 4;
 constexpr int64_t kBatch = 64, kWidth = 1024;
+constexpr int64_t kElementwiseSize = int64_t{1} << 22;
 
 struct Device {
   phx_context context = nullptr;
@@ -169,6 +174,35 @@ std::unique_ptr<Workload> mlp(const Device& d) {
   return w;
 }
 
+std::unique_ptr<Workload> elementwise(const Device& d) {
+  constexpr phx_op_id kOps[] = {PHX_OP_MUL, PHX_OP_ADD, PHX_OP_SUB, PHX_OP_RELU,
+                                PHX_OP_MUL, PHX_OP_ADD, PHX_OP_SUB, PHX_OP_RELU};
+  constexpr size_t kCount = std::size(kOps);
+  auto w = std::make_unique<Workload>();
+  w->reserve(kCount);
+  w->tensors.reserve(2 * kCount + 3);  // eager descriptors point at the tensors' handles
+  check(phx_graph_create(d.context, &w->graph), "phx_graph_create");
+  const std::vector<int64_t> shape = {kElementwiseSize};
+  w->input = w->keep(make_tensor(d, shape, 1));
+  phx_value v = add_input(w->graph, shape);
+  phx_tensor previous = w->input;
+  for (size_t i = 0; i < kCount; ++i) {
+    phx_tensor* out = &w->tensors.emplace_back(make_tensor(d, shape, 0));
+    if (kOps[i] == PHX_OP_SILU || kOps[i] == PHX_OP_GELU || kOps[i] == PHX_OP_RELU) {
+      v = add_node(w->graph, kOps[i], {v});
+      w->eager_op(kOps[i], {previous}, out);
+    } else {
+      const phx_tensor operand = w->keep(make_tensor(d, shape, 2.0f + float(i)));
+      v = add_node(w->graph, kOps[i], {v, add_constant(w->graph, operand)});
+      w->eager_op(kOps[i], {previous, operand}, out);
+    }
+    previous = *out;
+  }
+  check(phx_graph_add_output(w->graph, v, nullptr), "phx_graph_add_output");
+  w->output = w->keep(make_tensor(d, shape, 0));
+  return w;
+}
+
 using Maker = std::unique_ptr<Workload> (*)(const Device&);
 
 void register_workload(const std::string& prefix, const Device* d, Maker make) {
@@ -214,6 +248,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, d] : devices) {
     register_workload("chain64_" + name, &d, chain);
     register_workload("mlp4_" + name, &d, mlp);
+    register_workload("ew8_" + name, &d, elementwise);
   }
   const std::map<std::string, double> best = phx_bench::run_keeping_best_times(&argc, argv);
   std::printf("\n");
@@ -233,6 +268,12 @@ int main(int argc, char** argv) {
     if (mlp_eager > 0 && unfused > 0 && fused > 0)
       std::printf("mlp4 on %s: executable %.2fx, fused executable %.2fx the speed of eager ops\n",
                   name.c_str(), mlp_eager / unfused, mlp_eager / fused);
+    const double ew_eager = time("ew8_" + name + "_eager");
+    const double ew_unfused = time("ew8_" + name + "_executable_unfused");
+    const double ew_fused = time("ew8_" + name + "_executable");
+    if (ew_eager > 0 && ew_unfused > 0 && ew_fused > 0)
+      std::printf("ew8 on %s: executable %.2fx, fused executable %.2fx the speed of eager ops\n",
+                  name.c_str(), ew_eager / ew_unfused, ew_eager / ew_fused);
   }
   for (auto& [name, d] : devices) phx_stream_destroy(d.stream);
   phx_context_destroy(context);

@@ -1,7 +1,10 @@
 // The cost of the TPU simulator itself: a 1024 x 1024 x 1024 bf16 matmul on tpu-sim (bf16
 // inputs rounded and summed as the MXU does, f32 or bf16 out) against the same f32 matmul
 // on the CPU device, both through the C API in one context, one run. Prints the ratio
-// tpu-sim / cpu at the end; the goal is at most 1.5.
+// tpu-sim / cpu at the end; the goal is at most 1.5. And what the simulator spends per op
+// beyond its kernel: 64 adds of a constant to a [1, 16] f32 tensor, eagerly (each op
+// checked by the host, costed and looked up in the chip's compile cache) and as an
+// executable (one run of a compiled program); prints the time per node of each.
 //   bench_tpu_sim [--benchmark_repetitions=5 ...]
 #include <benchmark/benchmark.h>
 #include <phynexus/phynexus.h>
@@ -67,9 +70,88 @@ void BM_TpuSimBf16ToF32(benchmark::State& state) {
 void BM_TpuSimBf16ToBf16(benchmark::State& state) {
   run_matmul(state, setup().device, setup().device_stream, PHX_DTYPE_BF16, PHX_DTYPE_BF16);
 }
+constexpr int kChain = 64;
+constexpr int64_t kChainWidth = 16;
+
+// The chain's tensors on tpu-sim: the input, the constant, an output per op.
+struct Chain {
+  std::vector<phx_tensor> tensors;
+  Chain() {
+    const int64_t shape[2] = {1, kChainWidth};
+    const std::vector<float> values(kChainWidth, 0.5f);
+    tensors.resize(kChain + 2);
+    for (phx_tensor& t : tensors) {
+      check(phx_tensor_create(setup().context, setup().device, PHX_DTYPE_F32, 2, shape, &t),
+            "phx_tensor_create");
+      check(phx_tensor_upload(t, 0, values.data(), values.size() * 4), "phx_tensor_upload");
+    }
+  }
+  ~Chain() {
+    for (phx_tensor t : tensors) phx_tensor_destroy(t);
+  }
+  phx_tensor constant() const { return tensors[1]; }
+};
+
+void BM_TpuSimChainEager(benchmark::State& state) {
+  const Chain chain;
+  std::vector<phx_tensor> inputs;
+  for (int i = 0; i < kChain; ++i) {
+    inputs.push_back(i == 0 ? chain.tensors[0] : chain.tensors[size_t(i) + 1]);
+    inputs.push_back(chain.constant());
+  }
+  std::vector<phx_op_desc> ops;
+  for (int i = 0; i < kChain; ++i)
+    ops.push_back(
+        phx_bench::op_desc(PHX_OP_ADD, &inputs[2 * size_t(i)], 2, &chain.tensors[size_t(i) + 2]));
+  for (auto _ : state) {
+    for (const phx_op_desc& op : ops) check(phx_op_run(setup().device_stream, &op, nullptr), "run");
+    check(phx_stream_synchronize(setup().device_stream), "phx_stream_synchronize");
+  }
+}
+
+void BM_TpuSimChainExecutable(benchmark::State& state) {
+  const Chain chain;
+  phx_graph graph = nullptr;
+  check(phx_graph_create(setup().context, &graph), "phx_graph_create");
+  const int64_t shape[2] = {1, kChainWidth};
+  phx_graph_input_desc input{};  // not PHX_GRAPH_INPUT_DESC_INIT: -Wextra, as PHX_DEVICE_INFO_INIT
+  input.struct_size = sizeof input;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = 2;
+  input.shape = shape;
+  phx_value v = 0, c = 0;
+  check(phx_graph_add_input(graph, &input, &v), "phx_graph_add_input");
+  check(phx_graph_add_constant_tensor(graph, nullptr, chain.constant(), &c), "add_constant");
+  for (int i = 0; i < kChain; ++i) {
+    const phx_value operands[2] = {v, c};
+    phx_graph_node_desc node{};
+    node.struct_size = sizeof node;
+    node.op = PHX_OP_ADD;
+    node.inputs = operands;
+    node.input_count = 2;
+    node.output_count = 1;
+    check(phx_graph_add_node(graph, &node, &v), "phx_graph_add_node");
+  }
+  check(phx_graph_add_output(graph, v, nullptr), "phx_graph_add_output");
+  phx_compile_options options{};
+  options.struct_size = sizeof options;
+  options.device = setup().device;
+  phx_executable exe = nullptr;
+  check(phx_graph_compile(setup().context, graph, &options, &exe), "phx_graph_compile");
+  const phx_tensor in = chain.tensors[0], out = chain.tensors[2];
+  for (auto _ : state) {
+    check(phx_executable_run(setup().device_stream, exe, &in, 1, &out, 1, nullptr), "run");
+    check(phx_stream_synchronize(setup().device_stream), "phx_stream_synchronize");
+  }
+  phx_executable_destroy(exe);
+  phx_graph_destroy(graph);
+}
+
 BENCHMARK(BM_CpuF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TpuSimBf16ToF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TpuSimBf16ToBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TpuSimChainEager)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_TpuSimChainExecutable)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 
@@ -81,6 +163,9 @@ int main(int argc, char** argv) {
         std::printf("ratio %s / BM_CpuF32 (best real time): %.3f (goal <= 1.5)\n", sim,
                     best.at(sim) / best.at("BM_CpuF32"));
   }
+  for (const char* chain : {"BM_TpuSimChainEager", "BM_TpuSimChainExecutable"})
+    if (best.count(chain) != 0)
+      std::printf("%s: %.0f ns per node (best real time)\n", chain, 1e3 * best.at(chain) / kChain);
   phx_bench::close_cpu_and_device(setup());
   return 0;
 }

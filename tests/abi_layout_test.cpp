@@ -669,7 +669,8 @@ TEST_F(AbiLayout, PluginAbi_1_3_Executables) {
   PHX_EXPECT_OFFSET(phx_plugin_graph, value_count, 16);
   PHX_EXPECT_OFFSET(phx_plugin_graph, nodes, 24);
   PHX_EXPECT_OFFSET(phx_plugin_graph, node_count, 32);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_graph, 40);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, flags, 40);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_graph, 44);
   // Appended after the last entry of 1.2: a 1.2 plugin's table ends before them.
   PHX_EXPECT_OFFSET(phx_plugin_api, graph_compile, 192);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_run, 200);

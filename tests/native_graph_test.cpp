@@ -1,10 +1,10 @@
 // Executables whose parts a device compiles as a whole (plugin ABI 1.3), against the
 // test plugin's GRAPHS build: a device that compiles graphs of add nodes, beside the CPU
-// plugin, which runs nodes one by one. What the host hands over (the values' kinds, one
-// compile per set of shapes), what it takes back (one ticket per run, the outputs, the
-// plugin's figures, a record per node) and the faults it must survive (a declined
-// compile, a failed one, a failed run, a wrong ticket). The adds are exact in f32 for
-// these small integers, so results are compared for equality.
+// plugin (which compiles its parts too) and the test plugin's plain build (which does not). What
+// the host hands over (the values' kinds, one compile per set of shapes), what it takes back (one
+// ticket per run, the outputs, the plugin's figures, a record per node) and the faults it must
+// survive (a declined compile, a failed one, a failed run, a wrong ticket). The adds are exact in
+// f32 for these small integers, so results are compared for equality.
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 #include <stdlib.h>
@@ -44,10 +44,11 @@ class NativeGraph : public ::testing::Test {
     }
     const std::string cpu = std::string(PHX_TEST_DEFAULT_PLUGIN_DIR) + "/phx_cpu.so";
     const std::string graphs = std::string(PHX_TEST_PLUGIN_DIR) + "/graphs";
-    const char* paths[] = {cpu.c_str(), graphs.c_str()};
+    const std::string good = std::string(PHX_TEST_PLUGIN_DIR) + "/good";
+    const char* paths[] = {cpu.c_str(), graphs.c_str(), good.c_str()};
     phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
     options.plugin_paths = paths;
-    options.plugin_path_count = 2;
+    options.plugin_path_count = 3;
     options.use_default_search_path = 0;
     options.log_level = PHX_LOG_OFF;
     options.num_threads = 2;
@@ -60,6 +61,7 @@ class NativeGraph : public ::testing::Test {
       ASSERT_EQ(phx_device_get(context_, d, &info), PHX_STATUS_OK);
       if (std::strcmp(info.plugin, "cpu") == 0) cpu_ = d;
       if (std::strcmp(info.plugin, "testgraphs") == 0) native_ = d;
+      if (std::strcmp(info.plugin, "testgood") == 0) by_node_ = d;
     }
     ASSERT_NE(cpu_, SIZE_MAX);
     ASSERT_NE(native_, SIZE_MAX) << "the graphs test plugin did not load";
@@ -152,7 +154,7 @@ class NativeGraph : public ::testing::Test {
   }
 
   phx_context context_ = nullptr;
-  size_t cpu_ = SIZE_MAX, native_ = SIZE_MAX;
+  size_t cpu_ = SIZE_MAX, native_ = SIZE_MAX, by_node_ = SIZE_MAX;
   std::string trace_dir_;
 };
 
@@ -161,6 +163,9 @@ TEST_F(NativeGraph, DevicesSayWhetherTheyCompileGraphs) {
   ASSERT_EQ(phx_device_get(context_, native_, &info), PHX_STATUS_OK);
   EXPECT_EQ(info.compiles_graphs, 1u);
   ASSERT_EQ(phx_device_get(context_, cpu_, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.compiles_graphs, 1u);
+  ASSERT_NE(by_node_, SIZE_MAX) << "the good test plugin did not load";
+  ASSERT_EQ(phx_device_get(context_, by_node_, &info), PHX_STATUS_OK);
   EXPECT_EQ(info.compiles_graphs, 0u);
 }
 
@@ -206,8 +211,9 @@ TEST_F(NativeGraph, ThePartIsCompiledOnceAndEachRunIsOneTicket) {
 }
 
 TEST_F(NativeGraph, APartBetweenDevicesSeesWhatCrossesItsEdgesAsInputsAndOutputs) {
-  // On the native device: x + x, then (x + x) + x. The matmul it cannot run goes to the
-  // CPU, and reads the first add's result: an output of the part, copied to the CPU.
+  // On the test device: x + x, then (x + x) + x. The matmul it cannot run goes to the
+  // CPU, and reads the first add's result: an output of the part, copied to the CPU,
+  // whose plugin compiles its part too.
   phx_graph graph = nullptr;
   ASSERT_EQ(phx_graph_create(context_, &graph), PHX_STATUS_OK);
   const int64_t shape[2] = {2, 2};
@@ -226,8 +232,8 @@ TEST_F(NativeGraph, APartBetweenDevicesSeesWhatCrossesItsEdgesAsInputsAndOutputs
   ASSERT_NE(exe, nullptr);
   EXPECT_EQ(trace(), std::vector<std::string>{"graph_compile IOO"});
   const phx_executable_info info = describe(exe);
-  EXPECT_EQ(info.native_parts, 1u);
-  EXPECT_EQ(info.native_nodes, 2u);
+  EXPECT_EQ(info.native_parts, 2u);
+  EXPECT_EQ(info.native_nodes, 3u);
   EXPECT_EQ(info.device_count, 2u);
 
   phx_stream stream = nullptr;

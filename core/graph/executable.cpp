@@ -144,6 +144,7 @@ void Executable::compile_native_parts(Plan& next, const std::vector<Operand>& in
   const std::vector<const Tensor*> constant_data = constant_tensors();
   PartContext part;
   part.steps = &steps;
+  if ((flags & PHX_COMPILE_NO_FUSION) != 0) part.flags |= PHX_PLUGIN_GRAPH_NO_FUSION;
   part.operand = [&](Slot slot) {
     switch (slot.kind) {
       case Slot::input:

@@ -108,6 +108,7 @@ std::unique_ptr<NativePart> NativePart::compile(Context& context, Device& device
   graph.value_count = values.size();
   graph.nodes = nodes.data();
   graph.node_count = nodes.size();
+  graph.flags = part.flags;
   Plugin& plugin = *device.plugin;
   try {
     plugin.call("graph_compile", device.index, [&] {

@@ -27,6 +27,7 @@ struct PartSpan {
 // for the plan: what the plugin's graph is made from.
 struct PartContext {
   const std::vector<Step>* steps = nullptr;
+  uint32_t flags = 0;                           // PHX_PLUGIN_GRAPH_*
   std::function<Operand(Slot)> operand;         // the slot's dtype and shape in the plan
   std::function<std::string(Slot)> name;        // for the plugin's messages
   std::function<bool(Slot)> fixed_constant;     // a constant the executable owns

@@ -157,7 +157,9 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
  * constant], softmax, times v becomes one attention node, where the device runs the
  * fused op (docs/graphs.md): the fused kernel rounds once where the separate ops round
  * after each, so results agree within the ops' tolerances (docs/ops.md), not bit for
- * bit. */
+ * bit. A device that compiles its part (phx_device_info.compiles_graphs) may fuse more
+ * there, each device as docs/graphs.md says (the CPU device: chains of elementwise ops,
+ * with the same bits). */
 #define PHX_COMPILE_NO_FUSION UINT32_C(0x4)
 
 typedef struct phx_compile_options {

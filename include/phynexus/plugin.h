@@ -273,7 +273,13 @@ typedef struct phx_plugin_graph {
    * node reads does not occur (the host dropped it). */
   const phx_plugin_node* nodes;
   size_t node_count;
+  uint32_t flags; /* PHX_PLUGIN_GRAPH_* */
 } phx_plugin_graph;
+
+/* phx_plugin_graph.flags: run each node as a kernel of its own, as stream_submit would
+ * run it: the consumer asked for the results of the nodes run one by one, bit for bit
+ * (graph.h, PHX_COMPILE_NO_FUSION). The plugin may still record or submit them together. */
+#define PHX_PLUGIN_GRAPH_NO_FUSION UINT32_C(0x1)
 
 /* ---- The plugin's function table ------------------------------------------------------
  * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its

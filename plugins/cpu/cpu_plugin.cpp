@@ -1,13 +1,17 @@
 // The CPU plugin: one device, the host. Tensors live in a pooled host allocation; ops run
 // synchronously on submission with the host kernels (threaded, vectorized), so a stream's
-// work is finished when stream_submit returns.
+// work is finished when stream_submit returns. A graph's part runs as one executable
+// (cpu_executable.h), its elementwise chains fused.
 #include <phynexus/plugin.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "cpu_device_info.h"
+#include "cpu_executable.h"
 #include "host_buffers.h"
 #include "memory_entries.h"
 #include "memory_pool.h"
@@ -118,6 +122,38 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
   return PHX_STATUS_OK;
 }
 
+phx_status graph_compile(void* plugin, uint32_t, const phx_plugin_graph* graph,
+                         void** out_executable) {
+  return guarded(*self(plugin)->host, [&] {
+    *out_executable = Executable::compile(*graph).release();
+    return PHX_STATUS_OK;
+  });
+}
+
+phx_status executable_run(void* plugin, void* stream, void* executable,
+                          const phx_plugin_tensor* values, size_t,
+                          phx_plugin_profile* const* node_profiles, uint64_t* out_ticket) {
+  Plugin& p = *self(plugin);
+  const phx_status status =
+      static_cast<const Executable*>(executable)->run(values, node_profiles, p.pool);
+  if (status != PHX_STATUS_OK) return p.error(status, "a kernel of the executable failed");
+  *out_ticket = next_ticket(stream);
+  return PHX_STATUS_OK;
+}
+
+void executable_destroy(void*, void* executable) { delete static_cast<Executable*>(executable); }
+
+phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, size_t capacity,
+                            size_t* out_count) {
+  const auto& exe = *static_cast<const Executable*>(executable);
+  const phx_metric metrics[] = {{"kernels_per_run", double(exe.kernel_count())},
+                                {"fused_elementwise_nodes", double(exe.fused_node_count())},
+                                {"unfused_chain_runs", double(exe.unfused_chain_runs())}};
+  std::copy_n(metrics, std::min(capacity, std::size(metrics)), out_metrics);
+  *out_count = std::size(metrics);
+  return PHX_STATUS_OK;
+}
+
 constexpr phx_plugin_api kApi = {
     sizeof(phx_plugin_api),
     PHX_PLUGIN_ABI_MAJOR,
@@ -144,10 +180,10 @@ constexpr phx_plugin_api kApi = {
     host_buffer_copy,
     nullptr,  // device_stats: the CPU device keeps none beyond its memory statistics
     nullptr,  // op_variant_supported: the host kernels run every variant of an op they claim
-    nullptr,  // graph_compile: the host runs a graph's nodes here one by one (docs/graphs.md)
-    nullptr,  // executable_run
-    nullptr,  // executable_destroy
-    nullptr,  // executable_stats
+    graph_compile,
+    executable_run,
+    executable_destroy,
+    executable_stats,
 };
 
 }  // namespace

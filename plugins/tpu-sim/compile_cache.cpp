@@ -84,13 +84,19 @@ CompileCache::Lookup CompileCache::lookup(const std::string& signature) {
     result.hit = true;
     return result;
   }
-  if (index_.size() == capacity_) {
+  // Inserted before the eviction, so that an allocation that fails changes nothing.
+  recency_.push_front(signature);
+  try {
+    index_.emplace(signature, recency_.begin());
+  } catch (...) {
+    recency_.pop_front();
+    throw;
+  }
+  if (index_.size() > capacity_) {
     index_.erase(recency_.back());
     recency_.pop_back();
     result.evicted = true;
   }
-  recency_.push_front(signature);
-  index_.emplace(signature, recency_.begin());
   return result;
 }
 
@@ -100,6 +106,29 @@ std::string op_signature(const phx_plugin_op& op) {
   key += "->";
   for (size_t i = 0; i < op.output_count; ++i) append_tensor(key, op.outputs[i]);
   append_params(key, op.op, op.params, op.input_count > 0 ? op.inputs[0].rank : 0);
+  return key;
+}
+
+std::string graph_signature(const phx_plugin_graph& graph) {
+  std::string key = "graph:";
+  for (size_t i = 0; i < graph.value_count; ++i) {
+    const phx_plugin_value& v = graph.values[i];
+    append_fields(key, static_cast<int>(v.kind), v.flags, static_cast<int>(v.dtype));
+    key += "[";
+    for (uint32_t d = 0; d < v.rank; ++d) key += std::to_string(v.shape[d]) + "x";
+    key += "];";
+  }
+  for (size_t n = 0; n < graph.node_count; ++n) {
+    const phx_plugin_node& node = graph.nodes[n];
+    key += "|" + std::to_string(static_cast<int>(node.op)) + "(";
+    for (size_t i = 0; i < node.input_count; ++i)
+      key += node.inputs[i] == PHX_PLUGIN_NO_VALUE ? "-," : std::to_string(node.inputs[i]) + ",";
+    key += ")->(";
+    for (size_t i = 0; i < node.output_count; ++i) key += std::to_string(node.outputs[i]) + ",";
+    key += ")";
+    const bool has_first = node.input_count > 0 && node.inputs[0] != PHX_PLUGIN_NO_VALUE;
+    append_params(key, node.op, node.params, has_first ? graph.values[node.inputs[0]].rank : 0);
+  }
   return key;
 }
 

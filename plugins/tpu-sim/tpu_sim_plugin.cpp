@@ -2,7 +2,8 @@
 // counted against each chip's HBM; ops run synchronously on submission with the host
 // kernels, matmul and conv2d under the MXU's numerics; every op is costed by the timing
 // model and goes through the chip's compile cache; the figures go to the op's profile
-// record and to the device statistics.
+// record and to the device statistics. A graph is compiled as one program (executable.h):
+// one lookup in the compile cache, then runs of its nodes with the same code as the ops.
 #include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
@@ -14,6 +15,7 @@
 
 #include "compile_cache.h"
 #include "config.h"
+#include "executable.h"
 #include "hbm.h"
 #include "host_buffers.h"
 #include "memory_entries.h"
@@ -71,7 +73,23 @@ const char* matmul_precision(Precision precision) {
 struct Totals {
   uint64_t ops = 0, mxu_cycles = 0, vector_cycles = 0, hbm_bytes = 0;
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
+  uint64_t graph_cache_hits = 0, graph_cache_misses = 0, executable_runs = 0;
   double modelled_time_ns = 0, compile_time_ns = 0;
+
+  // A compile cache lookup and the modelled compile time it cost.
+  void add_lookup(const CompileCache::Lookup& lookup, double compile_ns) {
+    ++(lookup.hit ? cache_hits : cache_misses);
+    cache_evictions += lookup.evicted ? 1 : 0;
+    compile_time_ns += compile_ns;
+  }
+  // ops operations whose costs add up to these.
+  void add_work(uint64_t op_count, uint64_t mxu, uint64_t vector, uint64_t bytes, double time_ns) {
+    ops += op_count;
+    mxu_cycles += mxu;
+    vector_cycles += vector;
+    hbm_bytes += bytes;
+    modelled_time_ns += time_ns;
+  }
 };
 
 // The device properties of a chip of config.
@@ -167,13 +185,10 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
   return PHX_STATUS_OK;
 }
 
-// Every op of the C API has at most three inputs and one output.
-constexpr size_t kMaxInputs = 3;
-
 // Computes op: matmul and conv2d under the MXU's numerics, the rest (attention and rope
 // included) as the host kernels do: in f32, rounded once to the output's dtype.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
-  kernels::HostTensor in[kMaxInputs];
+  kernels::HostTensor in[kMaxNodeInputs];
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
   const kernels::HostTensor out = host_view(op.outputs[0]);
   MxuNumerics numerics;
@@ -192,35 +207,17 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
   }
 }
 
-// Costs op, looks its program up in the compile cache, adds both to the device's totals
-// and to the op's profile record.
-void account(Plugin& p, Device& d, const phx_plugin_op& op) {
-  const OpCost cost = cost_op(op, p.config);
-  const std::string signature = op_signature(op);
-  CompileCache::Lookup lookup;
-  double compile_ns = 0;
-  {
-    std::lock_guard lock(d.mutex);
-    lookup = d.cache.lookup(signature);
-    compile_ns = lookup.hit ? 0.0 : modelled_compile_time_ns(cost.uses_mxu);
-    Totals& t = d.totals;
-    ++t.ops;
-    t.mxu_cycles += cost.mxu.cycles;
-    t.vector_cycles += cost.vector_cycles;
-    t.hbm_bytes += cost.hbm_bytes;
-    t.modelled_time_ns += cost.estimated_time_ns;
-    t.compile_time_ns += compile_ns;
-    ++(lookup.hit ? t.cache_hits : t.cache_misses);
-    t.cache_evictions += lookup.evicted ? 1 : 0;
-  }
-  if (!lookup.hit && cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
+// Logs an MXU op that a compilation maps poorly onto the arrays; what names it in the log.
+void log_poor_mapping(const Plugin& p, const OpCost& cost, const std::string& what) {
+  if (cost.uses_mxu && cost.mxu.mapping_efficiency < kPoorMappingEfficiency)
     host_log(*p.host, PHX_LOG_INFO,
-             std::string(find_op_schema(op.op)->name) + " uses " +
-                 format_number(100 * cost.mxu.mapping_efficiency) +
+             what + " uses " + format_number(100 * cost.mxu.mapping_efficiency) +
                  "% of the MXU cells it occupies: K and N padded to multiples of " +
                  std::to_string(p.config.chip.mxu_size));
-  if (op.profile == nullptr) return;
-  phx_plugin_profile& profile = *op.profile;
+}
+
+// The cost model's figures of one op, for its profile record.
+void add_cost_metrics(phx_plugin_profile& profile, const OpCost& cost) {
   add_metric(profile, "mxu_cycles", double(cost.mxu.cycles));
   add_metric(profile, "mxu_passes", double(cost.mxu_passes));
   add_metric(profile, "mxu_folds", double(cost.mxu.folds));
@@ -233,14 +230,34 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
   add_metric(profile, "mapping_efficiency", cost.mxu.mapping_efficiency);
   add_metric(profile, "padding_waste", cost.mxu.padding_waste);
   add_metric(profile, "memory_bound", cost.memory_bound ? 1.0 : 0.0);
-  add_metric(profile, "compile_cache_hit", lookup.hit ? 1.0 : 0.0);
-  add_metric(profile, "compile_time_ns", compile_ns);
+}
+
+// Costs op, looks its program up in the compile cache, adds both to the device's totals
+// and to the op's profile record.
+void account(Plugin& p, Device& d, const phx_plugin_op& op) {
+  const OpCost cost = cost_op(op, p.config);
+  const std::string signature = op_signature(op);
+  CompileCache::Lookup lookup;
+  double compile_ns = 0;
+  {
+    std::lock_guard lock(d.mutex);
+    lookup = d.cache.lookup(signature);
+    compile_ns = lookup.hit ? 0.0 : modelled_compile_time_ns(cost.uses_mxu);
+    d.totals.add_lookup(lookup, compile_ns);
+    d.totals.add_work(1, cost.mxu.cycles, cost.vector_cycles, cost.hbm_bytes,
+                      cost.estimated_time_ns);
+  }
+  if (!lookup.hit) log_poor_mapping(p, cost, find_op_schema(op.op)->name);
+  if (op.profile == nullptr) return;
+  add_cost_metrics(*op.profile, cost);
+  add_metric(*op.profile, "compile_cache_hit", lookup.hit ? 1.0 : 0.0);
+  add_metric(*op.profile, "compile_time_ns", compile_ns);
 }
 
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = self(plugin);
-  if (op->input_count > kMaxInputs || op->output_count != 1)
+  if (op->input_count > kMaxNodeInputs || op->output_count != 1)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
   return guarded(*p.host, [&] {
     const phx_status status = execute(p, *op);
@@ -253,6 +270,93 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
     *out_ticket = next_ticket(stream);
     return PHX_STATUS_OK;
   });
+}
+
+Executable& executable_of(void* executable) { return *static_cast<Executable*>(executable); }
+
+// Compiles graph as one program: builds the executable (its nodes and their costs), then
+// looks the graph's signature up in the chip's compile cache, where a miss costs the whole
+// program's modelled compile time and a hit none.
+phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                         void** out_executable) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    std::string error;
+    std::unique_ptr<Executable> executable = build_executable(*graph, device, p.config, error);
+    if (executable == nullptr) return p.error(PHX_STATUS_UNSUPPORTED, error);
+    const std::string signature = graph_signature(*graph);
+    Device& d = *p.devices[device];
+    {
+      std::lock_guard lock(d.mutex);
+      const CompileCache::Lookup lookup = d.cache.lookup(signature);
+      executable->cache_hit = lookup.hit;
+      executable->compile_time_ns =
+          lookup.hit ? 0.0 : modelled_program_compile_time_ns(*executable);
+      d.totals.add_lookup(lookup, executable->compile_time_ns);
+      ++(lookup.hit ? d.totals.graph_cache_hits : d.totals.graph_cache_misses);
+    }
+    if (!executable->cache_hit)
+      for (const ExecutableNode& node : executable->nodes)
+        log_poor_mapping(p, node.cost, "node '" + node.name + "'");
+    *out_executable = executable.release();
+    return PHX_STATUS_OK;
+  });
+}
+
+// Runs every node with the ops' own code (execute), as one ticket. The nodes' costs were
+// fixed at compile time and no node looks the compile cache up: the program is compiled.
+phx_status executable_run(void* plugin, void* stream, void* executable,
+                          const phx_plugin_tensor* values, size_t value_count,
+                          phx_plugin_profile* const* node_profiles, uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  const Executable& e = executable_of(executable);
+  if (value_count != e.value_count)
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "executable_run: " + std::to_string(value_count) +
+                                                    " values for a graph of " +
+                                                    std::to_string(e.value_count));
+  return guarded(*p.host, [&] {
+    for (const ExecutableNode& node : e.nodes) {
+      const BoundNode bound(node, values);
+      const phx_status status = execute(p, bound.op());
+      if (status == PHX_STATUS_OUT_OF_MEMORY)
+        return p.error(status, "node '" + node.name +
+                                   "': out of host memory for the simulation's scratch buffers");
+      if (status != PHX_STATUS_OK)
+        return p.error(
+            status, "node '" + node.name + "': no host kernel for op " + std::to_string(node.op));
+    }
+    for (size_t i = 0; node_profiles != nullptr && i < e.nodes.size(); ++i)
+      if (node_profiles[i] != nullptr) add_cost_metrics(*node_profiles[i], e.nodes[i].cost);
+    Device& d = *p.devices[e.device];
+    {
+      std::lock_guard lock(d.mutex);
+      const RunCost& c = e.run_cost;
+      d.totals.add_work(e.nodes.size(), c.mxu_cycles, c.vector_cycles, c.hbm_bytes,
+                        c.modelled_time_ns);
+      ++d.totals.executable_runs;
+    }
+    *out_ticket = next_ticket(stream);
+    return PHX_STATUS_OK;
+  });
+}
+
+void executable_destroy(void*, void* executable) { delete &executable_of(executable); }
+
+phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, size_t capacity,
+                            size_t* out_count) {
+  const Executable& e = executable_of(executable);
+  const RunCost& c = e.run_cost;
+  const phx_metric metrics[] = {
+      {"nodes", double(e.nodes.size())},
+      {"mxu_nodes", double(c.mxu_nodes)},
+      {"modelled_time_ns", c.modelled_time_ns},
+      {"mxu_cycles", double(c.mxu_cycles)},
+      {"vector_cycles", double(c.vector_cycles)},
+      {"hbm_bytes", double(c.hbm_bytes)},
+      {"compile_cache_hit", e.cache_hit ? 1.0 : 0.0},
+      {"compile_time_ns", e.compile_time_ns},
+  };
+  return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
 phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, size_t capacity,
@@ -274,6 +378,9 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"compile_cache_misses", double(t.cache_misses)},
       {"compile_cache_evictions", double(t.cache_evictions)},
       {"compile_time_ns_total", t.compile_time_ns},
+      {"graph_compile_cache_hits", double(t.graph_cache_hits)},
+      {"graph_compile_cache_misses", double(t.graph_cache_misses)},
+      {"executable_runs", double(t.executable_runs)},
       {"memory_evictions", double(d.hbm.reuse_stats().evictions)},
   };
   return write_device_stats(metrics, out_metrics, capacity, out_count);
@@ -288,6 +395,10 @@ constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .op_supported = op_supported,
     .stream_submit = stream_submit,
     .device_stats = device_stats,
+    .graph_compile = graph_compile,
+    .executable_run = executable_run,
+    .executable_destroy = executable_destroy,
+    .executable_stats = executable_stats,
 });
 
 }  // namespace

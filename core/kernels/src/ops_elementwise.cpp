@@ -241,6 +241,22 @@ void run_unary(phx_op_id op, const HostTensor& x, const HostTensor& out, ThreadP
   }
 }
 
+}  // namespace phx::kernels::ops
+
+namespace phx::kernels {
+
+void elementwise_f32(phx_op_id op, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                     float* out, int64_t n) {
+  if (op == PHX_OP_RELU || op == PHX_OP_GELU || op == PHX_OP_SILU)
+    ops::unary_f32(ops::unary_of(op), a, out, n);
+  else
+    ops::binary_f32(op, a, a_step, b, b_step, out, n);
+}
+
+}  // namespace phx::kernels
+
+namespace phx::kernels::ops {
+
 void activation_f32(phx_activation act, float* data, int64_t n) {
   switch (act) {
     case PHX_ACTIVATION_RELU:

@@ -37,4 +37,12 @@ bool op_supported(phx_op_id op, phx_dtype dtype);
 phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, size_t input_count,
                   const HostTensor* outputs, size_t output_count, ThreadPool& pool);
 
+// An f32 elementwise op (add, sub, mul, div, relu, gelu, silu) over n contiguous output
+// elements, on the calling thread. a_step and b_step are 1 where the operand is a run of
+// n values and 0 where it is one value used n times; b is null for relu, gelu and silu.
+// Each element is computed as run_op computes it, bit for bit, wherever a range starts:
+// a fused chain of such ops runs them on one block after another with it.
+void elementwise_f32(phx_op_id op, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                     float* out, int64_t n);
+
 }  // namespace phx::kernels

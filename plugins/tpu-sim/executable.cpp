@@ -1,0 +1,127 @@
+#include "executable.h"
+
+#include <phx/op_table.h>
+
+#include <cstring>
+
+#include "compile_cache.h"
+
+namespace phx::tpu_sim {
+namespace {
+
+// The size of an op's parameter struct in plugin.h's layout; 0 for an op without
+// parameters, SIZE_MAX for parameters the plugin does not know (the quantized ops').
+size_t params_size(phx_op_id op) {
+  const OpSchema* schema = find_op_schema(op);
+  if (schema == nullptr) return SIZE_MAX;
+  switch (schema->params) {
+    case ParamsKind::none:
+      return 0;
+    case ParamsKind::matmul:
+      return sizeof(phx_matmul_params);
+    case ParamsKind::softmax:
+      return sizeof(phx_softmax_params);
+    case ParamsKind::norm:
+      return sizeof(phx_norm_params);
+    case ParamsKind::transpose:
+      return sizeof(phx_transpose_params);
+    case ParamsKind::reduce:
+      return sizeof(phx_reduce_params);
+    case ParamsKind::conv2d:
+      return sizeof(phx_conv2d_params);
+    case ParamsKind::attention:
+      return sizeof(phx_attention_params);
+    case ParamsKind::rope:
+      return sizeof(phx_rope_params);
+    default:
+      return SIZE_MAX;
+  }
+}
+
+// The cost model reads a tensor's dtype, its shape and whether it is present (buffer not
+// null), never its contents: at compile time, before any run binds the values, every
+// value is priced through a tensor that points here.
+char shape_only_marker;
+
+std::vector<phx_plugin_tensor> shape_only_tensors(const phx_plugin_graph& graph) {
+  std::vector<phx_plugin_tensor> tensors(graph.value_count);
+  for (size_t i = 0; i < graph.value_count; ++i) {
+    const phx_plugin_value& v = graph.values[i];
+    phx_plugin_tensor& t = tensors[i];
+    t.struct_size = sizeof t;
+    t.buffer = &shape_only_marker;
+    t.dtype = v.dtype;
+    t.rank = v.rank;
+    std::memcpy(t.shape, v.shape, sizeof t.shape);
+  }
+  return tensors;
+}
+
+// Copies node into out; false with error when the plugin cannot run it.
+bool copy_node(const phx_plugin_node& node, ExecutableNode& out, std::string& error) {
+  const size_t size = params_size(node.op);
+  if (node.input_count > kMaxNodeInputs || node.output_count != 1 || size == SIZE_MAX) {
+    error = "node '" + std::string(node.name) + "': op " + std::to_string(node.op) + " with " +
+            std::to_string(node.input_count) + " inputs and " + std::to_string(node.output_count) +
+            " outputs is no op tpu-sim compiles";
+    return false;
+  }
+  out.op = node.op;
+  out.has_params = node.params != nullptr && size > 0;
+  if (out.has_params) std::memcpy(&out.params, node.params, size);
+  out.inputs.assign(node.inputs, node.inputs + node.input_count);
+  out.output = node.outputs[0];
+  out.name = node.name;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Executable> build_executable(const phx_plugin_graph& graph, uint32_t device,
+                                             const SimConfig& config, std::string& error) {
+  auto executable = std::make_unique<Executable>();
+  executable->device = device;
+  executable->value_count = graph.value_count;
+  executable->nodes.resize(graph.node_count);
+  const std::vector<phx_plugin_tensor> tensors = shape_only_tensors(graph);
+  RunCost& total = executable->run_cost;
+  for (size_t n = 0; n < graph.node_count; ++n) {
+    ExecutableNode& node = executable->nodes[n];
+    if (!copy_node(graph.nodes[n], node, error)) return nullptr;
+    const BoundNode bound(node, tensors.data());
+    node.cost = cost_op(bound.op(), config);
+    total.mxu_nodes += node.cost.uses_mxu ? 1 : 0;
+    total.mxu_cycles += node.cost.mxu.cycles;
+    total.vector_cycles += node.cost.vector_cycles;
+    total.hbm_bytes += node.cost.hbm_bytes;
+    total.modelled_time_ns += node.cost.estimated_time_ns;
+  }
+  return executable;
+}
+
+double modelled_program_compile_time_ns(const Executable& executable) {
+  double total = 0;
+  for (const ExecutableNode& node : executable.nodes)
+    total += modelled_compile_time_ns(node.cost.uses_mxu);
+  return total;
+}
+
+BoundNode::BoundNode(const ExecutableNode& node, const phx_plugin_tensor* values) {
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] != PHX_PLUGIN_NO_VALUE) {
+      inputs_[i] = values[node.inputs[i]];
+    } else {  // absent: a null buffer, as the host passes it to stream_submit
+      inputs_[i].struct_size = sizeof(phx_plugin_tensor);
+    }
+  }
+  output_ = values[node.output];
+  op_.struct_size = sizeof op_;
+  op_.op = node.op;
+  op_.params = node.has_params ? &node.params : nullptr;
+  op_.inputs = inputs_;
+  op_.input_count = node.inputs.size();
+  op_.outputs = &output_;
+  op_.output_count = 1;
+}
+
+}  // namespace phx::tpu_sim
