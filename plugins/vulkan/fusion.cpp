@@ -1,6 +1,7 @@
 #include "fusion.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace phx::vulkan {
 namespace {
@@ -86,7 +87,10 @@ bool append_step(FusedChain& chain, const phx_plugin_node& node, uint32_t from) 
 FusionPlan plan_fusion(const phx_plugin_graph& graph, const DeviceCaps& caps) {
   FusionPlan plan;
   plan.chain_of_node.assign(graph.node_count, -1);
-  if (!runs_elementwise_programs(caps)) return plan;
+  const bool no_fusion =
+      graph.struct_size >= offsetof(phx_plugin_graph, flags) + sizeof graph.flags &&
+      (graph.flags & PHX_PLUGIN_GRAPH_NO_FUSION) != 0;
+  if (no_fusion || !runs_elementwise_programs(caps)) return plan;
   const std::vector<int> reader = sole_readers(graph);
   for (size_t first = 0; first < graph.node_count; ++first) {
     if (plan.chain_of_node[first] != -1 || !fusable(graph, graph.nodes[first], caps)) continue;

@@ -34,7 +34,8 @@ struct FusionPlan {
 };
 
 // The chains of two nodes or more that fit one dispatch and one binding per tensor on a
-// device with caps; none where the device runs no ElementwisePrograms.
+// device with caps; none where the device runs no ElementwisePrograms or graph's flags
+// say PHX_PLUGIN_GRAPH_NO_FUSION.
 FusionPlan plan_fusion(const phx_plugin_graph& graph, const DeviceCaps& caps);
 
 }  // namespace phx::vulkan

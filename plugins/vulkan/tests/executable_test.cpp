@@ -287,8 +287,8 @@ TEST_F(VulkanGraphs, ARunIsOneSubmissionWithTheResultsOfEagerOps) {
 // Bounds: a = x + c errs by 2u|a|; d = a / e by that over |e| and 3u|d| of its own (GLSL
 // allows division 2.5 ulps): 5u|d|; gelu (slope at most 1.13) adds 16 ulps of its
 // result, silu (slope at most 1.1) 8; the product with x scales s's error by |x| and adds
-// 2u|y|; 1e-37 covers results flushed below f32's normal range. The same ops run eagerly
-// give the same bits.
+// 2u|y|; 1e-37 covers results flushed below f32's normal range. The same ops run eagerly,
+// and the graph compiled without fusion, give the same bits.
 TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerOps) {
   constexpr int64_t kN = 300;  // two workgroups, the second partly idle
   const std::vector<float> x = values(kN, 0.2f), c = values(kN, 4.0f);
@@ -324,6 +324,10 @@ TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerO
   options.device = device_;
   phx_executable exe = nullptr;
   ASSERT_EQ(phx_graph_compile(context_, graph, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  options.flags = PHX_COMPILE_NO_FUSION;
+  phx_executable unfused = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph, &options, &unfused), PHX_STATUS_OK)
+      << phx_last_error();
   phx_graph_destroy(graph);
   const phx_tensor tx = tensor({kN}, &x), ty = tensor({kN});
   ASSERT_EQ(phx_executable_run(stream_, exe, &tx, 1, &ty, 1, nullptr), PHX_STATUS_OK)
@@ -339,8 +343,7 @@ TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerO
   }
   const std::vector<float> fused = download(ty, kN);
   expect_near_all(fused, ref, tol);
-  // The plugin fuses whatever the compile flags (it is not told them), and graph.h promises
-  // the eager ops' results bit for bit without fusion: each step rounds as its op's shader.
+  // Each step rounds as its op's shader: the eager ops' bits.
   const phx_tensor tc = tensor({kN}, &c), te = tensor({kN}, &e), a = tensor({kN});
   const phx_tensor td = tensor({kN}), tg = tensor({kN}), ts = tensor({kN}), eager = tensor({kN});
   run(PHX_OP_ADD, {tx, tc}, a);
@@ -356,6 +359,17 @@ TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerO
   EXPECT_EQ(stats.at("fused_nodes"), 5);
   EXPECT_EQ(stats.at("kernels_per_run"), 1);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+
+  // Without fusion (PHX_PLUGIN_GRAPH_NO_FUSION): a kernel per node, the same bits.
+  const phx_tensor unfused_y = tensor({kN});
+  ASSERT_EQ(phx_executable_run(stream_, unfused, &tx, 1, &unfused_y, 1, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  const std::vector<float> node_by_node = download(unfused_y, kN);
+  EXPECT_EQ(std::memcmp(node_by_node.data(), eager_y.data(), kN * sizeof(float)), 0);
+  const std::map<std::string, double> unfused_stats = executable_stats(unfused);
+  EXPECT_EQ(unfused_stats.at("fused_nodes"), 0);
+  EXPECT_EQ(unfused_stats.at("kernels_per_run"), 5);
+  EXPECT_EQ(phx_executable_destroy(unfused), PHX_STATUS_OK);
 }
 
 TEST_F(VulkanGraphs, RunsOnOtherTensorsAreRecordedAgainAndCorrect) {
