@@ -6,6 +6,11 @@
 //   the tiled kernel;
 // - the cost of one tiny op (add of two 1x4 f32 tensors, phx_op_run + phx_stream_wait)
 //   against a bare empty dispatch, pre-recorded, submitted and waited on with a fence;
+// - 64 tiny adds queued, then one wait, per op: independent (each into its own output:
+//   no barrier between them in a submission) and dependent (each reads the one before:
+//   a barrier before each);
+// - chain64 of bench_graph (64 adds of a constant to a 1x16 f32 tensor) compiled for the
+//   Vulkan device, run and waited on: a whole executable against the empty dispatch;
 // - causal attention at sequence 1024 and 4096 (B 1, H 8, D 64), 4 S^2 D H / 2 flops.
 // It ends with the ratios: tiled / naive, tiled / OpenBLAS, tiny op / empty dispatch.
 //
@@ -15,10 +20,12 @@
 // The raw Vulkan path is the benchmark's own: the bench modules are embedded in this
 // program (shaders.cmake, SET bench), so the baseline shares no code with the plugin.
 #include <cblas.h>
+#include <phynexus/graph.h>
 #include <vulkan/vulkan.h>
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "bench_common.h"
@@ -402,6 +409,74 @@ void tiny_add_vulkan(benchmark::State& state) {
   }
 }
 
+constexpr int kQueuedAdds = 64;
+
+void queued_adds_vulkan(benchmark::State& state) {
+  const bool dependent = state.range(0) != 0;
+  const Device& device = g->vulkan;
+  Tensor a(device, PHX_DTYPE_F32, {1, 4}), b(device, PHX_DTYPE_F32, {1, 4});
+  a.fill_random(device, 3);
+  b.fill_random(device, 4);
+  std::vector<std::unique_ptr<Tensor>> outputs;
+  for (int i = 0; i < kQueuedAdds; ++i)
+    outputs.push_back(std::make_unique<Tensor>(device, PHX_DTYPE_F32, std::vector<int64_t>{1, 4}));
+  for (auto _ : state) {
+    uint64_t ticket = 0;
+    for (int i = 0; i < kQueuedAdds; ++i) {
+      const phx_tensor inputs[2] = {dependent && i > 0 ? outputs[i - 1]->get() : a.get(), b.get()};
+      const phx_tensor output = outputs[i]->get();
+      const phx_op_desc desc = phx_bench::op_desc(PHX_OP_ADD, inputs, 2, &output);
+      check(phx_op_run(device.stream, &desc, &ticket), "phx_op_run");
+    }
+    check(phx_stream_wait(device.stream, ticket), "phx_stream_wait");
+  }
+}
+
+constexpr int kChain = 64;
+
+void chain64_executable_vulkan(benchmark::State& state) {
+  const Device& device = g->vulkan;
+  const std::vector<int64_t> shape = {1, 16};
+  Tensor x(device, PHX_DTYPE_F32, shape), c(device, PHX_DTYPE_F32, shape),
+      y(device, PHX_DTYPE_F32, shape);
+  x.fill_random(device, 8);
+  c.fill_random(device, 9);
+  phx_graph graph = nullptr;
+  check(phx_graph_create(g->context, &graph), "phx_graph_create");
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = shape.size();
+  input.shape = shape.data();
+  phx_value v = 0, constant = 0;
+  check(phx_graph_add_input(graph, &input, &v), "phx_graph_add_input");
+  check(phx_graph_add_constant_tensor(graph, "c", c.get(), &constant),
+        "phx_graph_add_constant_tensor");
+  for (int i = 0; i < kChain; ++i) {
+    const phx_value inputs[2] = {v, constant};
+    phx_graph_node_desc node = PHX_GRAPH_NODE_DESC_INIT;
+    node.op = PHX_OP_ADD;
+    node.inputs = inputs;
+    node.input_count = 2;
+    node.output_count = 1;
+    check(phx_graph_add_node(graph, &node, &v), "phx_graph_add_node");
+  }
+  check(phx_graph_add_output(graph, v, nullptr), "phx_graph_add_output");
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = device.index;
+  phx_executable exe = nullptr;
+  check(phx_graph_compile(g->context, graph, &options, &exe), "phx_graph_compile");
+  phx_graph_destroy(graph);
+  const phx_tensor in = x.get(), out = y.get();
+  auto run = [&] {
+    uint64_t ticket = 0;
+    check(phx_executable_run(device.stream, exe, &in, 1, &out, 1, &ticket), "phx_executable_run");
+    check(phx_stream_wait(device.stream, ticket), "phx_stream_wait");
+  };
+  run();  // records the executable's command buffer
+  for (auto _ : state) run();
+  phx_executable_destroy(exe);
+}
+
 void attention_vulkan_f32(benchmark::State& state) {
   const int64_t s = state.range(0), heads = 8, d = 64;
   const Device& device = g->vulkan;
@@ -465,6 +540,18 @@ void register_benchmarks() {
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime()
       ->Repetitions(3);
+  for (int64_t dependent : {0, 1}) {
+    benchmark::RegisterBenchmark("queued_adds_vulkan", queued_adds_vulkan)
+        ->Arg(dependent)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->Repetitions(3);
+  }
+  benchmark::RegisterBenchmark("chain64_executable_vulkan", chain64_executable_vulkan)
+      ->Arg(0)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime()
+      ->Repetitions(3);
   for (int64_t s : {1024, 4096}) {
     benchmark::RegisterBenchmark("attention_vulkan_f32", attention_vulkan_f32)
         ->Arg(s)
@@ -496,6 +583,21 @@ void print_ratios(const phx_bench::RecordingReporter& reporter) {
     const double e = empty->GetAdjustedRealTime(), t = tiny->GetAdjustedRealTime();
     std::printf("  tiny add + wait %.1f us, empty dispatch + fence %.1f us: ratio %.2f\n", t, e,
                 t / e);
+  }
+  const phx_bench::RecordingReporter::Run* chain = reporter.find("chain64_executable_vulkan/0");
+  if (empty && chain) {
+    const double e = empty->GetAdjustedRealTime(), c = chain->GetAdjustedRealTime();
+    std::printf("  chain64 executable + wait %.1f us, empty dispatch + fence %.1f us: ratio %.2f\n",
+                c, e, c / e);
+  }
+  const phx_bench::RecordingReporter::Run* independent = reporter.find("queued_adds_vulkan/0");
+  const phx_bench::RecordingReporter::Run* dependent = reporter.find("queued_adds_vulkan/1");
+  if (independent && dependent) {
+    std::printf(
+        "  %d tiny adds queued, then one wait: %.1f us per op independent, %.1f us per op "
+        "dependent\n",
+        kQueuedAdds, independent->GetAdjustedRealTime() / kQueuedAdds,
+        dependent->GetAdjustedRealTime() / kQueuedAdds);
   }
 }
 

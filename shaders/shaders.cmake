@@ -63,6 +63,9 @@ phx_vulkan_shader(NAME transpose_1 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFIN
 phx_vulkan_shader(NAME transpose_2 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I16)
 phx_vulkan_shader(NAME transpose_4 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I32)
 
+# The elementwise chains an executable fuses (f32; its program is specialization constants).
+phx_vulkan_shader(NAME elementwise_program SOURCE ${PHX_SHADER_DIR}/elementwise_program.comp)
+
 # The benchmark's own modules (bench/bench_vulkan.cpp runs them with raw Vulkan).
 phx_vulkan_shader(NAME bench_naive_matmul SOURCE ${PHX_SHADER_DIR}/bench_naive_matmul.comp SET bench)
 phx_vulkan_shader(NAME bench_empty SOURCE ${PHX_SHADER_DIR}/empty.comp SET bench)

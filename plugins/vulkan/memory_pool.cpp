@@ -24,6 +24,7 @@ void MemoryPool::destroy_block(MemoryBlock* block) {
   // Unmapping is implicit in vkFreeMemory.
   vkDestroyBuffer(config_.vk_device, block->buffer, nullptr);
   vkFreeMemory(config_.vk_device, block->memory, nullptr);
+  ++blocks_destroyed_;
 }
 
 MemoryBlock* MemoryPool::new_block(uint64_t size, bool dedicated) {

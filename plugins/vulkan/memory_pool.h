@@ -8,6 +8,7 @@
 #include <phynexus/phynexus.h>
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -67,6 +68,9 @@ class MemoryPool {
   size_t block_count() const;
   uint64_t scratch_bytes() const;
   uint64_t capacity() const { return config_.capacity; }
+  // How many blocks (and their VkBuffers) were destroyed so far: commands recorded while
+  // it had one value may bind any buffer that still exists, and only those.
+  uint64_t blocks_destroyed() const { return blocks_destroyed_; }
 
  private:
   MemoryBlock* new_block(uint64_t size, bool dedicated);  // under mutex_
@@ -78,6 +82,7 @@ class MemoryPool {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   uint64_t in_use_ = 0, peak_ = 0, limit_ = 0, count_ = 0, scratch_ = 0;
+  std::atomic<uint64_t> blocks_destroyed_{0};
 };
 
 }  // namespace phx::vulkan

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace phx::vulkan {
 
@@ -78,10 +79,20 @@ class OpRecorder {
     uint32_t id;
     uint32_t value;
   };
-  virtual void dispatch(std::string_view kernel, std::initializer_list<Binding> bindings,
+  virtual void dispatch(std::string_view kernel, std::span<const Binding> bindings,
                         const void* push_constants, uint32_t push_size,
-                        std::initializer_list<SpecConstant> spec_constants, uint32_t groups_x,
+                        std::span<const SpecConstant> spec_constants, uint32_t groups_x,
                         uint32_t groups_y, uint32_t groups_z) = 0;
+  // The same with the lists written out at the call.
+  void dispatch(std::string_view kernel, std::initializer_list<Binding> bindings,
+                const void* push_constants, uint32_t push_size,
+                std::initializer_list<SpecConstant> spec_constants, uint32_t groups_x,
+                uint32_t groups_y, uint32_t groups_z) {
+    dispatch(kernel, std::span<const Binding>(bindings.begin(), bindings.size()), push_constants,
+             push_size,
+             std::span<const SpecConstant>(spec_constants.begin(), spec_constants.size()), groups_x,
+             groups_y, groups_z);
+  }
 
   // Makes the writes of the dispatches recorded so far visible to the next ones. The
   // recorder already separates one op from the next; this is for an op's own steps.
@@ -91,5 +102,27 @@ class OpRecorder {
 // ops/*.cpp: whether the device implements op for inputs of dtype, and the recording.
 bool op_supported(const DeviceCaps& caps, phx_op_id op, phx_dtype dtype);
 void record_op(OpRecorder& recorder, const phx_plugin_op& op);
+
+// A chain of elementwise f32 ops (add, sub, mul, div, relu, gelu, silu) on tensors of one
+// shape, which an executable runs as one dispatch instead of a dispatch per op
+// (executable.h): each step applies its op to sources a (and b, for a binary op) and
+// leaves the result in the accumulator; a source is kAccumulator or an operand's index.
+struct ElementwiseProgram {
+  static constexpr uint32_t kMaxSteps = 64;
+  static constexpr uint32_t kMaxOperands = 8;
+  static constexpr uint8_t kAccumulator = 0xff;
+  struct Step {
+    phx_op_id op;
+    uint8_t a, b;
+  };
+  std::vector<Step> steps;     // at most kMaxSteps
+  uint32_t operand_count = 0;  // at most kMaxOperands
+};
+
+// ops/*.cpp: whether the device runs ElementwisePrograms, and the recording of one on
+// operands (program.operand_count f32 tensors of y's shape) into y.
+bool runs_elementwise_programs(const DeviceCaps& caps);
+void record_elementwise_program(OpRecorder& recorder, const ElementwiseProgram& program,
+                                const phx_plugin_tensor* operands, const phx_plugin_tensor& y);
 
 }  // namespace phx::vulkan

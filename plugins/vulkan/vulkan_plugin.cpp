@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device.h"
+#include "executable.h"
 #include "instance.h"
 #include "settings.h"
 #include "stream.h"
@@ -232,6 +233,8 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"ops", double(s.ops)},
       {"dispatches", double(s.dispatches)},
       {"submissions", double(s.submissions)},
+      {"barriers", double(s.barriers)},
+      {"runs", double(s.runs)},
       {"bytes_uploaded", double(s.bytes_uploaded)},
       {"bytes_downloaded", double(s.bytes_downloaded)},
       {"bytes_copied", double(s.bytes_copied)},
@@ -247,6 +250,45 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
   for (size_t i = 0; i < count && i < capacity; ++i) out_metrics[i] = metrics[i];
   *out_count = count;
   return PHX_STATUS_OK;
+}
+
+phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                         void** out_executable) {
+  Plugin& p = self(plugin);
+  Device& d = *p.devices[device];
+  return guarded(p, d, [&] { *out_executable = new Executable(d, *graph); });
+}
+
+phx_status executable_run(void* plugin, void* stream, void* executable,
+                          const phx_plugin_tensor* values, size_t value_count,
+                          phx_plugin_profile* const* node_profiles, uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  Stream& s = *static_cast<Stream*>(stream);
+  Executable& e = *static_cast<Executable*>(executable);
+  if (&e.device() != &s.device())
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "executable_run: the executable was compiled for " +
+                                                    e.device().name() + ", the stream is on " +
+                                                    s.device().name());
+  if (value_count != e.value_count())
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "executable_run: " + std::to_string(value_count) +
+                                                    " values, the graph has " +
+                                                    std::to_string(e.value_count()));
+  if (const phx_status status = validation_status(p); status != PHX_STATUS_OK) return status;
+  return guarded(p, s.device(), [&] { *out_ticket = s.run(e, values, node_profiles); });
+}
+
+void executable_destroy(void*, void* executable) { delete static_cast<Executable*>(executable); }
+
+phx_status executable_stats(void* plugin, void* executable, phx_metric* out_metrics,
+                            size_t capacity, size_t* out_count) {
+  try {
+    const std::vector<phx_metric> metrics = static_cast<Executable*>(executable)->stats();
+    for (size_t i = 0; i < metrics.size() && i < capacity; ++i) out_metrics[i] = metrics[i];
+    *out_count = metrics.size();
+    return PHX_STATUS_OK;
+  } catch (const std::bad_alloc&) {
+    return self(plugin).error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+  }
 }
 
 constexpr phx_plugin_api kApi = {
@@ -275,10 +317,10 @@ constexpr phx_plugin_api kApi = {
     buffer_copy,
     device_stats,
     nullptr,  // op_variant_supported: every variant of a claimed op runs
-    nullptr,  // graph_compile
-    nullptr,  // executable_run
-    nullptr,  // executable_destroy
-    nullptr,  // executable_stats
+    graph_compile,
+    executable_run,
+    executable_destroy,
+    executable_stats,
 };
 
 }  // namespace

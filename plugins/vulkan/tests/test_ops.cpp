@@ -4,7 +4,8 @@
 //   relu f32  test_relu: one dispatch, or one per 2^20 elements with bind_range when the
 //             tensor is larger than a binding may be;
 //   silu f32  stands for an empty dispatch (test_empty), to time the runtime alone;
-//   anything else is UNSUPPORTED.
+//   anything else is UNSUPPORTED; executables run each node on its own (no
+//   ElementwisePrograms).
 #include <algorithm>
 #include <string>
 
@@ -38,6 +39,13 @@ void record_op(OpRecorder& recorder, const phx_plugin_op& op) {
     recorder.dispatch("test_relu", {bx, by}, &count, sizeof count, {{0, kGroup}},
                       (count + kGroup - 1) / kGroup, 1, 1);
   }
+}
+
+bool runs_elementwise_programs(const DeviceCaps&) { return false; }
+
+void record_elementwise_program(OpRecorder&, const ElementwiseProgram&, const phx_plugin_tensor*,
+                                const phx_plugin_tensor&) {
+  throw Error{PHX_STATUS_UNSUPPORTED, "the test plugin runs no elementwise programs"};
 }
 
 }  // namespace phx::vulkan
