@@ -223,6 +223,32 @@ bool is_quantized_op(const OpSchema& schema) {
   return false;
 }
 
+size_t params_struct_size(ParamsKind params) {
+  switch (params) {
+    case ParamsKind::none:
+      return 0;
+    case ParamsKind::matmul:
+      return sizeof(phx_matmul_params);
+    case ParamsKind::softmax:
+      return sizeof(phx_softmax_params);
+    case ParamsKind::norm:
+      return sizeof(phx_norm_params);
+    case ParamsKind::transpose:
+      return sizeof(phx_transpose_params);
+    case ParamsKind::reduce:
+      return sizeof(phx_reduce_params);
+    case ParamsKind::conv2d:
+      return sizeof(phx_conv2d_params);
+    case ParamsKind::attention:
+      return sizeof(phx_attention_params);
+    case ParamsKind::rope:
+      return sizeof(phx_rope_params);
+    case ParamsKind::quantize:
+      return sizeof(phx_quantize_params);
+  }
+  return 0;
+}
+
 const char* params_struct_name(ParamsKind params) {
   switch (params) {
     case ParamsKind::none:

@@ -13,19 +13,6 @@
 
 namespace phx {
 
-// The parameters of an op in this library's layout, defaults filled in.
-union OpParams {
-  phx_matmul_params matmul;
-  phx_softmax_params softmax;
-  phx_norm_params norm;
-  phx_transpose_params transpose;
-  phx_reduce_params reduce;
-  phx_conv2d_params conv2d;
-  phx_attention_params attention;
-  phx_rope_params rope;
-  phx_quantize_params quantize;
-};
-
 // Copies the caller's parameter struct (or the defaults, when user_params is null) into
 // params. input_rank is the rank of the first input (the default transpose reverses its
 // dimensions). Returns the pointer to pass to the plugin: into params, or null for ops

@@ -10,32 +10,12 @@ namespace phx::tpu_sim {
 namespace {
 
 // The size of an op's parameter struct in plugin.h's layout; 0 for an op without
-// parameters, SIZE_MAX for parameters the plugin does not know (the quantized ops').
+// parameters, SIZE_MAX for an op the plugin does not know or does not claim (the
+// quantized ops).
 size_t params_size(phx_op_id op) {
   const OpSchema* schema = find_op_schema(op);
-  if (schema == nullptr) return SIZE_MAX;
-  switch (schema->params) {
-    case ParamsKind::none:
-      return 0;
-    case ParamsKind::matmul:
-      return sizeof(phx_matmul_params);
-    case ParamsKind::softmax:
-      return sizeof(phx_softmax_params);
-    case ParamsKind::norm:
-      return sizeof(phx_norm_params);
-    case ParamsKind::transpose:
-      return sizeof(phx_transpose_params);
-    case ParamsKind::reduce:
-      return sizeof(phx_reduce_params);
-    case ParamsKind::conv2d:
-      return sizeof(phx_conv2d_params);
-    case ParamsKind::attention:
-      return sizeof(phx_attention_params);
-    case ParamsKind::rope:
-      return sizeof(phx_rope_params);
-    default:
-      return SIZE_MAX;
-  }
+  if (schema == nullptr || is_quantized_op(*schema)) return SIZE_MAX;
+  return params_struct_size(schema->params);
 }
 
 // The cost model reads a tensor's dtype, its shape and whether it is present (buffer not

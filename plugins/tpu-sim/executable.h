@@ -5,6 +5,7 @@
 // "Executables").
 #pragma once
 
+#include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
 #include <cstddef>
@@ -21,22 +22,10 @@ namespace phx::tpu_sim {
 // Every op the plugin claims has at most this many inputs and exactly one output.
 constexpr size_t kMaxNodeInputs = 3;
 
-// An op's parameters in plugin.h's layout, owned.
-union NodeParams {
-  phx_matmul_params matmul;
-  phx_softmax_params softmax;
-  phx_norm_params norm;
-  phx_transpose_params transpose;
-  phx_reduce_params reduce;
-  phx_conv2d_params conv2d;
-  phx_attention_params attention;
-  phx_rope_params rope;
-};
-
 struct ExecutableNode {
   phx_op_id op = PHX_OP_INVALID;
   bool has_params = false;
-  NodeParams params{};
+  OpParams params{};
   std::vector<uint32_t> inputs;  // value indices; PHX_PLUGIN_NO_VALUE for an absent input
   uint32_t output = 0;
   std::string name;  // for messages

@@ -15,29 +15,7 @@ constexpr size_t kKeptRecordings = 4;
 
 size_t params_bytes(phx_op_id op) {
   const OpSchema* schema = find_op_schema(op);
-  switch (schema != nullptr ? schema->params : ParamsKind::none) {
-    case ParamsKind::none:
-      return 0;
-    case ParamsKind::matmul:
-      return sizeof(phx_matmul_params);
-    case ParamsKind::softmax:
-      return sizeof(phx_softmax_params);
-    case ParamsKind::norm:
-      return sizeof(phx_norm_params);
-    case ParamsKind::transpose:
-      return sizeof(phx_transpose_params);
-    case ParamsKind::reduce:
-      return sizeof(phx_reduce_params);
-    case ParamsKind::conv2d:
-      return sizeof(phx_conv2d_params);
-    case ParamsKind::attention:
-      return sizeof(phx_attention_params);
-    case ParamsKind::rope:
-      return sizeof(phx_rope_params);
-    case ParamsKind::quantize:
-      return sizeof(phx_quantize_params);
-  }
-  return 0;
+  return schema != nullptr ? params_struct_size(schema->params) : 0;
 }
 
 phx_plugin_tensor value_tensor(const phx_plugin_value& v) {

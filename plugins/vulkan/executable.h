@@ -9,6 +9,7 @@
 // is still in flight.
 #pragma once
 
+#include <phx/op_table.h>
 #include <phynexus/plugin.h>
 #include <vulkan/vulkan.h>
 
@@ -88,22 +89,10 @@ class Executable {
   std::vector<phx_metric> stats() const;
 
  private:
-  // Any op's parameter struct, copied by the size its op takes.
-  union Params {
-    phx_matmul_params matmul;
-    phx_softmax_params softmax;
-    phx_norm_params norm;
-    phx_transpose_params transpose;
-    phx_reduce_params reduce;
-    phx_conv2d_params conv2d;
-    phx_attention_params attention;
-    phx_rope_params rope;
-    phx_quantize_params quantize;
-  };
   struct Node {
     phx_op_id op = PHX_OP_INVALID;
     bool has_params = false;
-    Params params{};
+    OpParams params{};                      // copied by the size its op takes
     std::vector<uint32_t> inputs, outputs;  // value indices; PHX_PLUGIN_NO_VALUE: absent
     std::string name;
   };

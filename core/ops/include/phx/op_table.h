@@ -97,6 +97,23 @@ bool is_quantized_op(const OpSchema& schema);
 // "phx_matmul_params", "" for ParamsKind::none.
 const char* params_struct_name(ParamsKind params);
 
+// sizeof that struct; 0 for ParamsKind::none.
+size_t params_struct_size(ParamsKind params);
+
+// Any op's parameter struct, in this library's layout (defaults filled in): what the core
+// keeps of a node's parameters, and a plugin of what the host hands it.
+union OpParams {
+  phx_matmul_params matmul;
+  phx_softmax_params softmax;
+  phx_norm_params norm;
+  phx_transpose_params transpose;
+  phx_reduce_params reduce;
+  phx_conv2d_params conv2d;
+  phx_attention_params attention;
+  phx_rope_params rope;
+  phx_quantize_params quantize;
+};
+
 // Whether a table indexed by op (an entry per op, each with a member op) holds every op
 // in phx_op_id order, for a static_assert beside the table.
 template <typename Entry, size_t N>
