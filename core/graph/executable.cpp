@@ -133,32 +133,19 @@ Plan Executable::make_plan(const std::vector<Shape>& input_shapes) const {
   }
 
   plan_device_memory(next, lifetimes);
-  compile_native_parts(next, input_operands, constant_operands);
+  compile_native_parts(next, operand_at);
   return next;
 }
 
 // The parts for this plan's shapes; a part the plugin declines runs step by step.
-void Executable::compile_native_parts(Plan& next, const std::vector<Operand>& input_operands,
-                                      const std::vector<Operand>& constant_operands) const {
+void Executable::compile_native_parts(Plan& next,
+                                      const std::function<Operand(Slot)>& operand_at) const {
   if (parts.empty()) return;
   const std::vector<const Tensor*> constant_data = constant_tensors();
   PartContext part;
   part.steps = &steps;
   if ((flags & PHX_COMPILE_NO_FUSION) != 0) part.flags |= PHX_PLUGIN_GRAPH_NO_FUSION;
-  part.operand = [&](Slot slot) {
-    switch (slot.kind) {
-      case Slot::input:
-        return input_operands[slot.index];
-      case Slot::output:
-        return next.outputs[slot.index];
-      case Slot::constant:
-        return constant_operands[slot.index];
-      case Slot::intermediate:
-      case Slot::none:
-        break;
-    }
-    return next.intermediates[slot.index];
-  };
+  part.operand = operand_at;
   part.name = [&](Slot slot) -> std::string {
     switch (slot.kind) {
       case Slot::input:

@@ -6,6 +6,7 @@
 
 #include <phynexus/graph.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,8 +95,8 @@ struct Executable : ContextObject {
 
  private:
   void plan_device_memory(Plan& next, const std::vector<Lifetime>& lifetimes) const;
-  void compile_native_parts(Plan& next, const std::vector<Operand>& input_operands,
-                            const std::vector<Operand>& constant_operands) const;
+  // operand_at: a slot's dtype and shape in next.
+  void compile_native_parts(Plan& next, const std::function<Operand(Slot)>& operand_at) const;
 };
 
 using ExecutableTable = HandleTable<Executable, 0xc6>;
