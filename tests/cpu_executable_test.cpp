@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
+
 namespace {
 
 class CpuExecutable : public ::testing::Test {
@@ -80,13 +82,7 @@ class CpuExecutable : public ::testing::Test {
       ids.push_back(v.id);
       tensors.push_back(v.tensor);
     }
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.op = op;
-    desc.inputs = ids.data();
-    desc.input_count = ids.size();
-    desc.output_count = 1;
-    Value out{0, make(shape, {})};
-    EXPECT_EQ(phx_graph_add_node(graph_, &desc, &out.id), PHX_STATUS_OK) << phx_last_error();
+    Value out{phx_test::add_node(graph_, op, ids), make(shape, {})};
     phx_op_desc run{sizeof(phx_op_desc), op,          nullptr, tensors.data(),
                     tensors.size(),      &out.tensor, 1};
     EXPECT_EQ(phx_op_run(stream_, &run, nullptr), PHX_STATUS_OK) << phx_last_error();

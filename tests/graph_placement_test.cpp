@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
+
 namespace {
 
 class GraphPlacement : public ::testing::Test {
@@ -54,15 +56,7 @@ class GraphPlacement : public ::testing::Test {
   }
 
   phx_value node(phx_op_id op, std::vector<phx_value> inputs, const char* name) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.name = name;
-    desc.op = op;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value out = 0;
-    EXPECT_EQ(phx_graph_add_node(graph_, &desc, &out), PHX_STATUS_OK) << phx_last_error();
-    return out;
+    return phx_test::add_node(graph_, op, inputs, name);
   }
 
   // x [1, 1, S, D]: q = x W; a = attention(q, q, x); y = a W. Outputs y and a. On tpu-sim

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -106,16 +108,9 @@ class NativeGraph : public ::testing::Test {
     EXPECT_EQ(phx_graph_add_input(graph, &desc, &v), PHX_STATUS_OK) << phx_last_error();
     return v;
   }
-  phx_value node(phx_graph graph, phx_op_id op, std::vector<phx_value> inputs, const char* name) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.name = name;
-    desc.op = op;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value v = 0;
-    EXPECT_EQ(phx_graph_add_node(graph, &desc, &v), PHX_STATUS_OK) << phx_last_error();
-    return v;
+  static phx_value node(phx_graph graph, phx_op_id op, std::vector<phx_value> inputs,
+                        const char* name) {
+    return phx_test::add_node(graph, op, inputs, name);
   }
 
   // y = ((x + c) + c) + x with c = [10, 20, 30, 40]: three adds, one constant.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "sim_api_fixture.h"
 
 namespace {
@@ -72,15 +73,7 @@ struct DenseSoftmax {
   ~DenseSoftmax() { phx_graph_destroy(graph); }
 
   phx_value node(phx_op_id op, std::vector<phx_value> inputs, const std::string& name) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.name = name.c_str();
-    desc.op = op;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value out = 0;
-    EXPECT_EQ(phx_graph_add_node(graph, &desc, &out), PHX_STATUS_OK) << phx_last_error();
-    return out;
+    return phx_test::add_node(graph, op, inputs, name.c_str());
   }
 };
 
@@ -364,15 +357,7 @@ TEST(TpuSimGraph, AFusedAttentionIsPricedAndComputedAsTheEagerAttention) {
   for (phx_value* value : {&q, &k, &v})
     ASSERT_EQ(phx_graph_add_input(graph, &input, value), PHX_STATUS_OK);
   const auto node = [&](phx_op_id op, const void* params, std::vector<phx_value> inputs) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.op = op;
-    desc.params = params;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value result = 0;
-    EXPECT_EQ(phx_graph_add_node(graph, &desc, &result), PHX_STATUS_OK) << phx_last_error();
-    return result;
+    return phx_test::add_node(graph, op, inputs, nullptr, params);
   };
   phx_matmul_params transposed PHX_MATMUL_PARAMS_INIT;
   transposed.transpose_b = 1;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
+
 namespace {
 
 constexpr double kU = 0x1p-24;
@@ -187,14 +189,7 @@ struct TwoOutputGraph {
   ~TwoOutputGraph() { phx_graph_destroy(graph); }
 
   phx_value node(phx_op_id op, std::vector<phx_value> inputs) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.op = op;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value out = 0;
-    EXPECT_EQ(phx_graph_add_node(graph, &desc, &out), PHX_STATUS_OK) << phx_last_error();
-    return out;
+    return phx_test::add_node(graph, op, inputs);
   }
 
   // y's and z's float64 references and tolerances for input x.
@@ -308,14 +303,7 @@ TEST_F(VulkanGraphs, AFusedChainOfEveryElementwiseStepMatchesFloat64AndTheEagerO
   ASSERT_EQ(phx_graph_add_constant(graph, "e", PHX_DTYPE_F32, 1, shape, e.data(), kN * 4, &ve),
             PHX_STATUS_OK);
   auto node = [&](phx_op_id op, std::vector<phx_value> inputs) {
-    phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
-    desc.op = op;
-    desc.inputs = inputs.data();
-    desc.input_count = inputs.size();
-    desc.output_count = 1;
-    phx_value out = 0;
-    EXPECT_EQ(phx_graph_add_node(graph, &desc, &out), PHX_STATUS_OK) << phx_last_error();
-    return out;
+    return phx_test::add_node(graph, op, inputs);
   };
   const phx_value d = node(PHX_OP_DIV, {node(PHX_OP_ADD, {vx, vc}), ve});
   const phx_value y = node(PHX_OP_MUL, {node(PHX_OP_SILU, {node(PHX_OP_GELU, {d})}), vx});
