@@ -50,12 +50,10 @@ std::unique_ptr<Executable> Executable::compile(const phx_plugin_graph& graph) {
     const phx_plugin_node& source = graph.nodes[n];
     Node node;
     node.op = source.op;
-    if (source.params != nullptr) {
-      size_t bytes = 0;  // every parameter struct begins with its struct_size
-      std::memcpy(&bytes, source.params, sizeof bytes);
-      node.params.resize((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t));
-      std::memcpy(node.params.data(), source.params, bytes);
-    }
+    const OpSchema* schema = find_op_schema(source.op);
+    const size_t bytes = schema != nullptr ? params_struct_size(schema->params) : 0;
+    node.has_params = source.params != nullptr && bytes > 0;
+    if (node.has_params) std::memcpy(&node.params, source.params, bytes);
     node.inputs.assign(source.inputs, source.inputs + source.input_count);
     node.outputs.assign(source.outputs, source.outputs + source.output_count);
     for (uint32_t v : node.inputs)
@@ -103,8 +101,8 @@ phx_status Executable::run_node(const Node& node, const phx_plugin_tensor* value
       in[i] = plugin_common::host_view(values[node.inputs[i]]);
   for (size_t o = 0; o < node.outputs.size(); ++o)
     out[o] = plugin_common::host_view(values[node.outputs[o]]);
-  return kernels::run_op(node.op, node.params.empty() ? nullptr : node.params.data(), in,
-                         node.inputs.size(), out, node.outputs.size(), pool);
+  return kernels::run_op(node.op, node.has_params ? &node.params : nullptr, in, node.inputs.size(),
+                         out, node.outputs.size(), pool);
 }
 
 size_t Executable::fused_node_count() const {

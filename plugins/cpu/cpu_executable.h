@@ -6,6 +6,7 @@
 // one by one, bit for bit (kernels::elementwise_f32 computes each element as run_op does).
 #pragma once
 
+#include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
 #include <atomic>
@@ -36,7 +37,8 @@ class Executable {
  private:
   struct Node {
     phx_op_id op = PHX_OP_INVALID;
-    std::vector<uint64_t> params;  // the parameter struct, copied; empty for none
+    bool has_params = false;
+    OpParams params{};  // copied by the size its op takes
     std::vector<uint32_t> inputs, outputs;
   };
   // Nodes [first, first + count) run as one kernel: a fused chain when count > 1.
