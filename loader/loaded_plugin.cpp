@@ -12,7 +12,7 @@ namespace {
 thread_local std::string t_plugin_message;
 
 bool known_status(phx_status status) {
-  return status >= PHX_STATUS_OK && status <= PHX_STATUS_INTERNAL;
+  return status >= PHX_STATUS_OK && status <= PHX_STATUS_INCOMPATIBLE;
 }
 
 // The last value of phx_device_type this host knows.

@@ -619,7 +619,10 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_compile_options, flags, 16);
   PHX_EXPECT_OFFSET(phx_compile_options, other_devices, 24);
   PHX_EXPECT_OFFSET(phx_compile_options, other_device_count, 32);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_compile_options, 40);
+  PHX_EXPECT_OFFSET(phx_compile_options, placement, 40);
+  PHX_EXPECT_OFFSET(phx_compile_options, calibration_inputs, 48);
+  PHX_EXPECT_OFFSET(phx_compile_options, calibration_sample_count, 56);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_compile_options, 64);
   PHX_EXPECT_OFFSET(phx_executable_info, struct_size, 0);
   PHX_EXPECT_OFFSET(phx_executable_info, device, 8);
   PHX_EXPECT_OFFSET(phx_executable_info, input_count, 16);
@@ -638,7 +641,20 @@ TEST_F(AbiLayout, Api_0_3_Graphs) {
   PHX_EXPECT_OFFSET(phx_executable_info, run_count, 120);
   PHX_EXPECT_OFFSET(phx_executable_info, native_parts, 128);
   PHX_EXPECT_OFFSET(phx_executable_info, native_nodes, 136);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 144);
+  PHX_EXPECT_OFFSET(phx_executable_info, quantized_nodes, 144);
+  PHX_EXPECT_OFFSET(phx_executable_info, calibration_error, 152);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_info, 160);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, name, 8);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, op, 16);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, device, 24);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, compute_dtype, 32);
+  PHX_EXPECT_OFFSET(phx_executable_node_info, predicted_time_ns, 40);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_executable_node_info, 48);
+  EXPECT_EQ(PHX_STATUS_INCOMPATIBLE, 9);
+  EXPECT_EQ(PHX_PLACEMENT_FIRST, 0);
+  EXPECT_EQ(PHX_PLACEMENT_COST, 1);
+  EXPECT_EQ(PHX_COMPILE_DETERMINISTIC, 0x8u);
   // Appended to a struct of 0.1.
   PHX_EXPECT_OFFSET(phx_device_info, compiles_graphs, 88);
   PHX_EXPECT_SIZE_AT_LEAST(phx_device_info, 92);
@@ -670,13 +686,27 @@ TEST_F(AbiLayout, PluginAbi_1_3_Executables) {
   PHX_EXPECT_OFFSET(phx_plugin_graph, nodes, 24);
   PHX_EXPECT_OFFSET(phx_plugin_graph, node_count, 32);
   PHX_EXPECT_OFFSET(phx_plugin_graph, flags, 40);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_graph, 44);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, value_ranges, 48);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, serialized, 56);
+  PHX_EXPECT_OFFSET(phx_plugin_graph, serialized_size, 64);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_graph, 72);
+  PHX_EXPECT_OFFSET(phx_plugin_value_range, min, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_value_range, max, 4);
+  PHX_EXPECT_OFFSET(phx_plugin_value_range, rms, 8);
+  EXPECT_EQ(sizeof(phx_plugin_value_range), 12u);  // an array element: fixed
+  PHX_EXPECT_OFFSET(phx_plugin_node_report, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_plugin_node_report, compute_dtype, 8);
+  EXPECT_EQ(PHX_PLUGIN_GRAPH_DETERMINISTIC, 0x2u);
   // Appended after the last entry of 1.2: a 1.2 plugin's table ends before them.
   PHX_EXPECT_OFFSET(phx_plugin_api, graph_compile, 192);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_run, 200);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_destroy, 208);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_stats, 216);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 224);
+  PHX_EXPECT_OFFSET(phx_plugin_api, graph_claim, 224);
+  PHX_EXPECT_OFFSET(phx_plugin_api, graph_estimate, 232);
+  PHX_EXPECT_OFFSET(phx_plugin_api, executable_serialize, 240);
+  PHX_EXPECT_OFFSET(phx_plugin_api, executable_node_report, 248);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 256);
 }
 
 static_assert(kSame<decltype(phx_plugin_api::graph_compile),
@@ -689,6 +719,21 @@ static_assert(kSame<decltype(phx_plugin_api::executable_stats),
                     phx_status (*)(void*, void*, phx_metric*, size_t, size_t*)>);
 static_assert(kSame<decltype(&phx_executable_stats),
                     phx_status (*)(phx_executable, phx_metric*, size_t, size_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::graph_claim),
+                    phx_status (*)(void*, uint32_t, const phx_plugin_graph*, uint8_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::graph_estimate),
+                    phx_status (*)(void*, uint32_t, const phx_plugin_graph*, uint64_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::executable_serialize),
+                    phx_status (*)(void*, void*, void*, size_t, size_t*)>);
+static_assert(kSame<decltype(phx_plugin_api::executable_node_report),
+                    phx_status (*)(void*, void*, size_t, phx_plugin_node_report*)>);
+static_assert(kSame<decltype(&phx_executable_describe_node),
+                    phx_status (*)(phx_executable, size_t, phx_executable_node_info*)>);
+static_assert(
+    kSame<decltype(&phx_executable_save), phx_status (*)(phx_executable, void*, size_t, size_t*)>);
+static_assert(kSame<decltype(&phx_executable_load),
+                    phx_status (*)(phx_context, const void*, size_t, const phx_compile_options*,
+                                   phx_executable*)>);
 
 static_assert(kSame<decltype(&phx_graph_create), phx_status (*)(phx_context, phx_graph*)>);
 static_assert(kSame<decltype(&phx_graph_destroy), phx_status (*)(phx_graph)>);

@@ -384,6 +384,22 @@ const std::vector<Row>& rows() {
          size_t count = 0;
          return phx_executable_stats(as<phx_executable>(h), nullptr, 0, &count);
        }},
+      {"phx_executable_describe_node", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         phx_executable_node_info info = PHX_EXECUTABLE_NODE_INFO_INIT;
+         return phx_executable_describe_node(as<phx_executable>(h), 0, &info);
+       }},
+      {"phx_executable_save", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         size_t size = 0;
+         return phx_executable_save(as<phx_executable>(h), nullptr, 0, &size);
+       }},
+      {"phx_executable_load", K::kContext, false,
+       [](W, uintptr_t h) {
+         const unsigned char data[16] = {};
+         phx_executable exe = nullptr;
+         return phx_executable_load(as<phx_context>(h), data, sizeof data, nullptr, &exe);
+       }},
   };
   return table;
 }

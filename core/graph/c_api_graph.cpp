@@ -13,6 +13,8 @@ using namespace phx::graph;
 
 namespace {
 
+bool is_float(phx_dtype dtype) { return (PHX_DTYPE_BIT(dtype) & kFloatDtypes) != 0; }
+
 Graph& lookup_graph(phx_graph handle) {
   return lookup_object<Graph>(graph_table(), handle, "graph");
 }
@@ -219,11 +221,7 @@ PHX_API phx_status phx_graph_compile(phx_context context_handle, phx_graph graph
     const Graph& graph = lookup_graph(graph_handle);
     require_out(out_executable, "out_executable");
     const auto opts = read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
-    const uint32_t known =
-        PHX_COMPILE_NO_MEMORY_PLAN | PHX_COMPILE_NO_CONSTANT_FOLDING | PHX_COMPILE_NO_FUSION;
-    if ((opts.flags & ~known) != 0)
-      fail(PHX_STATUS_INVALID_ARGUMENT,
-           "unknown compile flags " + std::to_string(opts.flags & ~known));
+    check_compile_options(opts);
     const uintptr_t exe =
         register_object(context, compile(context, graph, opts), executable_table(), "executables");
     *out_executable = reinterpret_cast<phx_executable>(exe);
@@ -314,6 +312,11 @@ PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable
         ++info.native_parts;
         info.native_nodes += native->span().count;
       }
+    for (size_t k = 0; k < exe.steps.size(); ++k)
+      if (!exe.steps[k].copy && is_float(exe.slot_dtype(exe.steps[k].inputs[0])) &&
+          !is_float(exe.compute_dtype(k)))
+        ++info.quantized_nodes;
+    info.calibration_error = exe.calibration_error;
     write_struct(out_info, info, "out_info");
   });
 }
@@ -332,6 +335,52 @@ PHX_API phx_status phx_executable_stats(phx_executable handle, phx_metric* out_m
       }
     std::copy_n(metrics.begin(), std::min(capacity, metrics.size()), out_metrics);
     *out_count = metrics.size();
+  });
+}
+
+PHX_API phx_status phx_executable_describe_node(phx_executable handle, size_t index,
+                                                phx_executable_node_info* out_info) {
+  return guard(__func__, [&] {
+    const Executable& exe = lookup_executable(handle);
+    require_out(out_info, "out_info");
+    check_struct_size(out_info->struct_size, "out_info");
+    size_t k = 0, seen = 0;
+    for (; k < exe.steps.size(); ++k)
+      if (!exe.steps[k].copy && seen++ == index) break;
+    if (k == exe.steps.size())
+      fail(PHX_STATUS_NOT_FOUND, "no node " + std::to_string(index) + " (the executable runs " +
+                                     std::to_string(seen) + ")");
+    const Step& step = exe.steps[k];
+    phx_executable_node_info info PHX_EXECUTABLE_NODE_INFO_INIT;
+    info.name = step.name.c_str();
+    info.op = step.op;
+    info.device = exe.devices[step.device]->index;
+    info.compute_dtype = exe.compute_dtype(k);
+    info.predicted_time_ns = step.predicted_time_ns;
+    write_struct(out_info, info, "out_info");
+  });
+}
+
+PHX_API phx_status phx_executable_save(phx_executable handle, void* buffer, size_t capacity,
+                                       size_t* out_size) {
+  return guard(__func__, [&] {
+    lookup_executable(handle);
+    require_out(out_size, "out_size");
+    require(buffer != nullptr || capacity == 0, "buffer is null but capacity is not 0");
+    fail(PHX_STATUS_UNSUPPORTED, "saving executables is not built yet");
+  });
+}
+
+PHX_API phx_status phx_executable_load(phx_context context_handle, const void* data, size_t size,
+                                       const phx_compile_options* options,
+                                       phx_executable* out_executable) {
+  return guard(__func__, [&] {
+    lookup(context_handle);
+    require_out(out_executable, "out_executable");
+    require(data != nullptr, "data is null");
+    read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
+    (void)size;
+    fail(PHX_STATUS_UNSUPPORTED, "loading executables is not built yet");
   });
 }
 

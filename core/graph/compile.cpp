@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 
+#include "abi_structs.h"
 #include "errors.h"
 #include "passes.h"
 #include "transfer.h"
@@ -312,6 +313,22 @@ void find_native_parts(Executable& exe) {
 
 }  // namespace
 
+void check_compile_options(const phx_compile_options& options) {
+  constexpr uint32_t known = PHX_COMPILE_NO_MEMORY_PLAN | PHX_COMPILE_NO_CONSTANT_FOLDING |
+                             PHX_COMPILE_NO_FUSION | PHX_COMPILE_DETERMINISTIC;
+  if ((options.flags & ~known) != 0)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "unknown compile flags " + std::to_string(options.flags & ~known));
+  const int placement = enum_value(options.placement);
+  if (placement != PHX_PLACEMENT_FIRST && placement != PHX_PLACEMENT_COST)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "unknown placement policy " + std::to_string(placement) + " in options.placement");
+  require(options.other_devices != nullptr || options.other_device_count == 0,
+          "options.other_devices is null");
+  require(options.calibration_inputs != nullptr || options.calibration_sample_count == 0,
+          "options.calibration_inputs is null but calibration_sample_count is not 0");
+}
+
 std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
                                     const phx_compile_options& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -319,8 +336,6 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   if (graph.outputs.empty())
     fail(PHX_STATUS_INVALID_ARGUMENT, "the graph has no outputs (phx_graph_add_output)");
   Program program{graph, {&context.device(options.device)}, options.flags, graph.nodes, {}, {}, {}};
-  require(options.other_devices != nullptr || options.other_device_count == 0,
-          "options.other_devices is null");
   for (size_t i = 0; i < options.other_device_count; ++i) {
     Device* other = &context.device(options.other_devices[i]);
     if (std::find(program.devices.begin(), program.devices.end(), other) == program.devices.end())

@@ -10,6 +10,9 @@
 
 namespace phx::graph {
 
+// Refuses unknown flags and policies, and counts without their arrays (INVALID_ARGUMENT).
+void check_compile_options(const phx_compile_options& options);
+
 // Throws with nothing left behind (no tensor, no stream) when it fails.
 std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
                                     const phx_compile_options& options);

@@ -202,6 +202,32 @@ void Executable::plan_device_memory(Plan& next, const std::vector<Lifetime>& lif
   }
 }
 
+phx_dtype Executable::slot_dtype(Slot slot) const {
+  switch (slot.kind) {
+    case Slot::input:
+      return inputs[slot.index].operand.dtype;
+    case Slot::output:
+      return output_dtypes[slot.index];
+    case Slot::constant:
+      return constants[slot.index].operand.dtype;
+    case Slot::intermediate:
+      return intermediate_dtypes[slot.index];
+    case Slot::none:
+      break;
+  }
+  return PHX_DTYPE_INVALID;
+}
+
+phx_dtype Executable::compute_dtype(size_t k) const {
+  for (size_t p = 0; p < plan.native.size(); ++p) {
+    const NativePart* native = plan.native[p].get();
+    if (native == nullptr || k < parts[p].first || k >= parts[p].first + parts[p].count) continue;
+    const phx_dtype reported = native->compute_dtype(k - parts[p].first);
+    if (reported != PHX_DTYPE_INVALID) return reported;
+  }
+  return slot_dtype(steps[k].inputs[0]);
+}
+
 std::vector<const Tensor*> Executable::constant_tensors() const {
   std::vector<const Tensor*> tensors(constants.size());
   for (size_t k = 0; k < constants.size(); ++k) {

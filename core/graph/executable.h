@@ -74,6 +74,7 @@ struct Executable : ContextObject {
   size_t graph_node_count = 0, removed_nodes = 0, fused_nodes = 0, folded_nodes = 0;
   size_t copies_per_run = 0;
   uint64_t constant_bytes = 0, compile_time_ns = 0, run_count = 0;
+  double calibration_error = 0;  // phx_executable_info.calibration_error
   // The stream of the last run (compared, never used): a run on another stream first
   // waits for the device's queued work, so that two runs never share the block at once.
   const Stream* last_stream = nullptr;
@@ -82,6 +83,13 @@ struct Executable : ContextObject {
   // with the op rules: a size that breaks one is refused, naming the node) and a block of
   // memory per device. The executable's own plan is not touched.
   Plan make_plan(const std::vector<Shape>& input_shapes) const;
+
+  // The dtype a slot holds.
+  phx_dtype slot_dtype(Slot slot) const;
+
+  // The dtype step k (not a copy) computes in: what its device reports of it, else the
+  // dtype of its first input.
+  phx_dtype compute_dtype(size_t k) const;
 
   // The constants' tensors for a run; INVALID_ARGUMENT when a program's tensor read in
   // place was destroyed.

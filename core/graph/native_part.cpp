@@ -178,4 +178,16 @@ std::vector<phx_metric> NativePart::stats() const {
   return metrics;
 }
 
+phx_dtype NativePart::compute_dtype(size_t n) const {
+  Plugin& plugin = *device_.plugin;
+  if (plugin.api().executable_node_report == nullptr) return PHX_DTYPE_INVALID;
+  phx_plugin_node_report report{};
+  report.struct_size = sizeof report;
+  report.compute_dtype = PHX_DTYPE_INVALID;
+  plugin.call("executable_node_report", device_.index, [&] {
+    return plugin.api().executable_node_report(plugin.instance(), executable_, n, &report);
+  });
+  return report.compute_dtype;
+}
+
 }  // namespace phx::graph

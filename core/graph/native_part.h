@@ -55,6 +55,10 @@ class NativePart {
   // The plugin's figures of it (executable_stats); none when the plugin has no such entry.
   std::vector<phx_metric> stats() const;
 
+  // The dtype the plugin computes node n of the part in (executable_node_report), or
+  // PHX_DTYPE_INVALID when the plugin has no such entry.
+  phx_dtype compute_dtype(size_t n) const;
+
  private:
   NativePart(Context& context, Device& device, const PartSpan& span)
       : context_(context), device_(device), span_(span) {}

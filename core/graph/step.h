@@ -25,6 +25,7 @@ struct Step {
   OpParams params{};
   bool has_params = false;
   std::vector<Slot> inputs, outputs;
+  uint64_t predicted_time_ns = 0;  // the cost placement's prediction; 0 for other policies
 
   const void* params_ptr() const { return has_params ? &params : nullptr; }
 };

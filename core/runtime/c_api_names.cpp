@@ -31,6 +31,8 @@ PHX_API const char* phx_status_name(phx_status status) {
       return "PHX_STATUS_COMPILATION_ERROR";
     case PHX_STATUS_INTERNAL:
       return "PHX_STATUS_INTERNAL";
+    case PHX_STATUS_INCOMPATIBLE:
+      return "PHX_STATUS_INCOMPATIBLE";
   }
   return "PHX_STATUS_<unknown>";
 }

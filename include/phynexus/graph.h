@@ -161,6 +161,25 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
  * there, each device as docs/graphs.md says (the CPU device: chains of elementwise ops,
  * with the same bits). */
 #define PHX_COMPILE_NO_FUSION UINT32_C(0x4)
+/* Deterministic: compiling the same graph with the same options places and fuses it the
+ * same way every time (the PHX_PLACEMENT_COST policy then prices copies with a fixed
+ * model instead of timing them), and every run gives the same bits for the same inputs
+ * (a device that compiles its part picks no kernel by timing it). The ops themselves
+ * give the same bits whatever the thread count, with or without it (docs/ops.md). */
+#define PHX_COMPILE_DETERMINISTIC UINT32_C(0x8)
+
+/* How the nodes go to the devices of phx_compile_options. */
+typedef enum phx_placement_policy {
+  /* Each node on the first of the devices (the executable's, then other_devices in
+   * order) that runs it, as ggml's scheduler and ONNX Runtime's partitioner place. */
+  PHX_PLACEMENT_FIRST = 0,
+  /* Each node, in order, on the device whose predicted time for it plus the time of
+   * copying its inputs there (from the devices earlier nodes went to) is least: each
+   * device's timing model (the simulators' cycle models; the CPU and Vulkan devices'
+   * throughputs, measured once) and a copy cost measured between the devices at
+   * compile time. docs/graphs.md, "Placement". */
+  PHX_PLACEMENT_COST = 1
+} phx_placement_policy;
 
 typedef struct phx_compile_options {
   size_t struct_size;
@@ -174,10 +193,22 @@ typedef struct phx_compile_options {
    * May be null when other_device_count is 0. Read during the call only. */
   const size_t* other_devices;
   size_t other_device_count;
+  phx_placement_policy placement;
+  /* Calibration (e.g. for npu-sim, which then runs float nodes quantized: docs/npu-sim.md):
+   * calibration_sample_count sets of the graph's inputs, set after set, each set a tensor
+   * per graph input in order (calibration_sample_count * input count tensors), of the
+   * input's dtype and of any shape it accepts, on any device of the context. The compile
+   * runs the graph in float on them (on the first CPU device: its nodes one by one) and
+   * gives each device that compiles its part the range of every value it sees; afterwards
+   * it runs the executable on them and reports how far its outputs are from float
+   * (phx_executable_info.calibration_error). Read during the call only; may be null when
+   * calibration_sample_count is 0. */
+  const phx_tensor* calibration_inputs;
+  size_t calibration_sample_count;
 } phx_compile_options;
 
 #define PHX_COMPILE_OPTIONS_INIT \
-  { sizeof(phx_compile_options), 0, 0, NULL, 0 }
+  { sizeof(phx_compile_options), 0, 0, NULL, 0, PHX_PLACEMENT_FIRST, NULL, 0 }
 
 /* Compiles graph for a device of context: drops the nodes no output needs, fuses what
  * PHX_COMPILE_NO_FUSION describes (unless that flag is set), places each node (on the
@@ -251,10 +282,17 @@ typedef struct phx_executable_info {
    * each run as one submission, and the nodes in them; the other nodes run one by one. */
   size_t native_parts;
   size_t native_nodes;
+  /* Nodes a device runs in integer arithmetic although the graph has them in float
+   * (phx_executable_node_info.compute_dtype). */
+  size_t quantized_nodes;
+  /* With calibration samples (phx_compile_options): over the samples and the graph's
+   * float outputs, the largest |executable - float| of an element, divided by the
+   * largest |float| of that output (0 when that is 0); 0 without samples. */
+  double calibration_error;
 } phx_executable_info;
 
 #define PHX_EXECUTABLE_INFO_INIT \
-  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(phx_executable_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0 }
 
 /* Describes the executable. Returns INVALID_ARGUMENT. Externally synchronized:
  * executable. */
@@ -269,6 +307,64 @@ PHX_API phx_status phx_executable_describe(phx_executable executable,
  * Externally synchronized: executable. */
 PHX_API phx_status phx_executable_stats(phx_executable executable, phx_metric* out_metrics,
                                         size_t capacity, size_t* out_count);
+
+/* One node of those an executable runs (phx_executable_info.node_count, in the order it
+ * runs them; copies between devices are not nodes). */
+typedef struct phx_executable_node_info {
+  size_t struct_size;
+  /* The graph node's name; a node that took others in (fusion) keeps the name of the
+   * first of them. Owned by the executable; valid until it is destroyed. */
+  const char* name;
+  phx_op_id op;  /* after fusion: a matmul with its epilogue, an attention node */
+  size_t device; /* the context's index of the device that runs it */
+  /* The dtype its arithmetic is done in: the dtype of its first input, or PHX_DTYPE_I8 or
+   * PHX_DTYPE_I16 where the device quantized a float node (npu-sim, with calibration). */
+  phx_dtype compute_dtype;
+  /* PHX_PLACEMENT_COST's prediction of its time on that device, in ns; 0 when the node
+   * was placed by another policy. */
+  uint64_t predicted_time_ns;
+} phx_executable_node_info;
+
+#define PHX_EXECUTABLE_NODE_INFO_INIT \
+  { sizeof(phx_executable_node_info), NULL, PHX_OP_INVALID, 0, PHX_DTYPE_INVALID, 0 }
+
+/* Describes node index of the executable. Returns INVALID_ARGUMENT, NOT_FOUND (index
+ * at or past node_count), PLUGIN_ERROR. Externally synchronized: executable. */
+PHX_API phx_status phx_executable_describe_node(phx_executable executable, size_t index,
+                                                phx_executable_node_info* out_info);
+
+/* ---- Saving and loading ------------------------------------------------------------- */
+
+/* Writes the executable, compiled, into buffer: its nodes and placement, the contents of
+ * its constants (a program's tensor it reads in place included: the loaded executable
+ * owns a copy) and, for each part a device compiled as a whole, what that device keeps of
+ * its compile (Vulkan: its pipelines' cache; tpu-sim: the compiled model), so that
+ * loading it compiles nothing again. Sets *out_size to the bytes it takes; writes them
+ * when capacity is at least that (buffer may be null when capacity is 0). The data is
+ * keyed by the Phynexus version and, per device, by the plugin's name and version and
+ * the device's name and vendor. Waits for the executable's runs.
+ * Returns INVALID_ARGUMENT (capacity above 0 and less than *out_size: nothing written;
+ * null out_size), UNSUPPORTED (a device of it compiled its part and cannot save it),
+ * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized:
+ * executable. */
+PHX_API phx_status phx_executable_save(phx_executable executable, void* buffer, size_t capacity,
+                                       size_t* out_size);
+
+/* Makes an executable from what phx_executable_save wrote (size bytes at data, read
+ * during the call only). options may be null: each device it was saved for is then the
+ * first device of the context of the same identity (plugin name and version, device
+ * name and vendor) not taken by another; else options->device takes the first, and
+ * options->other_devices the others in order (options->flags and the rest are those
+ * saved). The caller owns *out_executable, as phx_graph_compile's.
+ * Returns INVALID_ARGUMENT (null pointers, data that is not a saved executable or is
+ * truncated or damaged), INCOMPATIBLE (saved by another Phynexus version, or for a
+ * device the context lacks or that is of another plugin, plugin version, name or
+ * vendor, or that its plugin finds of another driver: the message says which), NOT_FOUND
+ * (a device index of options the context lacks), OUT_OF_MEMORY, DEVICE_UNAVAILABLE,
+ * PLUGIN_ERROR. Thread-safe. */
+PHX_API phx_status phx_executable_load(phx_context context, const void* data, size_t size,
+                                       const phx_compile_options* options,
+                                       phx_executable* out_executable);
 
 #ifdef __cplusplus
 } /* extern "C" */

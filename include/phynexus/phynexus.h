@@ -78,7 +78,10 @@ typedef enum phx_status {
   PHX_STATUS_DEVICE_UNAVAILABLE = 5, /* the device is lost or was never usable */
   PHX_STATUS_PLUGIN_ERROR = 6,       /* a plugin broke its contract */
   PHX_STATUS_COMPILATION_ERROR = 7,  /* a kernel could not be compiled for the device */
-  PHX_STATUS_INTERNAL = 8            /* a bug in Phynexus; please report it */
+  PHX_STATUS_INTERNAL = 8,           /* a bug in Phynexus; please report it */
+  /* Since 0.3: saved data made for another device, driver, plugin or Phynexus version
+   * (phx_executable_load) */
+  PHX_STATUS_INCOMPATIBLE = 9
 } phx_status;
 
 /* The status's name, e.g. "PHX_STATUS_OUT_OF_MEMORY"; "PHX_STATUS_<unknown>" for a

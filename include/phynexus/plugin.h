@@ -260,6 +260,15 @@ typedef struct phx_plugin_node {
   const char* name; /* the consumer graph's node; for messages; never null */
 } phx_plugin_node;
 
+/* What a value's elements were over the calibration samples (phx_plugin_graph.value_ranges):
+ * the range a quantizer maps, and the root mean square that tells an outlier-stretched
+ * range (noise of the range's step against the signal) from a full one. Fixed in size. */
+typedef struct phx_plugin_value_range {
+  float min;
+  float max;
+  float rms;
+} phx_plugin_value_range;
+
 /* What graph_compile is given. Every pointer in it is valid during the call only: the
  * plugin copies what it keeps. */
 typedef struct phx_plugin_graph {
@@ -274,12 +283,34 @@ typedef struct phx_plugin_graph {
   const phx_plugin_node* nodes;
   size_t node_count;
   uint32_t flags; /* PHX_PLUGIN_GRAPH_* */
+  /* Null, or value_count ranges: the least and the greatest element each value took when
+   * the host ran the graph in float on the consumer's calibration samples (graph.h,
+   * phx_compile_options), for a device that quantizes; all 0 for a value of an integer
+   * dtype. */
+  const phx_plugin_value_range* value_ranges;
+  /* Null, or serialized_size bytes that executable_serialize wrote of an executable of
+   * this plugin (phx_executable_load): the plugin makes the executable from them instead
+   * of compiling again, and answers INCOMPATIBLE when they were made by another version,
+   * driver or device, or for another graph (its own key; never silently wrong). */
+  const void* serialized;
+  size_t serialized_size;
 } phx_plugin_graph;
 
 /* phx_plugin_graph.flags: run each node as a kernel of its own, as stream_submit would
  * run it: the consumer asked for the results of the nodes run one by one, bit for bit
  * (graph.h, PHX_COMPILE_NO_FUSION). The plugin may still record or submit them together. */
 #define PHX_PLUGIN_GRAPH_NO_FUSION UINT32_C(0x1)
+/* phx_plugin_graph.flags: the consumer asked for determinism (PHX_COMPILE_DETERMINISTIC):
+ * choose no kernel by timing it, so that every run and every compile gives the same bits. */
+#define PHX_PLUGIN_GRAPH_DETERMINISTIC UINT32_C(0x2)
+
+/* What executable_node_report says of one node of an executable. */
+typedef struct phx_plugin_node_report {
+  size_t struct_size;
+  /* The dtype the node's arithmetic is done in: the dtype of its first input, or an
+   * integer dtype where the plugin quantized a float node (PHX_DTYPE_I8, PHX_DTYPE_I16). */
+  phx_dtype compute_dtype;
+} phx_plugin_node_report;
 
 /* ---- The plugin's function table ------------------------------------------------------
  * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its
@@ -416,6 +447,38 @@ typedef struct phx_plugin_api {
    * capacity. Thread-safe. */
   phx_status (*executable_stats)(void* plugin, void* executable, phx_metric* out_metrics,
                                  size_t capacity, size_t* out_count);
+
+  /* (optional; needs graph_compile) Sets out_claimed[n] to 1 for each node n of graph
+   * that device runs inside a compiled part although op_supported or op_variant_supported
+   * says it does not run it alone (npu-sim: a float node it quantizes with the
+   * calibration ranges), 0 for the others; graph has node_count entries. The graph is the
+   * consumer's whole graph after the host's fusion, before placement: its constants have
+   * no tensor yet (buffer null), a dynamic dimension has its size in the first calibration
+   * sample, else 1. The host may then place claimed nodes on device, and graph_compile
+   * must not answer UNSUPPORTED for a part that holds one. Thread-safe. */
+  phx_status (*graph_claim)(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                            uint8_t* out_claimed);
+
+  /* (optional) Sets out_time_ns[n] to the device's predicted time, in ns, for node n of
+   * graph run alone (graph as for graph_claim), from its timing model; UINT64_MAX for a
+   * node it does not run. The host's PHX_PLACEMENT_COST policy (graph.h) compares these
+   * across devices; a device without the entry is priced by the host's roofline of the
+   * op's FLOPs and bytes (docs/graphs.md, "Placement"). Thread-safe. */
+  phx_status (*graph_estimate)(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                               uint64_t* out_time_ns);
+
+  /* (optional) Writes what the plugin needs to make the executable again without
+   * compiling (phx_plugin_graph.serialized) into buffer, as phx_executable_save does: sets
+   * *out_size, and writes when capacity is at least that (buffer may be null when
+   * capacity is 0). Without it, a consumer's executable with a part on this device cannot
+   * be saved. Thread-safe. */
+  phx_status (*executable_serialize)(void* plugin, void* executable, void* buffer, size_t capacity,
+                                     size_t* out_size);
+
+  /* (optional) Fills *out_report (struct_size set by the host) for node of the
+   * executable's graph. Without it the host reports each node's own dtype. Thread-safe. */
+  phx_status (*executable_node_report)(void* plugin, void* executable, size_t node,
+                                       phx_plugin_node_report* out_report);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.

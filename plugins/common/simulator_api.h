@@ -15,7 +15,7 @@
 namespace phx::plugin_common {
 
 // What each simulator writes itself; every member is required but the executable
-// entries (plugin ABI 1.3), which a simulator that compiles graphs fills.
+// entries (plugin ABI 1.3), which a simulator fills with what it compiles and models.
 struct SimulatorEntries {
   const char* name;
   const char* version;
@@ -29,6 +29,10 @@ struct SimulatorEntries {
   decltype(phx_plugin_api::executable_run) executable_run = nullptr;
   decltype(phx_plugin_api::executable_destroy) executable_destroy = nullptr;
   decltype(phx_plugin_api::executable_stats) executable_stats = nullptr;
+  decltype(phx_plugin_api::graph_claim) graph_claim = nullptr;
+  decltype(phx_plugin_api::graph_estimate) graph_estimate = nullptr;
+  decltype(phx_plugin_api::executable_serialize) executable_serialize = nullptr;
+  decltype(phx_plugin_api::executable_node_report) executable_node_report = nullptr;
 };
 
 template <class Plugin>
@@ -77,6 +81,10 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       own.executable_run,
       own.executable_destroy,
       own.executable_stats,
+      own.graph_claim,
+      own.graph_estimate,
+      own.executable_serialize,
+      own.executable_node_report,
   };
 }
 

@@ -184,6 +184,10 @@ constexpr phx_plugin_api kApi = {
     executable_run,
     executable_destroy,
     executable_stats,
+    nullptr,  // graph_claim: it runs alone every node it runs in a graph
+    nullptr,  // graph_estimate
+    nullptr,  // executable_serialize
+    nullptr,  // executable_node_report: every node computes in its own dtype
 };
 
 }  // namespace

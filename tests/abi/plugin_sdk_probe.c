@@ -25,3 +25,5 @@ PROBE_EXPORT void phx_abi_probe_op_variant(const phx_plugin_op_variant* variant)
 PROBE_EXPORT void phx_abi_probe_graph(const phx_plugin_graph* graph) { (void)graph; }
 PROBE_EXPORT void phx_abi_probe_value(const phx_plugin_value* value) { (void)value; }
 PROBE_EXPORT void phx_abi_probe_node(const phx_plugin_node* node) { (void)node; }
+PROBE_EXPORT void phx_abi_probe_value_range(const phx_plugin_value_range* range) { (void)range; }
+PROBE_EXPORT void phx_abi_probe_node_report(const phx_plugin_node_report* report) { (void)report; }

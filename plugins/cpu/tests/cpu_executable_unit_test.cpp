@@ -81,8 +81,12 @@ std::vector<float> run(const Chain& chain, const std::vector<int64_t>& offsets, 
   }
   phx::kernels::ThreadPool pool(2);
   if (fused) {
-    phx_plugin_graph graph{sizeof(phx_plugin_graph), chain.values.data(), chain.values.size(),
-                           chain.nodes.data(),       chain.nodes.size(),  0};
+    phx_plugin_graph graph{};
+    graph.struct_size = sizeof graph;
+    graph.values = chain.values.data();
+    graph.value_count = chain.values.size();
+    graph.nodes = chain.nodes.data();
+    graph.node_count = chain.nodes.size();
     const auto exe = Executable::compile(graph);
     EXPECT_EQ(exe->run(bound.data(), nullptr, pool), PHX_STATUS_OK);
     *unfused_runs = exe->unfused_chain_runs();

@@ -79,8 +79,13 @@ class TestGraph {
   }
   phx_plugin_value& value_at(uint32_t i) { return values_[i]; }
   phx_plugin_graph graph() const {
-    return {
-        sizeof(phx_plugin_graph), values_.data(), values_.size(), nodes_.data(), nodes_.size(), 0};
+    phx_plugin_graph graph{};
+    graph.struct_size = sizeof graph;
+    graph.values = values_.data();
+    graph.value_count = values_.size();
+    graph.nodes = nodes_.data();
+    graph.node_count = nodes_.size();
+    return graph;
   }
 
  private:
