@@ -639,7 +639,9 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
   }
 
   // The op as a graph: an input per tensor (null: PHX_VALUE_NONE), the node with the output
-  // tensors' dtypes, an output per output tensor; compiled for the device, run once.
+  // tensors' dtypes, an output per output tensor; compiled for the device, saved and
+  // loaded back (so that every op's executable, and what a device keeps of its compiled
+  // part, crosses phx_executable_save and _load), run once.
   phx_status run_as_graph(phx_op_id op, const void* params, const std::vector<phx_tensor>& inputs,
                           const std::vector<phx_tensor>& outputs, uint64_t* ticket) {
     phx_graph graph = nullptr;
@@ -683,6 +685,7 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
     options.device = device();
     phx_executable exe = nullptr;
     if (status == PHX_STATUS_OK) status = phx_graph_compile(context_, graph, &options, &exe);
+    if (status == PHX_STATUS_OK) status = reload(exe);
     if (status == PHX_STATUS_OK)
       status = phx_executable_run(stream_, exe, graph_inputs.data(), graph_inputs.size(),
                                   outputs.data(), outputs.size(), ticket);
@@ -693,6 +696,22 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
     if (graph != nullptr) {
       EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
     }
+    return status;
+  }
+
+  // Replaces exe with what phx_executable_load makes of its saved bytes, on the same device.
+  phx_status reload(phx_executable& exe) {
+    size_t size = 0;
+    phx_status status = phx_executable_save(exe, nullptr, 0, &size);
+    std::vector<unsigned char> bytes(size);
+    if (status == PHX_STATUS_OK) status = phx_executable_save(exe, bytes.data(), size, &size);
+    EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+    exe = nullptr;
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = device();
+    if (status == PHX_STATUS_OK)
+      status = phx_executable_load(context_, bytes.data(), bytes.size(), &options, &exe);
+    EXPECT_EQ(status, PHX_STATUS_OK) << "saving and loading: " << phx_last_error();
     return status;
   }
 
