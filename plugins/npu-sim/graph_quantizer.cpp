@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "op_support.h"
+#include "reporting.h"
 
 namespace phx::npu_sim {
 namespace {
@@ -38,8 +39,9 @@ bool channel_bias(const phx_plugin_value& bias, int64_t channels) {
 }
 
 std::string range_text(const phx_plugin_value_range& r) {
-  return "[" + std::to_string(r.min) + ", " + std::to_string(r.max) + "], rms " +
-         std::to_string(r.rms);
+  using plugin_common::format_number;
+  return "[" + format_number(r.min) + ", " + format_number(r.max) + "], rms " +
+         format_number(r.rms);
 }
 
 // Empty when value's range is usable; else why not.
