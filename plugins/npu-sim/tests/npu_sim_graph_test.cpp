@@ -98,11 +98,12 @@ struct ErrorCheck {
   double rms_expected = 0;  // the rounding noise's expected rms
 };
 
-// Compares the NPU's y with the float64 one. The NPU computes p^ = sum_k x^_k w^_k + b^
-// exactly in integers, where x^ is x rounded to its step s_x (|x - x^| <= s_x / 2; x's
-// range is its own, so nothing is clipped), w^ is w rounded to its channel's step s_w =
-// max|w_n| / 127 (|w - w^| <= s_w / 2) and b^ is b rounded to s_x s_w (<= s_x s_w / 2).
-// With x w - x^ w^ = (x - x^) w + x^ (w - w^):
+// The bound of one element y = relu(p), p = sum_k x_k w_k + b, of a quantized product.
+// The NPU computes p^ = sum_k x^_k w^_k + b^ exactly in integers, where x^ is x rounded
+// to its step s_x (|x - x^| <= s_x / 2; x's range is its own, so nothing is clipped; a
+// convolution's padding is the zero point, exactly 0), w^ is w rounded to its channel's
+// step s_w = max|w_n| / 127 (|w - w^| <= s_w / 2) and b^ is b rounded to s_x s_w
+// (<= s_x s_w / 2). With x w - x^ w^ = (x - x^) w + x^ (w - w^):
 //   |p - p^| <= sum_k (s_x / 2 |w_k| + (|x_k| + s_x / 2) s_w / 2) + s_x s_w / 2.
 // relu is 1-Lipschitz. The result is rounded to y's step s_y: s_y / 2, and up to s_y / 2
 // more at the top of the range, where the zero point's rounding moved the grid (or where
@@ -110,37 +111,116 @@ struct ErrorCheck {
 //   |y - got| <= |p - p^| + s_y + 2^-23 |y|.
 // The worst case adds every rounding error with one sign; they are independent and
 // uniform, so their rms is sqrt(sum_k (w_k^2 s_x^2 + x_k^2 s_w^2) / 12 + s_y^2 / 12):
-// the measured rms error must be within 1.5 times that (512 elements estimate an rms
-// within a few percent).
+// the measured rms error over all elements must be within 1.5 times that (a few hundred
+// elements estimate an rms within a few percent).
+class ElementBound {
+ public:
+  ElementBound(double s_x, double s_w, double s_y)
+      : s_x_(s_x), s_w_(s_w), worst_(s_x * s_w / 2 + s_y), variance_(s_y * s_y / 12) {}
+  void add_term(double x, double w) {
+    worst_ += s_x_ / 2 * std::fabs(w) + (std::fabs(x) + s_x_ / 2) * s_w_ / 2;
+    variance_ += (w * w * s_x_ * s_x_ + x * x * s_w_ * s_w_) / 12;
+  }
+  double worst(double y) const { return worst_ + 2 * kF32UnitRoundoff * std::fabs(y); }
+  double variance() const { return variance_; }
+
+ private:
+  double s_x_, s_w_, worst_, variance_;
+};
+
+// The symmetric int8 step of a channel's weights: count of them from w[first], stride apart.
+double weight_step(const std::vector<float>& w, size_t first, size_t count, size_t stride) {
+  double largest = 0;
+  for (size_t i = 0; i < count; ++i)
+    largest = std::max(largest, std::fabs(double(w[first + i * stride])));
+  return double(float(largest / 127.0));
+}
+
+ErrorCheck compare(const std::vector<float>& got, const std::vector<double>& y,
+                   const std::vector<ElementBound>& bounds) {
+  ErrorCheck check;
+  double squares = 0, expected = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double error = std::fabs(double(got[i]) - y[i]);
+    if (!(error <= bounds[i].worst(y[i]))) ++check.beyond_bound;
+    squares += error * error;
+    expected += bounds[i].variance();
+  }
+  check.rms_error = std::sqrt(squares / double(y.size()));
+  check.rms_expected = std::sqrt(expected / double(y.size()));
+  return check;
+}
+
 ErrorCheck check_dense(const Dense& d, const std::vector<float>& got, bool int16) {
   const double s_x = activation_step(d.graph.graph().value_ranges[d.x_value], int16);
   const double s_y = activation_step(d.graph.graph().value_ranges[d.y_value], int16);
-  ErrorCheck check;
-  double squares = 0, expected = 0;
-  for (int64_t n = 0; n < Dense::N; ++n) {
-    double largest = 0;
-    for (int64_t k = 0; k < Dense::K; ++k)
-      largest = std::max(largest, std::fabs(double(d.w[k * Dense::N + n])));
-    const double s_w = double(float(largest / 127.0));
-    for (int64_t m = 0; m < Dense::M; ++m) {
-      double bound = s_x * s_w / 2 + s_y, variance = s_y * s_y / 12;
-      for (int64_t k = 0; k < Dense::K; ++k) {
-        const double xk = std::fabs(double(d.x[m * Dense::K + k])),
-                     wk = std::fabs(double(d.w[k * Dense::N + n]));
-        bound += s_x / 2 * wk + (xk + s_x / 2) * s_w / 2;
-        variance += (wk * wk * s_x * s_x + xk * xk * s_w * s_w) / 12;
-      }
-      const double y = d.y[m * Dense::N + n];
-      const double error = std::fabs(double(got[m * Dense::N + n]) - y);
-      bound += 2 * kF32UnitRoundoff * std::fabs(y);
-      if (!(error <= bound)) ++check.beyond_bound;
-      squares += error * error;
-      expected += variance;
+  std::vector<ElementBound> bounds;
+  for (int64_t m = 0; m < Dense::M; ++m)
+    for (int64_t n = 0; n < Dense::N; ++n) {
+      ElementBound& bound = bounds.emplace_back(
+          s_x, weight_step(d.w, size_t(n), size_t(Dense::K), size_t(Dense::N)), s_y);
+      for (int64_t k = 0; k < Dense::K; ++k)
+        bound.add_term(d.x[m * Dense::K + k], d.w[k * Dense::N + n]);
     }
+  return compare(got, d.y, bounds);
+}
+
+// y = relu(conv2d(x, w) + b), NCHW, 3x3 with padding 1: x [1, C, H, W] an input, w
+// [F, C, 3, 3] and b [F] fixed constants; the ranges are the data's.
+struct Conv {
+  static constexpr int64_t C = 4, H = 6, W = 6, F = 8;
+  HandGraph graph;
+  std::vector<float> x, w, b;
+  std::vector<double> y;
+  uint32_t x_value = 0, y_value = 0;
+  phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+
+  Conv(PluginUnderTest& p, uint32_t seed)
+      : x(gaussian(C * H * W, seed)),
+        w(gaussian(F * C * 9, seed + 1, 1.0f / 6)),  // sigma 1 / sqrt(C * 9)
+        b(gaussian(F, seed + 2, 0.5f)) {
+    params.padding[0] = params.padding[1] = params.padding[2] = params.padding[3] = 1;
+    params.activation = PHX_ACTIVATION_RELU;
+    y.resize(F * H * W);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = b[i / (H * W)];
+    for_each_term([&](size_t out, double xv, double wv) { y[out] += xv * wv; });
+    for (double& v : y) v = std::max(v, 0.0);
+    x_value = graph.add_value(kInput, {1, C, H, W}, range_of(x));
+    const uint32_t w_value = graph.add_constant(p, {F, C, 3, 3}, w);
+    const uint32_t b_value = graph.add_constant(p, {F}, b);
+    y_value =
+        graph.add_value(kOutput, {1, F, H, W}, range_of(std::vector<float>(y.begin(), y.end())));
+    graph.add_node(PHX_OP_CONV2D, &params, {x_value, w_value, b_value}, {y_value});
   }
-  check.rms_error = std::sqrt(squares / double(Dense::M * Dense::N));
-  check.rms_expected = std::sqrt(expected / double(Dense::M * Dense::N));
-  return check;
+
+  // Calls term(output index, x, w) for every product of the convolution inside the
+  // image (padded taps are 0).
+  template <class Term>
+  void for_each_term(Term term) const {
+    for (int64_t f = 0; f < F; ++f)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t r = i + u - 1, s = j + v - 1;
+                if (r < 0 || r >= H || s < 0 || s >= W) continue;
+                term(size_t((f * H + i) * W + j), x[(c * H + r) * W + s],
+                     w[((f * C + c) * 3 + u) * 3 + v]);
+              }
+  }
+};
+
+ErrorCheck check_conv(const Conv& conv, const std::vector<float>& got) {
+  const double s_x = activation_step(conv.graph.graph().value_ranges[conv.x_value], false);
+  const double s_y = activation_step(conv.graph.graph().value_ranges[conv.y_value], false);
+  std::vector<ElementBound> bounds;
+  for (int64_t f = 0; f < Conv::F; ++f) {
+    const double s_w = weight_step(conv.w, size_t(f * Conv::C * 9), size_t(Conv::C * 9), 1);
+    for (int64_t i = 0; i < Conv::H * Conv::W; ++i) bounds.emplace_back(s_x, s_w, s_y);
+  }
+  conv.for_each_term([&](size_t out, double xv, double wv) { bounds[out].add_term(xv, wv); });
+  return compare(got, conv.y, bounds);
 }
 
 // ---- claims ------------------------------------------------------------------------------
@@ -273,6 +353,22 @@ TEST(NpuSimGraph, QuantizedMatmulBiasReluIsWithinItsQuantizationBound) {
   EXPECT_GT(check.rms_error, 0.0);  // it did quantize
 }
 
+TEST(NpuSimGraph, QuantizedConvolutionIsWithinItsQuantizationBound) {
+  PluginUnderTest p("profile=mobile");
+  Conv conv(p, 111);
+  EXPECT_EQ(claims(p, conv.graph.graph()), std::vector<uint8_t>{1});
+  Compiled compiled(p, conv.graph.graph());
+  ASSERT_EQ(compiled.status(), PHX_STATUS_OK) << p.error();
+  EXPECT_EQ(compiled.compute_dtype(0), PHX_DTYPE_I8);
+  const std::vector<phx_plugin_tensor> values = conv.graph.bind(p, {{conv.x_value, conv.x}});
+  ASSERT_EQ(compiled.run(values), PHX_STATUS_OK) << p.error();
+  const ErrorCheck check = check_conv(conv, read_f32(p, values[conv.y_value]));
+  EXPECT_EQ(check.beyond_bound, 0u);
+  EXPECT_LE(check.rms_error, 1.5 * check.rms_expected);
+  EXPECT_GT(check.rms_error, 0.0);
+  EXPECT_EQ(compiled.stats()["quantized_weight_bytes"], Conv::F * Conv::C * 9);
+}
+
 // The same product when the calibration saw an outlier: x's range [-40, 40] for values of
 // rms 1 makes int8's noise 80 / 255 / sqrt(12) = 9% of the signal, past the 2% limit:
 // int16 where the profile has it (edge), int8 where not (mobile), each within its bound,
@@ -342,6 +438,70 @@ TEST(NpuSimGraph, F16NodesAreWithinF16RoundingOfFloat64) {
                              u * (std::fabs(x + y) + u * (std::fabs(x) + std::fabs(y))) +
                              kF16HalfMinSubnormal;
     EXPECT_NEAR(s[i], x + y, sum_bound) << i;
+  }
+}
+
+// rms_norm with an f32 gamma constant and rope with its f32 tables, in f16. rms_norm:
+// x and gamma rounded to f16 (u = 2^-11 each) move y_i = x_i gamma_i / r(x) by u for
+// x_i, u for gamma_i and u for r (a norm: |r(x^) - r(x)| <= r(x^ - x) <= u r(x)); then
+// the f32 evaluation (8 2^-24 allowed) and the output's rounding (u, plus 2^-25 in f16's
+// subnormals): (4u + u^2 + 8 2^-24) |y| + 2^-25. rope: a' = a cos - b sin with a and b
+// rounded (u (|a cos| + |b sin|)), the tables exact (they stay f32), 3 ulp of f32 of the
+// same sum (docs/ops.md), then the output's rounding; unrotated features are x rounded.
+TEST(NpuSimGraph, F16NormsAndRopeKeepTheirF32TablesAndMatchFloat64) {
+  PluginUnderTest p("profile=mobile");
+  constexpr int64_t S = 8, D = 16, R = 4;
+  HandGraph graph;
+  const std::vector<float> x = gaussian(2 * S * D, 121, 2.0f), gamma = gaussian(D, 122);
+  std::vector<float> cos(S * R), sin(S * R);
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t i = 0; i < R; ++i) {
+      cos[s * R + i] = float(std::cos(double(s) * std::pow(100.0, -double(i) / R)));
+      sin[s * R + i] = float(std::sin(double(s) * std::pow(100.0, -double(i) / R)));
+    }
+  const uint32_t vx = graph.add_value(kInput, {2, S, D}, range_of(x));
+  const uint32_t vg = graph.add_constant(p, {D}, gamma);
+  const uint32_t vc = graph.add_constant(p, {S, R}, cos);
+  const uint32_t vs = graph.add_constant(p, {S, R}, sin);
+  const uint32_t vn = graph.add_value(kOutput, {2, S, D}, {-8.0f, 8.0f, 1.0f});
+  const uint32_t vr = graph.add_value(kOutput, {2, S, D}, {-8.0f, 8.0f, 2.0f});
+  const phx_norm_params norm = PHX_NORM_PARAMS_INIT;
+  const phx_rope_params rope = PHX_ROPE_PARAMS_INIT;
+  graph.add_node(PHX_OP_RMS_NORM, &norm, {vx, vg}, {vn});
+  graph.add_node(PHX_OP_ROPE, &rope, {vx, vc, vs}, {vr});
+  Compiled compiled(p, graph.graph());
+  ASSERT_EQ(compiled.status(), PHX_STATUS_OK) << p.error();
+  EXPECT_EQ(compiled.stats()["f16_nodes"], 2);
+  const std::vector<phx_plugin_tensor> values = graph.bind(p, {{vx, x}});
+  ASSERT_EQ(compiled.run(values), PHX_STATUS_OK) << p.error();
+  const std::vector<float> normed = read_f32(p, values[vn]), rotated = read_f32(p, values[vr]);
+  const double u = kF16UnitRoundoff;
+  for (int64_t row = 0; row < 2 * S; ++row) {
+    const float* xr = &x[size_t(row * D)];
+    double squares = 0;
+    for (int64_t d = 0; d < D; ++d) squares += double(xr[d]) * xr[d];
+    const double r = std::sqrt(squares / D + double(norm.epsilon));
+    const int64_t s = row % S;
+    for (int64_t d = 0; d < D; ++d) {
+      const size_t i = size_t(row * D + d);
+      const double y = xr[d] * double(gamma[d]) / r;
+      EXPECT_NEAR(normed[i], y,
+                  (4 * u + u * u + 8 * kF32UnitRoundoff) * std::fabs(y) + kF16HalfMinSubnormal)
+          << i;
+      double expected = xr[d], rotation = 0;
+      if (d < 2 * R) {
+        const int64_t pair = d % R;
+        const double c = cos[s * R + pair], sn = sin[s * R + pair];
+        const double a = xr[pair], b = xr[pair + R];
+        expected = d < R ? a * c - b * sn : a * sn + b * c;
+        rotation =
+            d < R ? std::fabs(a * c) + std::fabs(b * sn) : std::fabs(a * sn) + std::fabs(b * c);
+      }
+      const double bound = d < 2 * R ? (u + 3 * kF32UnitRoundoff) * rotation * (1 + u) +
+                                           u * std::fabs(expected) + kF16HalfMinSubnormal
+                                     : u * std::fabs(expected);
+      EXPECT_NEAR(rotated[i], expected, bound) << i;
+    }
   }
 }
 
