@@ -1,6 +1,8 @@
 #include "executable_run.h"
 
 #include <algorithm>
+#include <cmath>
+#include <new>
 #include <vector>
 
 #include "host_buffers.h"
@@ -142,6 +144,35 @@ phx_status run_node(const ExecutableNode& node, const phx_plugin_tensor* values,
       return run_f16(node, values, pool);
     default:
       return run_native(node, values, pool);
+  }
+}
+
+std::optional<double> node_error_rel(const ExecutableNode& node, const phx_plugin_tensor* values,
+                                     kernels::ThreadPool& pool) {
+  if (node.compute == NodeCompute::kNative) return std::nullopt;
+  try {
+    HostTensor in[PHX_MAX_OP_INPUTS], out[PHX_MAX_OP_OUTPUTS];
+    std::vector<Scratch> refs;
+    refs.reserve(node.outputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) in[i] = value_view(values, node.inputs[i]);
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      out[o] =
+          refs.emplace_back(scratch_like(value_view(values, node.outputs[o]), PHX_DTYPE_F32)).view;
+    if (kernels::run_op(node.op, params_of(node), in, node.inputs.size(), out, node.outputs.size(),
+                        pool) != PHX_STATUS_OK)
+      return std::nullopt;
+    const auto* ref = static_cast<const float*>(out[0].data);
+    const auto* got = static_cast<const float*>(value_view(values, node.outputs[0]).data);
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < kernels::element_count(out[0]); ++i) {
+      const double d = double(got[i]) - double(ref[i]);
+      diff += d * d;
+      norm += double(ref[i]) * ref[i];
+    }
+    if (!(norm > 0)) return std::nullopt;
+    return std::sqrt(diff / norm);
+  } catch (const std::bad_alloc&) {  // the node itself has run
+    return std::nullopt;
   }
 }
 

@@ -12,6 +12,8 @@
 
 #include <phynexus/plugin.h>
 
+#include <optional>
+
 #include "executable.h"
 #include "phx/kernels/thread_pool.h"
 
@@ -21,5 +23,12 @@ namespace phx::npu_sim {
 // the kernel that failed (OUT_OF_MEMORY for scratch memory).
 phx_status run_node(const ExecutableNode& node, const phx_plugin_tensor* values,
                     kernels::ThreadPool& pool);
+
+// What computing a quantized or f16 node at its reduced precision cost, after run_node:
+// ||y - ref||_F / ||ref||_F of its first output y against ref, the f32 op on the same f32
+// inputs (its f32 weights and bias included). nullopt for a native node, when ||ref||_F
+// is 0, or when the reference kernel fails (out of host memory).
+std::optional<double> node_error_rel(const ExecutableNode& node, const phx_plugin_tensor* values,
+                                     kernels::ThreadPool& pool);
 
 }  // namespace phx::npu_sim

@@ -299,8 +299,11 @@ phx_status executable_run(void* plugin, void* stream, void* executable,
         return p.error(
             status, "node '" + node.name + "': the host kernel of " + op_name(node.op) + " failed");
       memory_bound += node.cost.memory_bound ? 1 : 0;
-      if (node_profiles != nullptr && node_profiles[n] != nullptr)
+      if (node_profiles != nullptr && node_profiles[n] != nullptr) {
         add_estimate_metrics(*node_profiles[n], node.cost);
+        if (const auto error = node_error_rel(node, values, p.pool))
+          add_metric(*node_profiles[n], "quant_error_rel", *error);
+      }
     }
     Device& d = *p.devices[e.device];
     add_totals(d, e.nodes.size(), e.run_cost, memory_bound);
