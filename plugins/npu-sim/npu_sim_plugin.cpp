@@ -118,10 +118,6 @@ struct Plugin {
 
 Plugin& self(void* plugin) { return plugin_of<Plugin>(plugin); }
 
-bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
-  return device_runs(p.config.figures, op, dtype);
-}
-
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   return initialize_simulator<Plugin>(host, read_config_sources, parse_config, out_plugin);
 }
@@ -146,7 +142,7 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 }
 
 phx_status op_supported(void* plugin, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
-  *out_supported = supports(self(plugin), op, dtype) ? 1 : 0;
+  *out_supported = device_runs(self(plugin).config.figures, op, dtype) ? 1 : 0;
   return PHX_STATUS_OK;
 }
 
@@ -197,7 +193,7 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
   const phx_dtype first = op->inputs[0].dtype;
   // The host submits only what op_supported allowed; an op past that is refused.
-  if (!supports(p, op->op, first))
+  if (!device_runs(p.config.figures, op->op, first))
     return p.error(PHX_STATUS_UNSUPPORTED, std::string("the ") + p.config.figures.profile->name +
                                                " NPU does not run " + op_name(op->op) + " on " +
                                                dtype_name(first) + " (it runs: " + d.supported_ops +
