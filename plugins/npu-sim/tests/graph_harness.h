@@ -78,6 +78,12 @@ class PluginUnderTest {
   std::string error_;
 };
 
+inline int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
 // min, max and rms of values: the range the host measures over calibration samples.
 inline phx_plugin_value_range range_of(const std::vector<float>& values) {
   phx_plugin_value_range r{values.at(0), values.at(0), 0};

@@ -518,6 +518,84 @@ TEST(NpuSimGraph, F16NormsAndRopeKeepTheirF32TablesAndMatchFloat64) {
   }
 }
 
+// Each f32 op the mobile profile runs in f16, as a graph of one node: claimed, run, and
+// within a few f16 roundings of the f32 op on the same inputs (quant_error_rel, relative
+// Frobenius; each result is within a few roundings of 2^-11 of its f32 value, 1e-2 leaves
+// room for attention's and the norms' sums).
+TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
+  PluginUnderTest p("profile=mobile");
+  const phx_attention_params attention = {sizeof(phx_attention_params), 0.0f,
+                                          PHX_ATTENTION_MASK_CAUSAL, 0};
+  const phx_softmax_params softmax = PHX_SOFTMAX_PARAMS_INIT;
+  const phx_norm_params norm = PHX_NORM_PARAMS_INIT;
+  const phx_reduce_params rows = {sizeof(phx_reduce_params), 0b10, 0};
+  phx_conv2d_params conv = PHX_CONV2D_PARAMS_INIT;
+  conv.activation = PHX_ACTIVATION_GELU;  // no integer epilogue: f16
+  const phx_matmul_params transposed = {sizeof(phx_matmul_params), 1, 0, PHX_ACTIVATION_NONE};
+  struct Case {
+    const char* name;
+    phx_op_id op;
+    const void* params;
+    std::vector<std::vector<int64_t>> inputs;  // shapes; the last entries constants
+    size_t constants;
+    std::vector<int64_t> output;
+  };
+  const Case cases[] = {
+      {"sub", PHX_OP_SUB, nullptr, {{4, 16}, {4, 16}}, 0, {4, 16}},
+      {"mul", PHX_OP_MUL, nullptr, {{4, 16}, {16}}, 1, {4, 16}},
+      {"div", PHX_OP_DIV, nullptr, {{4, 16}, {4, 16}}, 0, {4, 16}},
+      {"relu", PHX_OP_RELU, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"silu", PHX_OP_SILU, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"softmax", PHX_OP_SOFTMAX, &softmax, {{4, 16}}, 0, {4, 16}},
+      {"layer_norm", PHX_OP_LAYER_NORM, &norm, {{4, 16}, {16}, {16}}, 2, {4, 16}},
+      {"reduce_sum", PHX_OP_REDUCE_SUM, &rows, {{4, 16}}, 0, {4}},
+      {"reduce_max", PHX_OP_REDUCE_MAX, &rows, {{4, 16}}, 0, {4}},
+      {"attention",
+       PHX_OP_ATTENTION,
+       &attention,
+       {{1, 2, 4, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}},
+       0,
+       {1, 2, 4, 8}},
+      {"conv2d+gelu", PHX_OP_CONV2D, &conv, {{1, 2, 5, 5}, {3, 2, 3, 3}}, 1, {1, 3, 3, 3}},
+      {"matmul transpose_a", PHX_OP_MATMUL, &transposed, {{8, 4}, {8, 6}}, 1, {4, 6}},
+  };
+  uint32_t seed = 131;
+  for (const Case& c : cases) {
+    HandGraph graph;
+    std::vector<uint32_t> inputs;
+    std::map<uint32_t, std::vector<float>> data;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const std::vector<int64_t>& shape = c.inputs[i];
+      std::vector<float> values = gaussian(size_t(npu_sim_test::element_count(shape)), ++seed);
+      if (c.op == PHX_OP_DIV && i == 1)
+        for (float& v : values) v = 1.0f + std::fabs(v);  // divisors away from 0
+      if (i + c.constants >= c.inputs.size()) {
+        inputs.push_back(graph.add_constant(p, shape, values));
+      } else {
+        inputs.push_back(graph.add_value(kInput, shape, range_of(values)));
+        data[inputs.back()] = values;
+      }
+    }
+    const uint32_t out = graph.add_value(kOutput, c.output, {-100.0f, 100.0f, 1.0f});
+    graph.add_node(c.op, c.params, inputs, {out});
+    EXPECT_EQ(claims(p, graph.graph()), std::vector<uint8_t>{1}) << c.name;
+    Compiled compiled(p, graph.graph());
+    ASSERT_EQ(compiled.status(), PHX_STATUS_OK) << c.name << ": " << p.error();
+    EXPECT_EQ(compiled.compute_dtype(0), PHX_DTYPE_F16) << c.name;
+    phx_plugin_profile profile{};
+    profile.struct_size = sizeof profile;
+    phx_plugin_profile* profiles[1] = {&profile};
+    ASSERT_EQ(compiled.run(graph.bind(p, data), profiles), PHX_STATUS_OK)
+        << c.name << ": " << p.error();
+    double error = -1;
+    for (size_t i = 0; i < profile.metric_count; ++i)
+      if (std::string(profile.metrics[i].name) == "quant_error_rel")
+        error = profile.metrics[i].value;
+    EXPECT_GE(error, 0.0) << c.name;
+    EXPECT_LT(error, 1e-2) << c.name;
+  }
+}
+
 // ---- without calibration ---------------------------------------------------------------
 
 // cast f32 -> f16, relu, cast back: nodes the mobile NPU runs as they are, compiled
