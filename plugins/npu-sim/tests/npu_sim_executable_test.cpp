@@ -1,13 +1,16 @@
-// npu-sim's executables through the host (phx_graph_compile) without calibration: an f16
+// npu-sim's executables through the host (phx_graph_compile). Without calibration: an f16
 // MLP that the NPU runs natively is compiled as one part of its device, its nodes report
 // the dtypes they compute in, the part gives its figures, and a run gives the bits of
-// the same ops run eagerly on the NPU.
+// the same ops run eagerly on the NPU. With calibration samples (optimize_model): an f32
+// MLP whose matmuls the NPU quantizes, whose gelu it runs in f16, and whose node past
+// f16's range goes to the CPU device, within its quantization error of float64.
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -149,6 +152,170 @@ TEST(NpuSimExecutable, AnF16ModelCompilesAsOnePartWithTheEagerBits) {
       << phx_last_error();
   ASSERT_EQ(phx_stream_synchronize(stream.get()), PHX_STATUS_OK);
   EXPECT_EQ(y.download<float>(kM * kN), mlp.eagerly(sim.context(), sim.device(), stream.get()));
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+}
+
+// ---- with calibration --------------------------------------------------------------------
+
+constexpr int64_t kRows = 8, kIn = 32, kHidden = 64, kOut = 16;
+constexpr float kScale = 1e5f;  // puts fc2's output past f16's range
+
+std::vector<float> gaussian(size_t n, uint32_t seed, float sigma) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// y = (gelu(relu(x w1 + b1) w2) * kScale) w3 in f32: fc1, its bias add and relu (which the
+// host fuses into one matmul), gelu, fc2, the scale, fc3.
+struct F32Mlp {
+  std::vector<float> w1 = gaussian(kIn * kHidden, 11, 0.18f), b1 = gaussian(kHidden, 12, 0.5f),
+                     w2 = gaussian(kHidden * kOut, 13, 0.125f),
+                     w3 = gaussian(kOut * kOut, 14, 0.25f);
+
+  phx_graph build(phx_context context) const {
+    phx_graph graph = nullptr;
+    EXPECT_EQ(phx_graph_create(context, &graph), PHX_STATUS_OK);
+    const int64_t x_shape[2] = {kRows, kIn};
+    phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+    input.dtype = PHX_DTYPE_F32;
+    input.rank = 2;
+    input.shape = x_shape;
+    phx_value x = 0;
+    EXPECT_EQ(phx_graph_add_input(graph, &input, &x), PHX_STATUS_OK);
+    auto constant = [&](const char* name, const std::vector<float>& data,
+                        std::vector<int64_t> shape) {
+      phx_value v = 0;
+      EXPECT_EQ(phx_graph_add_constant(graph, name, PHX_DTYPE_F32, shape.size(), shape.data(),
+                                       data.data(), data.size() * sizeof(float), &v),
+                PHX_STATUS_OK)
+          << phx_last_error();
+      return v;
+    };
+    const phx_value vw1 = constant("w1", w1, {kIn, kHidden}), vb1 = constant("b1", b1, {kHidden});
+    const phx_value vw2 = constant("w2", w2, {kHidden, kOut}),
+                    vw3 = constant("w3", w3, {kOut, kOut});
+    const phx_value scale = constant("scale", {kScale}, {1});
+    using phx_test::add_node;
+    phx_value h = add_node(graph, PHX_OP_MATMUL, {x, vw1}, "fc1");
+    h = add_node(graph, PHX_OP_ADD, {h, vb1}, "bias1");
+    h = add_node(graph, PHX_OP_RELU, {h}, "relu1");
+    const phx_value g = add_node(graph, PHX_OP_GELU, {h}, "gelu");
+    const phx_value z = add_node(graph, PHX_OP_MATMUL, {g, vw2}, "fc2");
+    const phx_value big = add_node(graph, PHX_OP_MUL, {z, scale}, "scale");
+    const phx_value y = add_node(graph, PHX_OP_MATMUL, {big, vw3}, "fc3");
+    EXPECT_EQ(phx_graph_add_output(graph, y, "y"), PHX_STATUS_OK);
+    return graph;
+  }
+
+  std::vector<double> reference(const std::vector<float>& x) const {
+    auto matmul = [](const std::vector<double>& a, const std::vector<float>& w, int64_t k,
+                     int64_t n) {
+      std::vector<double> out(size_t(kRows * n), 0.0);
+      for (int64_t r = 0; r < kRows; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = 0; i < k; ++i) out[r * n + j] += a[r * k + i] * double(w[i * n + j]);
+      return out;
+    };
+    std::vector<double> h = matmul(std::vector<double>(x.begin(), x.end()), w1, kIn, kHidden);
+    for (size_t i = 0; i < h.size(); ++i) {
+      const double v = std::max(h[i] + b1[i % kHidden], 0.0);
+      h[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    }
+    std::vector<double> z = matmul(h, w2, kHidden, kOut);
+    for (double& v : z) v *= kScale;
+    return matmul(z, w3, kOut, kOut);
+  }
+};
+
+// The mobile NPU with the CPU device for what it does not run, calibrated on 4 samples:
+// fc1 (with its bias and relu), fc2 and fc3 run int8 on the NPU, gelu in f16 there, and
+// the scale, whose result passes f16's range, on the CPU. Each int8 layer adds rounding
+// noise of about 1% of its values (the reference's first-order estimate: a step of range
+// / 255, noise step / sqrt(12), against Gaussian-like values), three layers about 2% rms;
+// the largest element error of a sample, relative to its largest output, stays under 3
+// times that: 6%, for calibration_error and for a run on new data against float64.
+TEST(NpuSimExecutable, CalibrationQuantizesTheMatmulsAndLeavesWhatPassesF16ToTheCpu) {
+  Sim sim("profile=mobile");
+  ASSERT_TRUE(sim.has_cpu());
+  const F32Mlp mlp;
+  phx_graph graph = mlp.build(sim.context());
+  std::vector<std::unique_ptr<Tensor>> samples;
+  std::vector<phx_tensor> sample_handles;
+  for (uint32_t s = 0; s < 4; ++s) {
+    samples.push_back(std::make_unique<Tensor>(sim.context(), sim.cpu(), PHX_DTYPE_F32,
+                                               std::vector<int64_t>{kRows, kIn}));
+    samples.back()->upload(gaussian(kRows * kIn, 100 + s, 1.0f));
+    sample_handles.push_back(samples.back()->get());
+  }
+  const size_t cpu = sim.cpu();
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = sim.device();
+  options.other_devices = &cpu;
+  options.other_device_count = 1;
+  options.calibration_inputs = sample_handles.data();
+  options.calibration_sample_count = sample_handles.size();
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(sim.context(), graph, &options, &exe), PHX_STATUS_OK)
+      << phx_last_error();
+
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+  ASSERT_EQ(info.node_count, 5u);  // fc1 took its bias add and relu in
+  EXPECT_EQ(info.quantized_nodes, 3u);
+  EXPECT_EQ(info.device_count, 2u);
+  EXPECT_GT(info.calibration_error, 0.0);
+  EXPECT_LT(info.calibration_error, 0.06);
+  const struct {
+    phx_op_id op;
+    size_t device;
+    phx_dtype compute;
+  } expected[5] = {{PHX_OP_MATMUL, sim.device(), PHX_DTYPE_I8},
+                   {PHX_OP_GELU, sim.device(), PHX_DTYPE_F16},
+                   {PHX_OP_MATMUL, sim.device(), PHX_DTYPE_I8},
+                   {PHX_OP_MUL, cpu, PHX_DTYPE_F32},
+                   {PHX_OP_MATMUL, sim.device(), PHX_DTYPE_I8}};
+  for (size_t n = 0; n < 5; ++n) {
+    phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
+    EXPECT_EQ(node.op, expected[n].op) << node.name;
+    EXPECT_EQ(node.device, expected[n].device) << node.name;
+    EXPECT_EQ(node.compute_dtype, expected[n].compute) << node.name;
+  }
+
+  // The NPU's two parts (before and after the CPU's node) give their figures in turn.
+  phx_metric metrics[64];
+  size_t count = 0;
+  ASSERT_EQ(phx_executable_stats(exe, metrics, 64, &count), PHX_STATUS_OK);
+  std::map<std::string, double> sums;
+  for (size_t i = 0; i < count && i < 64; ++i) sums[metrics[i].name] += metrics[i].value;
+  EXPECT_EQ(sums["quantized_int8_nodes"], 3);
+  EXPECT_EQ(sums["quantized_int16_nodes"], 0);
+  EXPECT_EQ(sums["f16_nodes"], 1);
+  EXPECT_EQ(sums["quantized_weight_bytes"], kIn * kHidden + kHidden * kOut + kOut * kOut);
+
+  // New data, which may pass the calibrated ranges (and saturate), against float64:
+  // 3.9% of the largest output (calibration_error: 1.8%).
+  const std::vector<float> x = gaussian(kRows * kIn, 200, 1.0f);
+  Stream stream(sim.context(), sim.device());
+  Tensor tx(sim.context(), sim.device(), PHX_DTYPE_F32, {kRows, kIn});
+  Tensor ty(sim.context(), sim.device(), PHX_DTYPE_F32, {kRows, kOut});
+  tx.upload(x);
+  const phx_tensor inputs[1] = {tx.get()}, outputs[1] = {ty.get()};
+  ASSERT_EQ(phx_executable_run(stream.get(), exe, inputs, 1, outputs, 1, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(phx_stream_synchronize(stream.get()), PHX_STATUS_OK);
+  const std::vector<float> y = ty.download<float>(kRows * kOut);
+  const std::vector<double> want = mlp.reference(x);
+  double largest = 0, error = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    largest = std::max(largest, std::fabs(want[i]));
+    error = std::max(error, std::fabs(double(y[i]) - want[i]));
+  }
+  EXPECT_LT(error / largest, 0.06);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
 }
