@@ -320,4 +320,39 @@ TEST(NpuSimExecutable, CalibrationQuantizesTheMatmulsAndLeavesWhatPassesF16ToThe
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
 }
 
+// PHX_PLACEMENT_COST prices each node with npu-sim's graph_estimate (the timing model at
+// the dtype it would compute in) against the CPU's: every node gets a prediction, and the
+// executable, wherever it put the nodes, stays within the quantization error above.
+TEST(NpuSimExecutable, TheCostPolicyPricesTheNodesWithTheTimingModel) {
+  Sim sim("profile=mobile");
+  const F32Mlp mlp;
+  phx_graph graph = mlp.build(sim.context());
+  Tensor sample(sim.context(), sim.cpu(), PHX_DTYPE_F32, {kRows, kIn});
+  sample.upload(gaussian(kRows * kIn, 300, 1.0f));
+  const phx_tensor samples[1] = {sample.get()};
+  const size_t cpu = sim.cpu();
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = sim.device();
+  options.other_devices = &cpu;
+  options.other_device_count = 1;
+  options.placement = PHX_PLACEMENT_COST;
+  options.flags = PHX_COMPILE_DETERMINISTIC;
+  options.calibration_inputs = samples;
+  options.calibration_sample_count = 1;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(sim.context(), graph, &options, &exe), PHX_STATUS_OK)
+      << phx_last_error();
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+  EXPECT_LT(info.calibration_error, 0.06);
+  for (size_t n = 0; n < info.node_count; ++n) {
+    phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
+    EXPECT_GT(node.predicted_time_ns, 0u) << node.name;
+    EXPECT_LT(node.predicted_time_ns, UINT64_MAX) << node.name;
+  }
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+}
+
 }  // namespace
