@@ -355,4 +355,55 @@ TEST(NpuSimExecutable, TheCostPolicyPricesTheNodesWithTheTimingModel) {
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
 }
 
+// npu-sim keeps nothing of its compile in a saved executable (no executable_serialize):
+// a load compiles its parts again from the saved nodes and ranges, and, the quantization
+// being deterministic, the loaded executable gives the same bits.
+TEST(NpuSimExecutable, ASavedCalibratedExecutableLoadsWithTheSameBits) {
+  Sim sim("profile=mobile");
+  const F32Mlp mlp;
+  phx_graph graph = mlp.build(sim.context());
+  Tensor sample(sim.context(), sim.cpu(), PHX_DTYPE_F32, {kRows, kIn});
+  sample.upload(gaussian(kRows * kIn, 400, 1.0f));
+  const phx_tensor samples[1] = {sample.get()};
+  const size_t cpu = sim.cpu();
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = sim.device();
+  options.other_devices = &cpu;
+  options.other_device_count = 1;
+  options.calibration_inputs = samples;
+  options.calibration_sample_count = 1;
+  phx_executable compiled = nullptr, loaded = nullptr;
+  ASSERT_EQ(phx_graph_compile(sim.context(), graph, &options, &compiled), PHX_STATUS_OK)
+      << phx_last_error();
+  size_t size = 0;
+  ASSERT_EQ(phx_executable_save(compiled, nullptr, 0, &size), PHX_STATUS_OK) << phx_last_error();
+  std::vector<unsigned char> bytes(size);
+  ASSERT_EQ(phx_executable_save(compiled, bytes.data(), bytes.size(), &size), PHX_STATUS_OK);
+  ASSERT_EQ(phx_executable_load(sim.context(), bytes.data(), bytes.size(), nullptr, &loaded),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe(loaded, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.quantized_nodes, 3u);
+
+  Stream stream(sim.context(), sim.device());
+  Tensor x(sim.context(), sim.device(), PHX_DTYPE_F32, {kRows, kIn});
+  x.upload(gaussian(kRows * kIn, 401, 1.0f));
+  std::vector<float> results[2];
+  for (int i = 0; i < 2; ++i) {
+    Tensor y(sim.context(), sim.device(), PHX_DTYPE_F32, {kRows, kOut});
+    const phx_tensor inputs[1] = {x.get()}, outputs[1] = {y.get()};
+    ASSERT_EQ(phx_executable_run(stream.get(), i == 0 ? compiled : loaded, inputs, 1, outputs, 1,
+                                 nullptr),
+              PHX_STATUS_OK)
+        << phx_last_error();
+    ASSERT_EQ(phx_stream_synchronize(stream.get()), PHX_STATUS_OK);
+    results[i] = y.download<float>(kRows * kOut);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(phx_executable_destroy(loaded), PHX_STATUS_OK);
+  EXPECT_EQ(phx_executable_destroy(compiled), PHX_STATUS_OK);
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+}
+
 }  // namespace
