@@ -10,8 +10,9 @@
 // (graph_quantizer.h), which graph_claim offers the host.
 #include <phynexus/plugin.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -243,11 +244,11 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 
 // ---- Executables (plugin ABI 1.3; docs/npu-sim.md, "Compiling a float model") ----------
 
-// graph as this plugin reads it: value_ranges only where the host's struct has the field.
+// graph as this plugin reads it: the fields the host's struct_size covers, the others
+// zero (no ranges, nothing serialized).
 phx_plugin_graph graph_view(const phx_plugin_graph& graph) {
-  phx_plugin_graph view = graph;
-  const size_t needed = offsetof(phx_plugin_graph, value_ranges) + sizeof graph.value_ranges;
-  if (graph.struct_size < needed) view.value_ranges = nullptr;
+  phx_plugin_graph view{};
+  std::memcpy(&view, &graph, std::min(graph.struct_size, sizeof view));
   return view;
 }
 
@@ -260,7 +261,7 @@ phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* 
   Plugin& p = self(plugin);
   return guarded(*p.host, [&] {
     const phx_plugin_graph view = graph_view(*graph);
-    if (view.struct_size >= sizeof(phx_plugin_graph) && view.serialized != nullptr)
+    if (view.serialized != nullptr)
       return p.error(PHX_STATUS_INCOMPATIBLE, "npu-sim saves no executables to load again");
     std::unique_ptr<Executable> executable;
     std::string error;
