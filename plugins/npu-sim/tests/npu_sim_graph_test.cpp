@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -657,6 +658,15 @@ TEST(NpuSimGraph, UnusableRangesAreNoClaimAndAClearRefusal) {
     EXPECT_NE(p.error().find("value 'v0' has no usable calibration range"), std::string::npos)
         << p.error();
   }
+}
+
+// A host's struct that ends before value_ranges: the plugin reads no ranges past it.
+TEST(NpuSimGraph, RangesPastTheHostsStructSizeAreNotRead) {
+  PluginUnderTest p("profile=edge");
+  Dense dense(p, 75);
+  phx_plugin_graph graph = dense.graph.graph();
+  graph.struct_size = offsetof(phx_plugin_graph, value_ranges);
+  EXPECT_EQ(claims(p, graph), std::vector<uint8_t>{0});
 }
 
 // A value that was 0 on every sample: scale 1, the zeros exact.
