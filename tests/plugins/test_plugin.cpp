@@ -351,7 +351,8 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
 // ranges, and executable_node_report says they compute in i16, as a quantizing device
 // would): the wiring is kept and each run computes node by node, as one ticket.
 // PHX_TEST_GRAPH_COMPILE ("unsupported", "fail") and PHX_TEST_GRAPH_RUN ("fail",
-// "bad_ticket"), read at each call, inject the faults a host must survive;
+// "bad_ticket", "off_by_one": each sub's result 1 too large), read at each call, inject
+// the faults a host must survive;
 // PHX_TEST_GRAPH_ESTIMATE_NS is graph_estimate's time for every node it takes. The trace
 // gets "graph_compile <kinds>" (a letter per value: Input, Output, Constant, intermediate)
 // with " ranges <min>:<max>..." when the host gave ranges and " serialized" when it gave
@@ -477,8 +478,11 @@ void subtract(const phx_plugin_tensor& a, const phx_plugin_tensor& b,
   uint64_t count = 1;
   for (uint32_t d = 0; d < out.rank; ++d) count *= static_cast<uint64_t>(out.shape[d]);
   float* dst = reinterpret_cast<float*>(static_cast<Buffer*>(out.buffer)->data + out.offset);
+  // "off_by_one": the error a quantized node makes, which calibration must measure.
+  const float error = env_is("PHX_TEST_GRAPH_RUN", "off_by_one") ? 1.0f : 0.0f;
   for (uint64_t i = 0; i < count; ++i)
-    dst[i] = f32_data(a)[broadcast_index(a, out, i)] - f32_data(b)[broadcast_index(b, out, i)];
+    dst[i] =
+        f32_data(a)[broadcast_index(a, out, i)] - f32_data(b)[broadcast_index(b, out, i)] + error;
 }
 
 // [[maybe_unused]]: the PARTIAL_GRAPH_ENTRIES build leaves these out of its table.
