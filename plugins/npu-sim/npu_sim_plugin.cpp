@@ -5,9 +5,14 @@
 // datapath with a wide accumulator does: f16 operands, f32 products and sums, one
 // rounding to f16 per output (docs/npu-sim.md, "f16 compute"). Every op is costed by the timing
 // model; the figures, and the quantization error when profiling, go to the op's profile record and
-// to the device statistics.
+// to the device statistics. A graph part is compiled (executable.h): with calibration ranges
+// its f32 matmuls and convolutions are quantized and its other f32 nodes run in f16
+// (graph_quantizer.h), which graph_claim offers the host.
 #include <phynexus/plugin.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,9 +21,14 @@
 
 #include "config.h"
 #include "dram.h"
+#include "executable.h"
+#include "executable_run.h"
+#include "graph_quantizer.h"
 #include "host_buffers.h"
 #include "memory_entries.h"
+#include "node_cost.h"
 #include "op_cost.h"
+#include "op_support.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
 #include "property_list.h"
@@ -43,7 +53,7 @@ std::string size_text(uint64_t bytes) {
 
 // The running totals of phx_device_stats.
 struct Totals {
-  uint64_t ops = 0, macs = 0, dram_bytes = 0, memory_bound_ops = 0;
+  uint64_t ops = 0, macs = 0, dram_bytes = 0, memory_bound_ops = 0, executable_runs = 0;
   double compute_ns = 0, memory_ns = 0, modelled_ns = 0;
 };
 
@@ -109,22 +119,6 @@ struct Plugin {
 
 Plugin& self(void* plugin) { return plugin_of<Plugin>(plugin); }
 
-// Whether the device runs op with a first input of dtype: the profile lists it, the
-// host kernels compute it, and the device has the MAC array its rate needs.
-bool supports(const Plugin& p, phx_op_id op, phx_dtype dtype) {
-  // Compared as an int: phx_dtype's range ends at 7, so clang finds ">= 8" always false.
-  const int value = dtype;
-  if (value <= PHX_DTYPE_INVALID || value >= PHX_DTYPE_COUNT) return false;
-  const DeviceFigures& f = p.config.figures;
-  if ((supported_dtypes(*f.profile, op) & PHX_DTYPE_BIT(dtype)) == 0) return false;
-  if (!kernels::op_supported(op, dtype)) return false;
-  const bool mac_op = op == PHX_OP_MATMUL || op == PHX_OP_QMATMUL || op == PHX_OP_QCONV2D ||
-                      op == PHX_OP_CONV2D || op == PHX_OP_ATTENTION;
-  if (mac_op && dtype == PHX_DTYPE_I16) return f.int16_macs_per_cycle > 0;
-  if (mac_op && dtype == PHX_DTYPE_F16) return f.fp16_macs_per_cycle > 0;
-  return true;
-}
-
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   return initialize_simulator<Plugin>(host, read_config_sources, parse_config, out_plugin);
 }
@@ -149,28 +143,12 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 }
 
 phx_status op_supported(void* plugin, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {
-  *out_supported = supports(self(plugin), op, dtype) ? 1 : 0;
+  *out_supported = device_runs(self(plugin).config.figures, op, dtype) ? 1 : 0;
   return PHX_STATUS_OK;
 }
 
-// Costs op, adds it to the device's totals and, when profiling, to its record with the
-// quantization error.
-void account(Plugin& p, Device& d, const phx_plugin_op& op, const kernels::HostTensor* in,
-             const kernels::HostTensor* out) {
-  const Estimate e = estimate_op(op, p.machine);
-  {
-    std::lock_guard lock(d.mutex);
-    Totals& t = d.totals;
-    ++t.ops;
-    t.macs += e.macs;
-    t.dram_bytes += e.dram_bytes;
-    t.compute_ns += e.compute_ns;
-    t.memory_ns += e.memory_ns;
-    t.modelled_ns += e.estimated_ns;
-    t.memory_bound_ops += e.memory_bound ? 1 : 0;
-  }
-  if (op.profile == nullptr) return;
-  phx_plugin_profile& profile = *op.profile;
+// The timing model's figures of one op (or node), for its profile record.
+void add_estimate_metrics(phx_plugin_profile& profile, const Estimate& e) {
   add_metric(profile, "macs", double(e.macs));
   add_metric(profile, "cycles", double(e.cycles));
   add_metric(profile, "dram_bytes", double(e.dram_bytes));
@@ -179,9 +157,32 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op, const kernels::HostT
   add_metric(profile, "memory_ns", e.memory_ns);
   add_metric(profile, "estimated_time_ns", e.estimated_ns);
   add_metric(profile, "memory_bound", e.memory_bound ? 1.0 : 0.0);
+}
+
+// Adds ops of the costs e (their sums) to the device's totals.
+void add_totals(Device& d, uint64_t ops, const Estimate& e, uint64_t memory_bound_ops) {
+  std::lock_guard lock(d.mutex);
+  Totals& t = d.totals;
+  t.ops += ops;
+  t.macs += e.macs;
+  t.dram_bytes += e.dram_bytes;
+  t.compute_ns += e.compute_ns;
+  t.memory_ns += e.memory_ns;
+  t.modelled_ns += e.estimated_ns;
+  t.memory_bound_ops += memory_bound_ops;
+}
+
+// Costs op, adds it to the device's totals and, when profiling, to its record with the
+// quantization error.
+void account(Plugin& p, Device& d, const phx_plugin_op& op, const kernels::HostTensor* in,
+             const kernels::HostTensor* out) {
+  const Estimate e = estimate_op(op, p.machine);
+  add_totals(d, 1, e, e.memory_bound ? 1 : 0);
+  if (op.profile == nullptr) return;
+  add_estimate_metrics(*op.profile, e);
   if (const auto error =
           quant_error_rel(op.op, op.params, in, op.input_count, out, op.output_count, p.pool))
-    add_metric(profile, "quant_error_rel", *error);
+    add_metric(*op.profile, "quant_error_rel", *error);
 }
 
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
@@ -193,7 +194,7 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
   const phx_dtype first = op->inputs[0].dtype;
   // The host submits only what op_supported allowed; an op past that is refused.
-  if (!supports(p, op->op, first))
+  if (!device_runs(p.config.figures, op->op, first))
     return p.error(PHX_STATUS_UNSUPPORTED, std::string("the ") + p.config.figures.profile->name +
                                                " NPU does not run " + op_name(op->op) + " on " +
                                                dtype_name(first) + " (it runs: " + d.supported_ops +
@@ -236,20 +237,168 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"buffers_reused", double(r.buffers_reused)},
       {"bytes_reused", double(r.bytes_reused)},
       {"memory_evictions", double(r.evictions)},
+      {"executable_runs", double(t.executable_runs)},
   };
   return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
-// ABI 1.1: the host asks about, and submits, the quantized ops.
+// ---- Executables (plugin ABI 1.3; docs/npu-sim.md, "Compiling a float model") ----------
+
+// graph as this plugin reads it: the fields the host's struct_size covers, the others
+// zero (no ranges, nothing serialized).
+phx_plugin_graph graph_view(const phx_plugin_graph& graph) {
+  phx_plugin_graph view{};
+  std::memcpy(&view, &graph, std::min(graph.struct_size, sizeof view));
+  return view;
+}
+
+Executable& executable_of(void* executable) { return *static_cast<Executable*>(executable); }
+
+// Quantizes the weights of the nodes it runs quantized and prices every node; a node the
+// device runs in no way is UNSUPPORTED (graph_claim claimed none such).
+phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                         void** out_executable) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    const phx_plugin_graph view = graph_view(*graph);
+    if (view.serialized != nullptr)
+      return p.error(PHX_STATUS_INCOMPATIBLE, "npu-sim saves no executables to load again");
+    std::unique_ptr<Executable> executable;
+    std::string error;
+    const phx_status status =
+        compile_executable(view, device, p.config.figures, p.machine, executable, error);
+    if (status != PHX_STATUS_OK) return p.error(status, error);
+    *out_executable = executable.release();
+    return PHX_STATUS_OK;
+  });
+}
+
+// Runs the nodes one after another on the run's tensors, as one ticket, and charges the
+// costs fixed at compile time.
+phx_status executable_run(void* plugin, void* stream, void* executable,
+                          const phx_plugin_tensor* values, size_t value_count,
+                          phx_plugin_profile* const* node_profiles, uint64_t* out_ticket) {
+  Plugin& p = self(plugin);
+  const Executable& e = executable_of(executable);
+  if (value_count != e.value_count)
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "executable_run: " + std::to_string(value_count) +
+                                                    " values for a graph of " +
+                                                    std::to_string(e.value_count));
+  return guarded(*p.host, [&] {
+    uint64_t memory_bound = 0;
+    for (size_t n = 0; n < e.nodes.size(); ++n) {
+      const ExecutableNode& node = e.nodes[n];
+      const phx_status status = run_node(node, values, p.pool);
+      if (status == PHX_STATUS_OUT_OF_MEMORY)
+        return p.error(status, "node '" + node.name +
+                                   "': out of host memory for the simulation's scratch buffers");
+      if (status != PHX_STATUS_OK)
+        return p.error(
+            status, "node '" + node.name + "': the host kernel of " + op_name(node.op) + " failed");
+      memory_bound += node.cost.memory_bound ? 1 : 0;
+      if (node_profiles != nullptr && node_profiles[n] != nullptr) {
+        add_estimate_metrics(*node_profiles[n], node.cost);
+        if (const auto error = node_error_rel(node, values, p.pool))
+          add_metric(*node_profiles[n], "quant_error_rel", *error);
+      }
+    }
+    Device& d = *p.devices[e.device];
+    add_totals(d, e.nodes.size(), e.run_cost, memory_bound);
+    {
+      std::lock_guard lock(d.mutex);
+      ++d.totals.executable_runs;
+    }
+    *out_ticket = next_ticket(stream);
+    return PHX_STATUS_OK;
+  });
+}
+
+void executable_destroy(void*, void* executable) { delete &executable_of(executable); }
+
+phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, size_t capacity,
+                            size_t* out_count) {
+  const Executable& e = executable_of(executable);
+  const Estimate& c = e.run_cost;
+  const phx_metric metrics[] = {
+      {"nodes", double(e.nodes.size())},
+      {"native_nodes", double(e.nodes_computed(NodeCompute::kNative))},
+      {"quantized_int8_nodes", double(e.nodes_computed(NodeCompute::kInt8))},
+      {"quantized_int16_nodes", double(e.nodes_computed(NodeCompute::kInt16))},
+      {"f16_nodes", double(e.nodes_computed(NodeCompute::kF16))},
+      {"quantized_weight_bytes", double(e.quantized_weight_bytes)},
+      {"modelled_time_ns", c.estimated_ns},
+      {"macs", double(c.macs)},
+      {"dram_bytes", double(c.dram_bytes)},
+      {"compute_ns", c.compute_ns},
+      {"memory_ns", c.memory_ns},
+  };
+  return write_device_stats(metrics, out_metrics, capacity, out_count);
+}
+
+// Claims the f32 nodes it runs only in a compiled part: quantized or in f16, which needs
+// the calibration ranges (graph_quantizer.h).
+phx_status graph_claim(void* plugin, uint32_t, const phx_plugin_graph* graph,
+                       uint8_t* out_claimed) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    const phx_plugin_graph view = graph_view(*graph);
+    for (size_t n = 0; n < view.node_count; ++n) {
+      const NodeChoice choice = choose_compute(view, n, p.config.figures);
+      out_claimed[n] = choice.runs && choice.compute != NodeCompute::kNative ? 1 : 0;
+    }
+    return PHX_STATUS_OK;
+  });
+}
+
+// Each node's modelled time at the dtypes it would compute in; UINT64_MAX where it would
+// not run.
+phx_status graph_estimate(void* plugin, uint32_t, const phx_plugin_graph* graph,
+                          uint64_t* out_time_ns) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    const phx_plugin_graph view = graph_view(*graph);
+    for (size_t n = 0; n < view.node_count; ++n) {
+      const NodeChoice choice = choose_compute(view, n, p.config.figures);
+      out_time_ns[n] =
+          choice.runs
+              ? uint64_t(std::ceil(estimate_node(view, n, choice.compute, p.machine).estimated_ns))
+              : UINT64_MAX;
+    }
+    return PHX_STATUS_OK;
+  });
+}
+
+phx_status executable_node_report(void* plugin, void* executable, size_t node,
+                                  phx_plugin_node_report* out_report) {
+  const Executable& e = executable_of(executable);
+  if (node >= e.nodes.size())
+    return self(plugin).error(PHX_STATUS_INVALID_ARGUMENT, "executable_node_report: node " +
+                                                               std::to_string(node) + " of " +
+                                                               std::to_string(e.nodes.size()));
+  phx_plugin_node_report report{};
+  report.struct_size = sizeof report;
+  report.compute_dtype = e.compute_dtype(node);
+  phx_plugin_write_struct(out_report, &report, sizeof report);
+  return PHX_STATUS_OK;
+}
+
+// ABI 1.3: the quantized ops (1.1) and the executables.
 constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .name = "npu-sim",
     .version = "0.1.0",
-    .abi_minor = 1,
+    .abi_minor = PHX_PLUGIN_ABI_MINOR,
     .initialize = initialize,
     .device_info = device_info,
     .op_supported = op_supported,
     .stream_submit = stream_submit,
     .device_stats = device_stats,
+    .graph_compile = graph_compile,
+    .executable_run = executable_run,
+    .executable_destroy = executable_destroy,
+    .executable_stats = executable_stats,
+    .graph_claim = graph_claim,
+    .graph_estimate = graph_estimate,
+    .executable_node_report = executable_node_report,
 });
 
 }  // namespace
@@ -257,7 +406,8 @@ constexpr phx_plugin_api kApi = simulator_api<Plugin>({
 
 extern "C" PHX_PLUGIN_EXPORT phx_status phx_plugin_entry(const phx_plugin_host* host,
                                                          const phx_plugin_api** out_api) {
-  // The quantized ops need a host of ABI 1.1.
+  // The quantized ops need a host of ABI 1.1; a host of 1.1 or 1.2 ignores the
+  // executable entries, which it does not know, and submits the ops one by one.
   if (host->abi_major != 1 || host->abi_minor < 1) return PHX_STATUS_UNSUPPORTED;
   *out_api = &phx::npu_sim::kApi;
   return PHX_STATUS_OK;
