@@ -217,8 +217,7 @@ class Program {
 
   void save_and_load(phx_executable exe, size_t device) {
     size_t size = 0;
-    if (check("phx_executable_save", phx_executable_save(exe, nullptr, 0, &size)) !=
-        PHX_STATUS_OK)
+    if (check("phx_executable_save", phx_executable_save(exe, nullptr, 0, &size)) != PHX_STATUS_OK)
       return;
     std::vector<uint8_t> bytes(size);
     if (check("phx_executable_save", phx_executable_save(exe, bytes.data(), size, &size)) !=
