@@ -3,67 +3,17 @@
 #include <bit>
 #include <cstring>
 
+#include "serial_bytes.h"
+
 namespace phx::tpu_sim {
 namespace {
 
+using plugin_common::ByteReader;
+using plugin_common::ByteWriter;
+
 constexpr char kMagic[8] = {'P', 'H', 'X', 'T', 'P', 'U', 'M', '\0'};
-// A string longer than this is damage, not a key: it keeps a bad length from allocating.
-constexpr uint32_t kMaxStringBytes = 64u << 20;
 
-uint64_t fnv1a64(std::span<const uint8_t> bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (uint8_t byte : bytes) {
-    hash ^= byte;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
-class Writer {
- public:
-  template <class T>
-  void put(const T& value) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    bytes.insert(bytes.end(), p, p + sizeof value);
-  }
-  void put_string(const std::string& s) {
-    put(static_cast<uint32_t>(s.size()));
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
-  std::vector<uint8_t> bytes;
-};
-
-// Reads fields in order; once one does not fit, ok is false and every later read gives 0.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  template <class T>
-  T get() {
-    T value{};
-    if (!take(sizeof value)) return value;
-    std::memcpy(&value, bytes_.data() + at_ - sizeof value, sizeof value);
-    return value;
-  }
-  std::string get_string() {
-    const auto size = get<uint32_t>();
-    if (size > kMaxStringBytes || !take(size)) return {};
-    return std::string(reinterpret_cast<const char*>(bytes_.data() + at_ - size), size);
-  }
-  bool ok() const { return ok_; }
-  size_t at() const { return at_; }
-
- private:
-  bool take(size_t size) {
-    if (!ok_ || size > bytes_.size() - at_) return ok_ = false;
-    at_ += size;
-    return true;
-  }
-  std::span<const uint8_t> bytes_;
-  size_t at_ = 0;
-  bool ok_ = true;
-};
-
-void put_cost(Writer& w, const OpCost& c) {
+void put_cost(ByteWriter& w, const OpCost& c) {
   w.put(static_cast<uint8_t>(c.uses_mxu));
   w.put(c.mxu_passes);
   w.put(c.mxu.folds);
@@ -80,7 +30,7 @@ void put_cost(Writer& w, const OpCost& c) {
   w.put(static_cast<uint8_t>(c.memory_bound));
 }
 
-OpCost get_cost(Reader& r) {
+OpCost get_cost(ByteReader& r) {
   OpCost c;
   c.uses_mxu = r.get<uint8_t>() != 0;
   c.mxu_passes = r.get<uint32_t>();
@@ -101,7 +51,7 @@ OpCost get_cost(Reader& r) {
 
 // The bytes one serialized cost takes: what bounds a node count read from damaged bytes.
 size_t serialized_cost_bytes() {
-  Writer w;
+  ByteWriter w;
   put_cost(w, OpCost{});
   return w.bytes.size();
 }
@@ -124,7 +74,7 @@ std::string chip_key(const SimConfig& config) {
 }
 
 std::vector<uint8_t> write_serialized_model(const SerializedModel& model) {
-  Writer w;
+  ByteWriter w;
   w.bytes.assign(kMagic, kMagic + sizeof kMagic);
   w.put(model.format_version);
   w.put_string(model.plugin_version);
@@ -132,24 +82,21 @@ std::vector<uint8_t> write_serialized_model(const SerializedModel& model) {
   w.put_string(model.signature);
   w.put(static_cast<uint64_t>(model.costs.size()));
   for (const OpCost& cost : model.costs) put_cost(w, cost);
-  w.put(fnv1a64(w.bytes));
+  w.put_checksum();
   return std::move(w.bytes);
 }
 
 bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,
                            std::string& error) {
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  ByteReader r(bytes);
+  const std::span<const uint8_t> magic = r.get_bytes(sizeof kMagic);
+  if (!r.ok() || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) {
     error = "not a serialized tpu-sim executable (bad magic)";
     return false;
   }
-  Reader r(bytes.subspan(sizeof kMagic));
   SerializedModel model;
   model.format_version = r.get<uint32_t>();
-  if (!r.ok()) {
-    error = "truncated: " + std::to_string(bytes.size()) + " bytes";
-    return false;
-  }
-  if (model.format_version != kSerializedModelFormat) {
+  if (r.ok() && model.format_version != kSerializedModelFormat) {
     out = std::move(model);  // the caller answers INCOMPATIBLE
     return true;
   }
@@ -157,23 +104,20 @@ bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,
   model.chip_key = r.get_string();
   model.signature = r.get_string();
   const auto node_count = r.get<uint64_t>();
-  if (r.ok() && node_count <= bytes.size() / serialized_cost_bytes()) {
-    model.costs.reserve(node_count);
-    for (uint64_t n = 0; n < node_count && r.ok(); ++n) model.costs.push_back(get_cost(r));
+  if (node_count <= r.remaining() / serialized_cost_bytes())
+    for (uint64_t n = 0; n < node_count; ++n) model.costs.push_back(get_cost(r));
+  switch (r.read_checksum()) {
+    case ByteReader::Ending::kWhole:
+      out = std::move(model);
+      return true;
+    case ByteReader::Ending::kDamaged:
+      error = "damaged: the checksum does not match the bytes";
+      return false;
+    default:
+      error = "truncated or padded: " + std::to_string(bytes.size()) +
+              " bytes do not hold the model their header describes";
+      return false;
   }
-  const size_t body = sizeof kMagic + r.at();
-  const auto checksum = r.get<uint64_t>();
-  if (!r.ok() || model.costs.size() != node_count || sizeof kMagic + r.at() != bytes.size()) {
-    error = "truncated or padded: " + std::to_string(bytes.size()) +
-            " bytes do not hold the model their header describes";
-    return false;
-  }
-  if (checksum != fnv1a64(bytes.first(body))) {
-    error = "damaged: the checksum does not match the bytes";
-    return false;
-  }
-  out = std::move(model);
-  return true;
 }
 
 bool model_matches(const SerializedModel& model, const std::string& plugin_version,
