@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "serialized_executable.h"
 #include "vk_check.h"
 
 namespace phx::vulkan {
@@ -55,7 +56,8 @@ Recording::~Recording() {
   vkDestroyCommandPool(device.vk(), pool, nullptr);  // frees the command buffer
 }
 
-Executable::Executable(Device& device, const phx_plugin_graph& graph) : device_(device) {
+Executable::Executable(Device& device, const phx_plugin_graph& graph, bool loaded)
+    : device_(device), graph_fingerprint_(vulkan::graph_fingerprint(graph)), loaded_(loaded) {
   values_.reserve(graph.value_count);
   for (size_t i = 0; i < graph.value_count; ++i)
     values_.push_back({value_tensor(graph.values[i]), graph.values[i].name});
@@ -268,6 +270,7 @@ std::vector<phx_metric> Executable::stats() const {
       {"barriers_per_run", double(barriers_per_run_)},
       {"runs", double(runs_)},
       {"recordings", double(recordings_made_)},
+      {"loaded_from_serialized", loaded_ ? 1.0 : 0.0},
   };
 }
 

@@ -82,6 +82,39 @@ void Pipelines::save() {
     logger_.log(PHX_LOG_WARN, "pipeline cache not saved: " + reason);
 }
 
+std::vector<uint8_t> Pipelines::cache_data() {
+  std::lock_guard lock(mutex_);
+  size_t size = 0;
+  check(vkGetPipelineCacheData(config_.device, cache_, &size, nullptr), "vkGetPipelineCacheData");
+  std::vector<uint8_t> data(size);
+  check(vkGetPipelineCacheData(config_.device, cache_, &size, data.data()),
+        "vkGetPipelineCacheData");
+  data.resize(size);
+  return data;
+}
+
+void Pipelines::seed(std::span<const uint8_t> data) {
+  auto info = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  info.initialDataSize = data.size();
+  info.pInitialData = data.data();
+  VkPipelineCache source = VK_NULL_HANDLE;
+  const VkResult result = vkCreatePipelineCache(config_.device, &info, nullptr, &source);
+  if (result != VK_SUCCESS) {
+    logger_.log(PHX_LOG_WARN, std::string("the driver refused a serialized executable's pipeline "
+                                          "cache (") +
+                                  result_name(result) + "): its pipelines are compiled again");
+    return;
+  }
+  std::lock_guard lock(mutex_);  // vkMergePipelineCaches needs its destination to itself
+  const VkResult merged = vkMergePipelineCaches(config_.device, cache_, 1, &source);
+  vkDestroyPipelineCache(config_.device, source, nullptr);
+  check(merged, "vkMergePipelineCaches");
+  // A driver that caches nothing (lavapipe) serializes its header alone: that is no cache.
+  uint32_t driver_header = 0;
+  std::memcpy(&driver_header, data.data(), sizeof driver_header);
+  cache_loaded_ = cache_loaded_ || data.size() > driver_header;
+}
+
 const Pipelines::Layout& Pipelines::layout(uint32_t binding_count) {
   auto it = layouts_.find(binding_count);
   if (it != layouts_.end()) return it->second;

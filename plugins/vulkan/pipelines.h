@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "device_stats.h"
 #include "instance.h"
@@ -54,6 +55,16 @@ class Pipelines {
   const Kernel& get(std::string_view module, uint32_t binding_count,
                     std::span<const OpRecorder::SpecConstant> constants);
 
+  // The device and driver the cache data is for.
+  const PipelineCacheIdentity& identity() const { return config_.identity; }
+  // The pipeline cache's data (vkGetPipelineCacheData): every pipeline the device made
+  // in this process and those its cache file held. Throws Error.
+  std::vector<uint8_t> cache_data();
+  // Merges data, cache data of this device that driver_header_matches accepted, into the
+  // pipeline cache, so that the pipelines it holds are created from it; a driver that
+  // refuses it leaves the cache as it was (logged). Throws Error.
+  void seed(std::span<const uint8_t> data);
+
   // "loaded N bytes from <path>", "empty (...)", "off (...)": for the properties.
   const std::string& cache_state() const { return cache_state_; }
 
@@ -70,7 +81,7 @@ class Pipelines {
   const Logger& logger_;
   DeviceStats& stats_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
-  bool cache_loaded_ = false;  // the driver got pipelines from the file
+  bool cache_loaded_ = false;  // the driver got pipelines from the file or an executable
   std::string cache_state_;
   std::mutex mutex_;
   std::map<uint32_t, Layout> layouts_;
