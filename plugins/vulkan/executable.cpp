@@ -2,6 +2,7 @@
 
 #include <phx/op_table.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "serialized_executable.h"
@@ -166,8 +167,9 @@ void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor
 
 // Every node once without a command buffer, on memory of its own for each value that is
 // not a constant (blocks that exist only here, so that the hazards between nodes are
-// those of their values): the pipelines are made, the limits checked, and the kernels
-// and barriers of a run on distinct memory counted.
+// those of their values): the pipelines are made (and their keys kept, for a serialized
+// executable), the limits checked, and the kernels and barriers of a run on distinct
+// memory counted.
 void Executable::prepare() {
   std::vector<MemoryBlock> blocks(values_.size());
   std::vector<Allocation> allocations(values_.size());
@@ -182,8 +184,11 @@ void Executable::prepare() {
   RecordResources resources;
   HazardTracker hazards;
   CommandRecorder recorder(device_, VK_NULL_HANDLE, resources, hazards);
+  recorder.collect_kernels(&kernel_keys_);
   std::vector<uint32_t> node_dispatches;
   record_nodes(recorder, tensors.data(), nullptr, node_dispatches);
+  std::sort(kernel_keys_.begin(), kernel_keys_.end());
+  kernel_keys_.erase(std::unique(kernel_keys_.begin(), kernel_keys_.end()), kernel_keys_.end());
   kernels_per_run_ = 0;
   for (uint32_t d : node_dispatches) kernels_per_run_ += d;
   barriers_per_run_ = recorder.barriers();

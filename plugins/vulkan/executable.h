@@ -75,6 +75,8 @@ class Executable {
   const FusionPlan& fusion() const { return fusion_; }
   // graph_fingerprint() of the graph it was compiled from (serialized_executable.h).
   uint64_t graph_fingerprint() const { return graph_fingerprint_; }
+  // The Kernel::key of every pipeline its runs use, each once.
+  const std::vector<std::string>& kernel_keys() const { return kernel_keys_; }
   // Whether node i's figures are its own: false for a node fused into a later one, whose
   // dispatch and time are the later one's.
   bool node_has_figures(size_t i) const;
@@ -130,6 +132,7 @@ class Executable {
   FusionPlan fusion_;
   uint64_t graph_fingerprint_ = 0;
   bool loaded_ = false;
+  std::vector<std::string> kernel_keys_;
 
   mutable std::mutex mutex_;  // guards what follows
   std::vector<std::shared_ptr<Recording>> recordings_;

@@ -30,6 +30,7 @@ struct Kernel {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  std::string key;  // module, binding count and constants: what Pipelines::get keys it by
 };
 
 struct PipelinesConfig {
@@ -57,9 +58,11 @@ class Pipelines {
 
   // The device and driver the cache data is for.
   const PipelineCacheIdentity& identity() const { return config_.identity; }
-  // The pipeline cache's data (vkGetPipelineCacheData): every pipeline the device made
-  // in this process and those its cache file held. Throws Error.
-  std::vector<uint8_t> cache_data();
+  // Pipeline cache data (vkGetPipelineCacheData) holding the pipelines of keys (Kernel::key
+  // of kernels get made) and no other: they are created again into a cache of their own,
+  // which a driver that has them in its own shader cache does fast. Throws Error:
+  // INTERNAL for a key get never made.
+  std::vector<uint8_t> cache_data(std::span<const std::string> keys);
   // Merges data, cache data of this device that driver_header_matches accepted, into the
   // pipeline cache, so that the pipelines it holds are created from it; a driver that
   // refuses it leaves the cache as it was (logged). Throws Error.
@@ -73,8 +76,17 @@ class Pipelines {
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   };
+  // What a pipeline is made of, kept per key to make it again into another cache.
+  struct Spec {
+    std::string module;
+    uint32_t binding_count = 0;
+    std::vector<OpRecorder::SpecConstant> constants;
+  };
   const Layout& layout(uint32_t binding_count);    // under mutex_
   VkShaderModule shader(std::string_view module);  // under mutex_
+  // Creates spec's pipeline with cache; feedback may be null. Under mutex_.
+  VkResult create(const Spec& spec, VkPipelineCache cache, VkPipelineCreationFeedbackEXT* feedback,
+                  VkPipeline* out);
   void save();
 
   PipelinesConfig config_;
@@ -87,6 +99,7 @@ class Pipelines {
   std::map<uint32_t, Layout> layouts_;
   std::unordered_map<std::string, VkShaderModule> shaders_;
   std::unordered_map<std::string, Kernel> kernels_;
+  std::unordered_map<std::string, Spec> specs_;
 };
 
 }  // namespace phx::vulkan

@@ -1,6 +1,6 @@
 // What executable_serialize writes of an executable (plugin.h, "Executables") and
-// graph_compile reads back: the device's pipeline cache data, which holds the pipelines
-// the executable uses, and its plan (which nodes it fuses), keyed by the plugin's version
+// graph_compile reads back: pipeline cache data of the pipelines the executable uses,
+// and its plan (which nodes it fuses), keyed by the plugin's version
 // and the device and driver the data is for. Layout (native byte order, no padding;
 // serial_bytes.h):
 //   char     magic[8]           "PHXVKEX\0"
@@ -10,7 +10,8 @@
 //   uint8_t  cache_uuid[16]     VkPhysicalDeviceProperties::pipelineCacheUUID
 //   uint64_t graph_fingerprint  graph_fingerprint() of the compiled graph
 //   uint32_t chain_count        then per fused chain: uint32_t node count, uint64_t nodes
-//   uint64_t cache_size         then the bytes of vkGetPipelineCacheData
+//   uint64_t cache_size         then the bytes of vkGetPipelineCacheData (of a cache
+//                               holding the executable's pipelines alone)
 //   uint64_t checksum           FNV-1a 64 of every byte before it
 #pragma once
 

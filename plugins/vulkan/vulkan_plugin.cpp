@@ -310,8 +310,8 @@ phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* 
   });
 }
 
-// Writes the device's pipeline cache data and the executable's plan, keyed by this plugin
-// version and the device's identity (serialized_executable.h).
+// Writes the pipeline cache data of the executable's pipelines and its plan, keyed by this
+// plugin version and the device's identity (serialized_executable.h).
 phx_status executable_serialize(void* plugin, void* executable, void* buffer, size_t capacity,
                                 size_t* out_size) {
   Plugin& p = self(plugin);
@@ -322,7 +322,7 @@ phx_status executable_serialize(void* plugin, void* executable, void* buffer, si
     saved.identity = e.device().pipelines().identity();
     saved.graph_fingerprint = e.graph_fingerprint();
     saved.chains = chain_nodes(e.fusion());
-    saved.pipeline_cache = e.device().pipelines().cache_data();
+    saved.pipeline_cache = e.device().pipelines().cache_data(e.kernel_keys());
     const std::vector<uint8_t> bytes = write_serialized_executable(saved);
     *out_size = bytes.size();
     if (capacity >= bytes.size()) std::memcpy(buffer, bytes.data(), bytes.size());
