@@ -23,6 +23,7 @@ struct NodeWork {
   double flops = 0;
   double bytes = 0;
 };
+// node is one of graph's, with its first input present and at least one output.
 NodeWork node_work(const phx_plugin_graph& graph, const phx_plugin_node& node);
 
 struct Throughput {
