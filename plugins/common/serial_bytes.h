@@ -20,6 +20,16 @@ inline uint64_t fnv1a64(std::span<const uint8_t> bytes, uint64_t hash = 0xcbf29c
   return hash;
 }
 
+// Whether bytes end with the FNV-1a 64 checksum of every byte before it, as put_checksum
+// ends them: checked first, so that a damaged field (a format version included) is never
+// taken for what it says.
+inline bool checksum_matches(std::span<const uint8_t> bytes) {
+  uint64_t checksum = 0;
+  if (bytes.size() < sizeof checksum) return false;
+  std::memcpy(&checksum, bytes.data() + bytes.size() - sizeof checksum, sizeof checksum);
+  return checksum == fnv1a64(bytes.first(bytes.size() - sizeof checksum));
+}
+
 class ByteWriter {
  public:
   template <class T>
@@ -40,7 +50,7 @@ class ByteWriter {
 };
 
 // Reads fields in order; once one does not fit, ok() is false and every later read gives
-// zeros or empties, so that a caller checks once, at the end.
+// zeros or empties, so that a caller checks once, at the end (ok() and remaining() 0).
 class ByteReader {
  public:
   explicit ByteReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
@@ -57,15 +67,6 @@ class ByteReader {
   std::string get_string() {
     const std::span<const uint8_t> s = get_bytes(get<uint32_t>());
     return std::string(s.begin(), s.end());
-  }
-  // Reads the checksum that ends the bytes: kWhole when every read so far fitted, the
-  // checksum is that of every byte before it and no byte follows it.
-  enum class Ending { kWhole, kTruncatedOrPadded, kDamaged };
-  Ending read_checksum() {
-    const size_t body = at_;
-    const auto checksum = get<uint64_t>();
-    if (!ok_ || at_ != bytes_.size()) return Ending::kTruncatedOrPadded;
-    return checksum == fnv1a64(bytes_.first(body)) ? Ending::kWhole : Ending::kDamaged;
   }
   bool ok() const { return ok_; }
   size_t remaining() const { return bytes_.size() - at_; }

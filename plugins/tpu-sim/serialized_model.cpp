@@ -88,12 +88,16 @@ std::vector<uint8_t> write_serialized_model(const SerializedModel& model) {
 
 bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,
                            std::string& error) {
-  ByteReader r(bytes);
-  const std::span<const uint8_t> magic = r.get_bytes(sizeof kMagic);
-  if (!r.ok() || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     error = "not a serialized tpu-sim executable (bad magic)";
     return false;
   }
+  if (!plugin_common::checksum_matches(bytes)) {
+    error = "truncated or damaged: its checksum does not match its " +
+            std::to_string(bytes.size()) + " bytes";
+    return false;
+  }
+  ByteReader r(bytes.first(bytes.size() - sizeof(uint64_t)).subspan(sizeof kMagic));
   SerializedModel model;
   model.format_version = r.get<uint32_t>();
   if (r.ok() && model.format_version != kSerializedModelFormat) {
@@ -106,18 +110,12 @@ bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,
   const auto node_count = r.get<uint64_t>();
   if (node_count <= r.remaining() / serialized_cost_bytes())
     for (uint64_t n = 0; n < node_count; ++n) model.costs.push_back(get_cost(r));
-  switch (r.read_checksum()) {
-    case ByteReader::Ending::kWhole:
-      out = std::move(model);
-      return true;
-    case ByteReader::Ending::kDamaged:
-      error = "damaged: the checksum does not match the bytes";
-      return false;
-    default:
-      error = "truncated or padded: " + std::to_string(bytes.size()) +
-              " bytes do not hold the model their header describes";
-      return false;
+  if (!r.ok() || r.remaining() != 0 || model.costs.size() != node_count) {
+    error = "malformed: its fields do not fill its bytes";
+    return false;
   }
+  out = std::move(model);
+  return true;
 }
 
 bool model_matches(const SerializedModel& model, const std::string& plugin_version,

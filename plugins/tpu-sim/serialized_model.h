@@ -41,7 +41,8 @@ std::string chip_key(const SimConfig& config);
 std::vector<uint8_t> write_serialized_model(const SerializedModel& model);
 
 // Parses bytes into out. False with error for bytes that are no serialized model, or a
-// truncated or damaged one (a wrong length or checksum): INVALID_ARGUMENT. A model of
+// truncated or damaged one (the checksum, checked before any other field), or one whose
+// fields do not fill it: INVALID_ARGUMENT. A model of
 // another format version is read as far as its version (out.format_version); the caller
 // answers INCOMPATIBLE for it.
 bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,

@@ -76,12 +76,16 @@ std::vector<uint8_t> write_serialized_executable(const SerializedExecutable& e) 
 
 bool read_serialized_executable(std::span<const uint8_t> bytes, SerializedExecutable& out,
                                 std::string& error) {
-  ByteReader r(bytes);
-  const std::span<const uint8_t> magic = r.get_bytes(sizeof kMagic);
-  if (!r.ok() || std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     error = "not a serialized Vulkan executable (bad magic)";
     return false;
   }
+  if (!plugin_common::checksum_matches(bytes)) {
+    error = "truncated or damaged: its checksum does not match its " +
+            std::to_string(bytes.size()) + " bytes";
+    return false;
+  }
+  ByteReader r(bytes.first(bytes.size() - sizeof(uint64_t)).subspan(sizeof kMagic));
   SerializedExecutable e;
   e.format_version = r.get<uint32_t>();
   if (r.ok() && e.format_version != kSerializedExecutableFormat) {
@@ -98,27 +102,18 @@ bool read_serialized_executable(std::span<const uint8_t> bytes, SerializedExecut
   const auto chain_count = r.get<uint32_t>();
   for (uint32_t c = 0; c < chain_count && r.ok(); ++c) {
     const auto size = r.get<uint32_t>();
-    if (size > r.remaining() / sizeof(uint64_t)) break;  // damage: the reads below fail
+    if (size > r.remaining() / sizeof(uint64_t)) break;  // a bad count: fails below
     std::vector<uint64_t>& chain = e.chains.emplace_back(size);
     for (uint64_t& node : chain) node = r.get<uint64_t>();
   }
   const std::span<const uint8_t> cache = r.get_bytes(r.get<uint64_t>());
   e.pipeline_cache.assign(cache.begin(), cache.end());
-  switch (r.read_checksum()) {
-    case ByteReader::Ending::kWhole:
-      if (e.chains.size() == chain_count) {
-        out = std::move(e);
-        return true;
-      }
-      [[fallthrough]];
-    case ByteReader::Ending::kTruncatedOrPadded:
-      error = "truncated or padded: " + std::to_string(bytes.size()) +
-              " bytes do not hold the executable their header describes";
-      return false;
-    default:
-      error = "damaged: the checksum does not match the bytes";
-      return false;
+  if (!r.ok() || r.remaining() != 0 || e.chains.size() != chain_count) {
+    error = "malformed: its fields do not fill its bytes";
+    return false;
   }
+  out = std::move(e);
+  return true;
 }
 
 bool serialized_matches(const SerializedExecutable& saved, const std::string& plugin_version,

@@ -46,7 +46,8 @@ uint64_t graph_fingerprint(const phx_plugin_graph& graph);
 std::vector<uint8_t> write_serialized_executable(const SerializedExecutable& executable);
 
 // Parses bytes into out. False with error for bytes that are no serialized executable, or
-// a truncated or damaged one: INVALID_ARGUMENT. One of another format version is read as
+// a truncated or damaged one (the checksum, checked before any other field), or one whose
+// fields do not fill it: INVALID_ARGUMENT. One of another format version is read as
 // far as its version (out.format_version); the caller answers INCOMPATIBLE for it.
 bool read_serialized_executable(std::span<const uint8_t> bytes, SerializedExecutable& out,
                                 std::string& error);
