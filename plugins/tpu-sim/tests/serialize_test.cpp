@@ -127,6 +127,40 @@ TEST_F(TpuSimSerialize, ALoadedExecutableGivesTheOriginalsBitsWithoutCompiling) 
   api().executable_destroy(plugin(), original);
 }
 
+// device_stats' figure name of chip 0; NaN when it has none.
+double device_stat(const DirectPlugin& p, const char* name) {
+  phx_metric metrics[32];
+  size_t count = 0;
+  EXPECT_EQ(p.api().device_stats(p.plugin(), 0, metrics, 32, &count), PHX_STATUS_OK);
+  for (size_t i = 0; i < count && i < 32; ++i)
+    if (std::string(metrics[i].name) == name) return metrics[i].value;
+  return NAN;
+}
+
+// In another process (here: the plugin started again), the loaded program enters the
+// empty compile cache: a compile of the same graph then hits.
+TEST_F(TpuSimSerialize, ALoadedProgramIsInTheCompileCacheOfAFreshPlugin) {
+  DenseSoftmax d(8);
+  void* original = nullptr;
+  ASSERT_EQ(compile(d.g.graph(), &original), PHX_STATUS_OK) << plugin_->take_error();
+  const std::vector<uint8_t> bytes = phx_test::serialize(*plugin_, original);
+  api().executable_destroy(plugin(), original);
+  plugin_ = std::make_unique<DirectPlugin>(PHX_TPU_SIM_PLUGIN);
+  ASSERT_TRUE(plugin_->started());
+
+  void* loaded = nullptr;
+  ASSERT_EQ(load(d.g.graph(), bytes, &loaded), PHX_STATUS_OK) << plugin_->take_error();
+  EXPECT_EQ(device_stat(*plugin_, "executables_loaded"), 1.0);
+  EXPECT_EQ(device_stat(*plugin_, "graph_compile_cache_misses"), 0.0);
+  EXPECT_EQ(device_stat(*plugin_, "compile_time_ns_total"), 0.0);
+  void* compiled = nullptr;
+  ASSERT_EQ(compile(d.g.graph(), &compiled), PHX_STATUS_OK) << plugin_->take_error();
+  EXPECT_EQ(phx_test::executable_stat(*plugin_, compiled, "compile_cache_hit"), 1.0);
+  EXPECT_EQ(device_stat(*plugin_, "graph_compile_cache_hits"), 1.0);
+  api().executable_destroy(plugin(), compiled);
+  api().executable_destroy(plugin(), loaded);
+}
+
 TEST_F(TpuSimSerialize, TruncatedOrDamagedBytesAreInvalidArguments) {
   DenseSoftmax d(8);
   void* original = nullptr;
