@@ -78,10 +78,10 @@ struct Plugin {
 };
 
 Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
+Allocation& allocation(void* buffer) { return *static_cast<Allocation*>(buffer); }
 
 // The plugin's own table, which the measurement runs its probe ops through.
 const phx_plugin_api& api_table();
-Allocation& allocation(void* buffer) { return *static_cast<Allocation*>(buffer); }
 
 // Runs body for device d; a lost device fails fast, and a loss seen now is remembered.
 template <typename Body>
