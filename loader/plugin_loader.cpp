@@ -201,6 +201,13 @@ void PluginLoader::validate(Plugin& plugin) {
         "graph_compile, executable_run and executable_destroy come together; the "
         "plugin sets " +
         std::to_string(executable_entries) + " of them"};
+  // A claimed node runs only inside a compiled part: claims without parts could not run.
+  if (executable_entries == 0 &&
+      (api.graph_claim != nullptr || api.executable_serialize != nullptr ||
+       api.executable_node_report != nullptr || api.executable_stats != nullptr))
+    throw Rejection{
+        "graph_claim, executable_serialize, executable_node_report and executable_stats need "
+        "graph_compile, executable_run and executable_destroy"};
   plugin.stage = PHX_PLUGIN_STAGE_VALIDATED;
 }
 

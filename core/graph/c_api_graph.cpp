@@ -2,10 +2,13 @@
 // graph and the executable do the work.
 #include <phynexus/graph.h>
 
+#include <optional>
+
 #include "abi_structs.h"
 #include "compile.h"
 #include "errors.h"
 #include "executable.h"
+#include "executable_file.h"
 #include "graph.h"
 
 using namespace phx;
@@ -364,10 +367,16 @@ PHX_API phx_status phx_executable_describe_node(phx_executable handle, size_t in
 PHX_API phx_status phx_executable_save(phx_executable handle, void* buffer, size_t capacity,
                                        size_t* out_size) {
   return guard(__func__, [&] {
-    lookup_executable(handle);
+    Executable& exe = lookup_executable(handle);
     require_out(out_size, "out_size");
     require(buffer != nullptr || capacity == 0, "buffer is null but capacity is not 0");
-    fail(PHX_STATUS_UNSUPPORTED, "saving executables is not built yet");
+    const std::vector<unsigned char> bytes = save_executable(exe);
+    if (capacity != 0 && capacity < bytes.size())
+      fail(PHX_STATUS_INVALID_ARGUMENT, "capacity " + std::to_string(capacity) +
+                                            " is less than the " + std::to_string(bytes.size()) +
+                                            " bytes the executable takes");
+    if (capacity != 0) std::copy(bytes.begin(), bytes.end(), static_cast<unsigned char*>(buffer));
+    *out_size = bytes.size();
   });
 }
 
@@ -375,12 +384,16 @@ PHX_API phx_status phx_executable_load(phx_context context_handle, const void* d
                                        const phx_compile_options* options,
                                        phx_executable* out_executable) {
   return guard(__func__, [&] {
-    lookup(context_handle);
+    Context& context = lookup(context_handle);
     require_out(out_executable, "out_executable");
     require(data != nullptr, "data is null");
-    read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
-    (void)size;
-    fail(PHX_STATUS_UNSUPPORTED, "loading executables is not built yet");
+    std::optional<phx_compile_options> opts;
+    if (options != nullptr)
+      opts = read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
+    const uintptr_t exe =
+        register_object(context, load_executable(context, data, size, opts ? &*opts : nullptr),
+                        executable_table(), "executables");
+    *out_executable = reinterpret_cast<phx_executable>(exe);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "abi_structs.h"
+#include "calibration.h"
 #include "errors.h"
 #include "passes.h"
 #include "transfer.h"
@@ -13,16 +14,8 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues, place_nodes,
-                            fold_constants};
-
-void write_bytes(Tensor& tensor, const std::vector<unsigned char>& bytes) {
-  auto& plugin = *tensor.device->plugin;
-  plugin.call("buffer_write", tensor.device->index, [&] {
-    return plugin.api().buffer_write(plugin.instance(), tensor.buffer, 0, bytes.data(),
-                                     bytes.size());
-  });
-}
+constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues, calibrate,
+                            assess_devices,    place_nodes,    fold_constants};
 
 // A new tensor of device holding a copy of source (whose device's work has finished).
 Tensor& copy_onto(Context& context, Device& device, const Tensor& source) {
@@ -44,7 +37,7 @@ Constant place_constant(Context& context, Device& device, const Value& value) {
   if (value.tensor == 0) {
     constant.owned = &context.create_tensor(device, value.dtype, value.rank, value.shape);
     try {
-      write_bytes(*constant.owned, value.bytes);
+      write_from_host(*constant.owned, value.bytes.data());
     } catch (...) {
       context.destroy_tensor(*constant.owned);
       throw;
@@ -76,7 +69,8 @@ class Lowering {
   Lowering(Program& program, Executable& exe)
       : program_(program), graph_(program.graph), exe_(exe), constant_(graph_.values.size()) {
     for (size_t i = 0; i < graph_.inputs.size(); ++i)
-      where_[{graph_.inputs[i], 0}] = {Slot::input, static_cast<uint32_t>(i)};
+      where_[{graph_.inputs[i], 0}] =
+          with_range({Slot::input, static_cast<uint32_t>(i)}, graph_.inputs[i]);
     for (size_t v = 0; v < graph_.values.size(); ++v)
       constant_[v] = graph_.values[v].kind == PHX_VALUE_CONSTANT;
   }
@@ -96,7 +90,14 @@ class Lowering {
   Slot add_intermediate(phx_value v, uint32_t device) {
     exe_.intermediate_dtypes.push_back(graph_.values[v].dtype);
     exe_.intermediate_devices.push_back(device);
-    return {Slot::intermediate, static_cast<uint32_t>(exe_.intermediate_dtypes.size() - 1)};
+    return with_range(
+        {Slot::intermediate, static_cast<uint32_t>(exe_.intermediate_dtypes.size() - 1)}, v);
+  }
+
+  // Records the calibrated range of v as slot's, where there are ranges.
+  Slot with_range(Slot slot, phx_value v) {
+    if (!program_.ranges.empty()) exe_.ranges[{slot.kind, slot.index}] = program_.ranges[v];
+    return slot;
   }
 
   const Tensor* constant_tensor(Slot slot) const {
@@ -112,13 +113,13 @@ class Lowering {
     exe_.constants.reserve(exe_.constants.size() + 1);
     Slot slot;
     if (graph_.values[v].kind == PHX_VALUE_CONSTANT) {
-      slot = add_constant(place_constant(*exe_.context, device, graph_.values[v]));
+      slot = with_range(add_constant(place_constant(*exe_.context, device, graph_.values[v])), v);
     } else if (constant_[v]) {  // a folded node's result, on the device that folded it
       const Tensor& source = *constant_tensor(home_slot(v));
       Constant constant;
       constant.operand = exe_.constants[home_slot(v).index].operand;
       constant.owned = &copy_onto(*exe_.context, device, source);
-      slot = add_constant(constant);
+      slot = with_range(add_constant(constant), v);
     } else {
       Step copy;
       copy.name = "copy of " + graph_.values[v].name;
@@ -179,7 +180,7 @@ class Lowering {
       constant.owned =
           &exe_.context->create_tensor(*program_.devices[d], value.dtype, value.rank, value.shape);
       out[o] = constant.owned;
-      where_[{node.outputs[o], d}] = add_constant(constant);
+      where_[{node.outputs[o], d}] = with_range(add_constant(constant), node.outputs[o]);
       home_[node.outputs[o]] = d;
       constant_[node.outputs[o]] = true;
     }
@@ -199,6 +200,8 @@ class Lowering {
       step.op = node.op;
       step.params = node.params;
       step.has_params = node.has_params;
+      step.predicted_time_ns = program_.placed_time_ns[n];
+      step.claimed = program_.placed_by_claim[n];
       for (phx_value v : node.inputs)
         step.inputs.push_back(v == PHX_VALUE_NONE ? Slot{} : slot_on(v, d));
       std::vector<std::pair<phx_value, uint32_t>> outputs_to_copy;
@@ -207,7 +210,8 @@ class Lowering {
         const bool graph_output = output != graph_.outputs.end();
         const Slot slot =
             graph_output && d == 0
-                ? Slot{Slot::output, static_cast<uint32_t>(output - graph_.outputs.begin())}
+                ? with_range({Slot::output, static_cast<uint32_t>(output - graph_.outputs.begin())},
+                             v)
                 : add_intermediate(v, d);
         if (graph_output && d != 0)
           outputs_to_copy.emplace_back(v, static_cast<uint32_t>(output - graph_.outputs.begin()));
@@ -221,7 +225,7 @@ class Lowering {
         copy.name = "copy of " + graph_.values[v].name;
         copy.copy = true;
         copy.inputs = {where_.at({v, d})};
-        copy.outputs = {Slot{Slot::output, index}};
+        copy.outputs = {with_range(Slot{Slot::output, index}, v)};
         where_[{v, 0}] = copy.outputs[0];
         exe_.steps.push_back(std::move(copy));
         ++exe_.copies_per_run;
@@ -251,6 +255,13 @@ class Lowering {
     for (Step& step : exe_.steps)
       for (Slot& slot : step.inputs)
         if (slot.kind == Slot::constant) slot.index = renumbered[slot.index];
+    std::map<std::pair<uint8_t, uint32_t>, phx_plugin_value_range> ranges;
+    for (const auto& [slot, range] : exe_.ranges)
+      if (slot.first != Slot::constant)
+        ranges[slot] = range;
+      else if (read[slot.second])
+        ranges[{slot.first, renumbered[slot.second]}] = range;
+    exe_.ranges = std::move(ranges);
     for (const Constant& c : exe_.constants)
       exe_.constant_bytes += element_count(c.operand) * phx_dtype_size(c.operand.dtype);
   }
@@ -335,7 +346,9 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   require(graph.context == &context, "the graph belongs to another context");
   if (graph.outputs.empty())
     fail(PHX_STATUS_INVALID_ARGUMENT, "the graph has no outputs (phx_graph_add_output)");
-  Program program{graph, {&context.device(options.device)}, options.flags, graph.nodes, {}, {}, {}};
+  Program program(graph, context.device(options.device), options.flags);
+  program.policy = options.placement;
+  program.samples = read_samples(context, graph, options);
   for (size_t i = 0; i < options.other_device_count; ++i) {
     Device* other = &context.device(options.other_devices[i]);
     if (std::find(program.devices.begin(), program.devices.end(), other) == program.devices.end())
@@ -367,6 +380,7 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
       shapes.emplace_back(spec.operand.shape, spec.operand.shape + spec.operand.rank);
     exe->plan = exe->make_plan(shapes);
   }
+  if (!program.samples.empty()) exe->calibration_error = measure_calibration_error(*exe, program);
   exe->compile_time_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());

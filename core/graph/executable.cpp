@@ -161,10 +161,23 @@ void Executable::compile_native_parts(Plan& next,
     return "intermediate " + std::to_string(slot.index);
   };
   part.fixed_constant = [&](Slot slot) { return constants[slot.index].owned != nullptr; };
+  if (!ranges.empty())
+    part.range = [&](Slot slot) {
+      const auto it = ranges.find({slot.kind, slot.index});
+      return it != ranges.end() ? it->second : phx_plugin_value_range{0, 0, 0};
+    };
+  if ((flags & PHX_COMPILE_DETERMINISTIC) != 0) part.flags |= PHX_PLUGIN_GRAPH_DETERMINISTIC;
   part.constant = [&](Slot slot) { return constant_data[slot.index]; };
   try {
-    for (const PartSpan& span : parts)
-      next.native.push_back(NativePart::compile(*context, *devices[span.device], span, part));
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const auto saved = std::find_if(
+          saved_parts.begin(), saved_parts.end(),
+          [&](const SavedPart& s) { return s.part == p && s.input_shapes == next.input_shapes; });
+      part.serialized = saved != saved_parts.end() ? saved->bytes.data() : nullptr;
+      part.serialized_size = saved != saved_parts.end() ? saved->bytes.size() : 0;
+      next.native.push_back(
+          NativePart::compile(*context, *devices[parts[p].device], parts[p], part));
+    }
   } catch (...) {
     next.free_blocks();
     throw;

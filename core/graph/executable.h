@@ -7,6 +7,7 @@
 #include <phynexus/graph.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,14 @@ struct Plan {
   std::vector<std::unique_ptr<NativePart>> native;
 };
 
+// What a device kept of a part it compiled (executable_serialize), loaded with the
+// executable: handed back to it when a plan has these input shapes again.
+struct SavedPart {
+  size_t part = 0;  // index into Executable::parts
+  std::vector<Shape> input_shapes;
+  std::vector<unsigned char> bytes;
+};
+
 struct Executable : ContextObject {
   ~Executable() override;
 
@@ -75,6 +84,10 @@ struct Executable : ContextObject {
   size_t copies_per_run = 0;
   uint64_t constant_bytes = 0, compile_time_ns = 0, run_count = 0;
   double calibration_error = 0;  // phx_executable_info.calibration_error
+  // Per slot (kind, index), its value's range over the calibration samples, for the
+  // devices that compile their part; empty without samples.
+  std::map<std::pair<uint8_t, uint32_t>, phx_plugin_value_range> ranges;
+  std::vector<SavedPart> saved_parts;  // from phx_executable_load; empty otherwise
   // The stream of the last run (compared, never used): a run on another stream first
   // waits for the device's queued work, so that two runs never share the block at once.
   const Stream* last_stream = nullptr;

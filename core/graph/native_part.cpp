@@ -102,6 +102,10 @@ std::unique_ptr<NativePart> NativePart::compile(Context& context, Device& device
     values.push_back(value);
   }
 
+  std::vector<phx_plugin_value_range> ranges;
+  if (part.range)
+    for (Slot slot : native->values_) ranges.push_back(part.range(slot));
+
   phx_plugin_graph graph{};
   graph.struct_size = sizeof graph;
   graph.values = values.data();
@@ -109,6 +113,9 @@ std::unique_ptr<NativePart> NativePart::compile(Context& context, Device& device
   graph.nodes = nodes.data();
   graph.node_count = nodes.size();
   graph.flags = part.flags;
+  graph.value_ranges = ranges.empty() ? nullptr : ranges.data();
+  graph.serialized = part.serialized;
+  graph.serialized_size = part.serialized_size;
   Plugin& plugin = *device.plugin;
   try {
     plugin.call("graph_compile", device.index, [&] {
@@ -118,6 +125,12 @@ std::unique_ptr<NativePart> NativePart::compile(Context& context, Device& device
   } catch (const Error& e) {
     native->executable_ = nullptr;
     if (e.status() != PHX_STATUS_UNSUPPORTED) throw;
+    for (size_t k = span.first; k < span.first + span.count; ++k)
+      if (steps[k].claimed)
+        fail(PHX_STATUS_PLUGIN_ERROR, "device " + std::to_string(device.index) +
+                                          ": graph_compile declined a part with node '" +
+                                          steps[k].name +
+                                          "', which it claimed (graph_claim): " + e.what());
     context.logger->debug(
         "device {}: graph_compile declined {} nodes ({}); they run one "
         "by one",
@@ -176,6 +189,25 @@ std::vector<phx_metric> NativePart::stats() const {
   for (phx_metric& metric : metrics)
     if (metric.name == nullptr) metric.name = "(unnamed)";
   return metrics;
+}
+
+std::vector<unsigned char> NativePart::serialize() const {
+  Plugin& plugin = *device_.plugin;
+  if (plugin.api().executable_serialize == nullptr) return {};
+  size_t size = 0;
+  plugin.call("executable_serialize", device_.index, [&] {
+    return plugin.api().executable_serialize(plugin.instance(), executable_, nullptr, 0, &size);
+  });
+  std::vector<unsigned char> bytes(size);
+  plugin.call("executable_serialize", device_.index, [&] {
+    return plugin.api().executable_serialize(plugin.instance(), executable_, bytes.data(),
+                                             bytes.size(), &size);
+  });
+  if (size != bytes.size())
+    fail(PHX_STATUS_PLUGIN_ERROR,
+         "device " + std::to_string(device_.index) + ": executable_serialize gave two sizes (" +
+             std::to_string(bytes.size()) + ", then " + std::to_string(size) + ")");
+  return bytes;
 }
 
 phx_dtype NativePart::compute_dtype(size_t n) const {

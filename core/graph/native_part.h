@@ -32,6 +32,10 @@ struct PartContext {
   std::function<std::string(Slot)> name;        // for the plugin's messages
   std::function<bool(Slot)> fixed_constant;     // a constant the executable owns
   std::function<const Tensor*(Slot)> constant;  // a constant slot's tensor
+  // The slot's range over the calibration samples; null (the function) without samples.
+  std::function<phx_plugin_value_range(Slot)> range;
+  const void* serialized = nullptr;  // what the plugin saved of this part (load), or null
+  size_t serialized_size = 0;
 };
 
 class NativePart {
@@ -54,6 +58,10 @@ class NativePart {
 
   // The plugin's figures of it (executable_stats); none when the plugin has no such entry.
   std::vector<phx_metric> stats() const;
+
+  // What the plugin writes of it to make it again without compiling
+  // (executable_serialize); nothing when the plugin has no such entry.
+  std::vector<unsigned char> serialize() const;
 
   // The dtype the plugin computes node n of the part in (executable_node_report), or
   // PHX_DTYPE_INVALID when the plugin has no such entry.

@@ -16,7 +16,7 @@ void fold_constants(Program& program) {
   };
   for (size_t n = 0; n < program.nodes.size(); ++n) {
     const Node& node = program.nodes[n];
-    if (!program.live[n]) continue;
+    if (!program.live[n] || program.placed_by_claim[n]) continue;
     const bool inputs_constant =
         std::all_of(node.inputs.begin(), node.inputs.end(),
                     [&](phx_value v) { return v == PHX_VALUE_NONE || constant[v]; });

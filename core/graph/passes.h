@@ -3,6 +3,8 @@
 // they decided into an executable. A new pass is a file here and an entry in that list.
 #pragma once
 
+#include <phynexus/plugin.h>
+
 #include <vector>
 
 #include "context.h"
@@ -10,7 +12,14 @@
 
 namespace phx::graph {
 
+// The consumer's calibration samples (phx_compile_options), checked: per sample a tensor
+// per graph input.
+using Samples = std::vector<std::vector<const Tensor*>>;
+
 struct Program {
+  Program(const Graph& g, Device& device, uint32_t compile_flags)
+      : graph(g), devices{&device}, flags(compile_flags), nodes(g.nodes) {}
+
   const Graph& graph;               // its values; the nodes are the program's own copy
   std::vector<Device*> devices;     // the executable's device, then the options' others
   uint32_t flags;                   // PHX_COMPILE_*
@@ -19,7 +28,32 @@ struct Program {
   std::vector<bool> folded;         // per node: computed once, at compile time
   std::vector<uint32_t> placement;  // per node: the index of its device in devices
   size_t fused_nodes = 0;           // nodes absorbed into another (no longer live)
+  phx_placement_policy policy = PHX_PLACEMENT_FIRST;
+  Samples samples;
+  // Per value, its range over the samples (calibration.cpp); empty without samples.
+  std::vector<phx_plugin_value_range> ranges;
+  // Per sample, the graph outputs' elements as the float graph computed them, as f32
+  // (empty for an output of another dtype): what calibration_error compares with.
+  std::vector<std::vector<std::vector<float>>> float_outputs;
+  // Per device, per node: the device runs it in a compiled part (graph_claim), and its
+  // predicted time (graph_estimate or the host's roofline; PHX_PLACEMENT_COST only).
+  std::vector<std::vector<bool>> claimed;
+  std::vector<std::vector<uint64_t>> predicted_ns;
+  std::vector<Operand> assessed;         // per value, the sizes the devices were asked at
+  std::vector<uint64_t> placed_time_ns;  // per node: the prediction for its device
+  std::vector<bool> placed_by_claim;     // per node: its device runs it only in a part
 };
+
+// The dtype and shape of every value for these input shapes (the graph's, in order):
+// inputs as given, constants as they are, the outputs of live nodes inferred with the op
+// rules (INVALID_ARGUMENT naming the node when a size breaks one); other values are left
+// with dtype PHX_DTYPE_INVALID (value_shapes.cpp).
+std::vector<Operand> concrete_operands(const Program& program,
+                                       const std::vector<Shape>& input_shapes);
+
+// Whether device d of the program runs live node n: alone (phx_device_supports_op's
+// answer) or inside its compiled part (claimed).
+bool device_takes(const Program& program, size_t d, size_t n);
 
 // The variant a node asks of a device (phx_device_supports_op's question).
 OpVariant variant_of_node(const Graph& graph, const Node& node);
@@ -54,12 +88,20 @@ void fuse_attention(Program& program);
 // longer live. Unless PHX_COMPILE_NO_FUSION.
 void fuse_matmul_epilogues(Program& program);
 
-// pass_placement.cpp: every live node goes to the first of the devices that runs it
-// (phx_device_supports_op's answer), else UNSUPPORTED naming the node.
+// pass_device_assessment.cpp: asks each device that has graph_claim which nodes it takes
+// into its compiled part and, for PHX_PLACEMENT_COST, each device its predicted time per
+// node (graph_estimate, else the host's roofline).
+void assess_devices(Program& program);
+
+// pass_placement.cpp: every live node goes to a device that takes it (device_takes): the
+// first of them, or with PHX_PLACEMENT_COST the one whose predicted time plus the copies
+// of its inputs there (and of a graph output back to the executable's device) costs
+// least; UNSUPPORTED naming the node when none does.
 void place_nodes(Program& program);
 
 // pass_constant_folding.cpp: a live node whose inputs are all constants (or folded) and
-// none of whose outputs is a graph output is folded, unless PHX_COMPILE_NO_CONSTANT_FOLDING.
+// none of whose outputs is a graph output is folded, unless PHX_COMPILE_NO_CONSTANT_FOLDING
+// or its device runs it only inside its compiled part (placed_by_claim).
 void fold_constants(Program& program);
 
 }  // namespace phx::graph

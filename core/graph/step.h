@@ -26,6 +26,7 @@ struct Step {
   bool has_params = false;
   std::vector<Slot> inputs, outputs;
   uint64_t predicted_time_ns = 0;  // the cost placement's prediction; 0 for other policies
+  bool claimed = false;            // its device runs it only in a compiled part (graph_claim)
 
   const void* params_ptr() const { return has_params ? &params : nullptr; }
 };

@@ -8,6 +8,7 @@
 #include "calibrator_object.h"
 #include "context.h"
 #include "errors.h"
+#include "transfer.h"
 
 using namespace phx;
 
@@ -43,12 +44,7 @@ PHX_API phx_status phx_calibrator_observe(phx_calibrator handle, phx_tensor tens
            std::string("the tensor must be f32, got ") + phx_dtype_name(tensor.dtype));
     std::vector<float> values(static_cast<size_t>(tensor.element_count));
     tensor.device->wait_for_streams();
-    auto& plugin = *tensor.device->plugin;
-    std::lock_guard lock(tensor.host_read_mutex);
-    plugin.call("buffer_read", tensor.device->index, [&] {
-      return plugin.api().buffer_read(plugin.instance(), tensor.buffer, 0, values.data(),
-                                      tensor.byte_size);
-    });
+    read_to_host(tensor, values.data());
     calibrator.calibrator.observe(values.data(), tensor.shape, tensor.rank);
   });
 }

@@ -27,6 +27,21 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
   }
 }
 
+void read_to_host(const Tensor& src, void* dst) {
+  auto& plugin = *src.device->plugin;
+  std::lock_guard lock(src.host_read_mutex);
+  plugin.call("buffer_read", src.device->index, [&] {
+    return plugin.api().buffer_read(plugin.instance(), src.buffer, src.offset, dst, src.byte_size);
+  });
+}
+
+void write_from_host(const Tensor& dst, const void* src) {
+  auto& plugin = *dst.device->plugin;
+  plugin.call("buffer_write", dst.device->index, [&] {
+    return plugin.api().buffer_write(plugin.instance(), dst.buffer, dst.offset, src, dst.byte_size);
+  });
+}
+
 void copy_tensor(const Tensor& dst, const Tensor& src) {
   auto& plugin = *src.device->plugin;
   if (dst.device->plugin != &plugin || plugin.api().buffer_copy == nullptr) {

@@ -10,6 +10,11 @@ namespace phx {
 // has waited for the work queued on both devices.
 void copy_through_host(const Tensor& dst, const Tensor& src);
 
+// Reads all of src's bytes into host memory at dst (src.byte_size of them), or writes
+// them from host memory at src. The caller has waited for the work queued on the device.
+void read_to_host(const Tensor& src, void* dst);
+void write_from_host(const Tensor& dst, const void* src);
+
 // Copies src's bytes into dst (same byte size, any two devices): by the plugin's
 // buffer_copy when one plugin holds both and has that entry, else through host memory.
 // The caller has waited for the work queued on both devices.

@@ -312,8 +312,8 @@ PHX_API phx_status phx_executable_stats(phx_executable executable, phx_metric* o
  * runs them; copies between devices are not nodes). */
 typedef struct phx_executable_node_info {
   size_t struct_size;
-  /* The graph node's name; a node that took others in (fusion) keeps the name of the
-   * first of them. Owned by the executable; valid until it is destroyed. */
+  /* The graph node's name; a node that took others in (fusion) has their names joined by
+   * " + " ("xw + bias + relu"). Owned by the executable; valid until it is destroyed. */
   const char* name;
   phx_op_id op;  /* after fusion: a matmul with its epilogue, an attention node */
   size_t device; /* the context's index of the device that runs it */
@@ -337,16 +337,16 @@ PHX_API phx_status phx_executable_describe_node(phx_executable executable, size_
 
 /* Writes the executable, compiled, into buffer: its nodes and placement, the contents of
  * its constants (a program's tensor it reads in place included: the loaded executable
- * owns a copy) and, for each part a device compiled as a whole, what that device keeps of
- * its compile (Vulkan: its pipelines' cache; tpu-sim: the compiled model), so that
- * loading it compiles nothing again. Sets *out_size to the bytes it takes; writes them
- * when capacity is at least that (buffer may be null when capacity is 0). The data is
+ * owns a copy) and, for each part a device compiled as a whole for the sizes of the last
+ * run, what that device keeps of its compile (Vulkan: its pipelines' cache; tpu-sim: the
+ * compiled model), so that loading it compiles nothing again; a device that keeps
+ * nothing (the CPU device) compiles its part again at load. Sets *out_size to the bytes it takes;
+ * writes them when capacity is at least that (buffer may be null when capacity is 0). The data is
  * keyed by the Phynexus version and, per device, by the plugin's name and version and
  * the device's name and vendor. Waits for the executable's runs.
  * Returns INVALID_ARGUMENT (capacity above 0 and less than *out_size: nothing written;
- * null out_size), UNSUPPORTED (a device of it compiled its part and cannot save it),
- * OUT_OF_MEMORY, DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized:
- * executable. */
+ * null out_size; a constant tensor read in place that was destroyed), OUT_OF_MEMORY,
+ * DEVICE_UNAVAILABLE, PLUGIN_ERROR. Externally synchronized: executable. */
 PHX_API phx_status phx_executable_save(phx_executable executable, void* buffer, size_t capacity,
                                        size_t* out_size);
 

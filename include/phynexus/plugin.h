@@ -470,8 +470,8 @@ typedef struct phx_plugin_api {
   /* (optional) Writes what the plugin needs to make the executable again without
    * compiling (phx_plugin_graph.serialized) into buffer, as phx_executable_save does: sets
    * *out_size, and writes when capacity is at least that (buffer may be null when
-   * capacity is 0). Without it, a consumer's executable with a part on this device cannot
-   * be saved. Thread-safe. */
+   * capacity is 0). Without it, a saved executable keeps nothing of its parts on this
+   * device, and loading it compiles them again. Thread-safe. */
   phx_status (*executable_serialize)(void* plugin, void* executable, void* buffer, size_t capacity,
                                      size_t* out_size);
 

@@ -208,9 +208,37 @@ class Program {
           PHX_STATUS_OK)
         continue;
       run(exe, device);
+      // Bit 4: saved and loaded, the loaded one run too.
+      if ((code & 16) != 0) save_and_load(exe, device);
       if (check("phx_executable_destroy", phx_executable_destroy(exe)) != PHX_STATUS_OK)
         finding("phx_executable_destroy", "a live executable could not be destroyed");
     }
+  }
+
+  void save_and_load(phx_executable exe, size_t device) {
+    size_t size = 0;
+    if (check("phx_executable_save", phx_executable_save(exe, nullptr, 0, &size)) !=
+        PHX_STATUS_OK)
+      return;
+    std::vector<uint8_t> bytes(size);
+    if (check("phx_executable_save", phx_executable_save(exe, bytes.data(), size, &size)) !=
+        PHX_STATUS_OK)
+      return;
+    // Onto the same devices: the others in order, as compile_and_run offered them.
+    std::vector<size_t> others;
+    for (size_t d = 0; d < state->streams.size(); ++d)
+      if (d != device) others.push_back(d);
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = device;
+    options.other_devices = others.data();
+    options.other_device_count = others.size();
+    phx_executable loaded = nullptr;
+    if (check("phx_executable_load", phx_executable_load(state->context, bytes.data(), size,
+                                                         &options, &loaded)) != PHX_STATUS_OK)
+      finding("phx_executable_load", "a saved executable could not be loaded");
+    run(loaded, device);
+    if (check("phx_executable_destroy", phx_executable_destroy(loaded)) != PHX_STATUS_OK)
+      finding("phx_executable_destroy", "a loaded executable could not be destroyed");
   }
 
   // One run with input tensors of the graph's shapes, dynamic dimensions of small sizes.

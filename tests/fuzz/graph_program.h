@@ -7,8 +7,9 @@
 //   output:    value code (0xff: PHX_VALUE_NONE, else code % (values + 2))
 //   info:      value code
 //   compile:   flags (PHX_COMPILE_* of code % 8; bit 3: every other device as
-//              other_devices); then per device, per dynamic dimension of
-//              each input, a size code (code % 4 + 1)
+//              other_devices; bit 4: each executable saved, loaded and run again); then
+//              per device (twice with bit 4), per dynamic dimension of each input, a size
+//              code (code % 4 + 1)
 //   node:      op, flags (bit 0 keep the struct_size of the parameter bytes, bit 1 pass the
 //              parameters, bit 2 pass output_dtypes), input count, value codes, output
 //              count, output dtypes, max(parameter struct size, 8) parameter bytes

@@ -346,19 +346,29 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
 }
 
 #if defined(PHX_TEST_FAULT_GRAPHS) || defined(PHX_TEST_FAULT_PARTIAL_GRAPH_ENTRIES)
-// Executables (plugin ABI 1.3) of add nodes: the wiring is kept and each run adds node
-// by node, as one ticket. PHX_TEST_GRAPH_COMPILE ("unsupported", "fail") and
-// PHX_TEST_GRAPH_RUN ("fail", "bad_ticket"), read at each call, inject the faults a
-// host must survive. The trace gets "graph_compile <kinds>" (a letter per value: Input,
-// Output, Constant, intermediate) and "executable_run", "executable_destroy".
+// Executables (plugin ABI 1.3) of add nodes, and of f32 sub nodes, which the device runs
+// only inside a part it compiled (graph_claim claims them when the host has calibration
+// ranges, and executable_node_report says they compute in i16, as a quantizing device
+// would): the wiring is kept and each run computes node by node, as one ticket.
+// PHX_TEST_GRAPH_COMPILE ("unsupported", "fail") and PHX_TEST_GRAPH_RUN ("fail",
+// "bad_ticket", "off_by_one": each sub's result 1 too large), read at each call, inject
+// the faults a host must survive;
+// PHX_TEST_GRAPH_ESTIMATE_NS is graph_estimate's time for every node it takes. The trace
+// gets "graph_compile <kinds>" (a letter per value: Input, Output, Constant, intermediate)
+// with " ranges <min>:<max>..." when the host gave ranges and " serialized" when it gave
+// saved data, and "graph_claim <claimed>", "executable_run", "executable_destroy".
 struct Executable {
   std::string kinds;
   struct Node {
+    phx_op_id op;
     uint32_t a, b, out;
   };
   Node nodes[64];
   size_t node_count;
 };
+
+// What executable_serialize writes: this header, then the nodes as they are.
+constexpr char kSavedMagic[8] = {'t', 'e', 's', 't', 'e', 'x', 'e', '1'};
 
 bool env_is(const char* name, const char* value) {
   const char* set = std::getenv(name);
@@ -383,16 +393,96 @@ phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* 
   }
   for (size_t n = 0; n < graph->node_count; ++n) {
     const phx_plugin_node& node = graph->nodes[n];
-    if (node.op != PHX_OP_ADD) {
+    if (node.op != PHX_OP_ADD && node.op != PHX_OP_SUB) {
       delete exe;
-      return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: graphs of add nodes only");
+      return fail(p, PHX_STATUS_UNSUPPORTED, "test plugin: graphs of add and sub nodes only");
     }
-    exe->nodes[n] = {node.inputs[0], node.inputs[1], node.outputs[0]};
+    exe->nodes[n] = {node.op, node.inputs[0], node.inputs[1], node.outputs[0]};
   }
   exe->node_count = graph->node_count;
-  trace(("graph_compile " + exe->kinds).c_str());
+  std::string line = "graph_compile " + exe->kinds;
+  if (graph->value_ranges != nullptr) {
+    line += " ranges";
+    for (size_t v = 0; v < graph->value_count; ++v)
+      line += " " + std::to_string(int(graph->value_ranges[v].min)) + ":" +
+              std::to_string(int(graph->value_ranges[v].max));
+  }
+  if (graph->serialized != nullptr) {
+    const bool whole =
+        graph->serialized_size == sizeof kSavedMagic + sizeof exe->nodes[0] * exe->node_count &&
+        std::memcmp(graph->serialized, kSavedMagic, sizeof kSavedMagic) == 0;
+    if (!whole || std::memcmp(static_cast<const char*>(graph->serialized) + sizeof kSavedMagic,
+                              exe->nodes, sizeof exe->nodes[0] * exe->node_count) != 0) {
+      delete exe;
+      return fail(p, PHX_STATUS_INCOMPATIBLE, "test plugin: saved data of another graph");
+    }
+    line += " serialized";
+  }
+  trace(line.c_str());
   *out_executable = exe;
   return PHX_STATUS_OK;
+}
+
+[[maybe_unused]] phx_status graph_claim(void* plugin, uint32_t device,
+                                        const phx_plugin_graph* graph, uint8_t* out_claimed) {
+  (void)plugin;
+  (void)device;
+  size_t claimed = 0;
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const phx_plugin_node& node = graph->nodes[n];
+    out_claimed[n] = graph->value_ranges != nullptr && node.op == PHX_OP_SUB &&
+                     graph->values[node.inputs[0]].dtype == PHX_DTYPE_F32;
+    claimed += out_claimed[n];
+  }
+  trace(("graph_claim " + std::to_string(claimed)).c_str());
+  return PHX_STATUS_OK;
+}
+
+[[maybe_unused]] phx_status graph_estimate(void* plugin, uint32_t device,
+                                           const phx_plugin_graph* graph, uint64_t* out_time_ns) {
+  (void)plugin;
+  (void)device;
+  const char* set = std::getenv("PHX_TEST_GRAPH_ESTIMATE_NS");
+  for (size_t n = 0; n < graph->node_count; ++n)
+    out_time_ns[n] = set != nullptr && graph->nodes[n].op == PHX_OP_ADD
+                         ? std::strtoull(set, nullptr, 10)
+                         : UINT64_MAX;
+  return PHX_STATUS_OK;
+}
+
+[[maybe_unused]] phx_status executable_serialize(void* plugin, void* executable, void* buffer,
+                                                 size_t capacity, size_t* out_size) {
+  (void)plugin;
+  const auto* exe = static_cast<const Executable*>(executable);
+  const size_t nodes = sizeof exe->nodes[0] * exe->node_count;
+  *out_size = sizeof kSavedMagic + nodes;
+  if (capacity >= *out_size) {
+    std::memcpy(buffer, kSavedMagic, sizeof kSavedMagic);
+    std::memcpy(static_cast<char*>(buffer) + sizeof kSavedMagic, exe->nodes, nodes);
+  }
+  return PHX_STATUS_OK;
+}
+
+[[maybe_unused]] phx_status executable_node_report(void* plugin, void* executable, size_t node,
+                                                   phx_plugin_node_report* out_report) {
+  (void)plugin;
+  const auto* exe = static_cast<const Executable*>(executable);
+  if (node >= exe->node_count) return PHX_STATUS_INVALID_ARGUMENT;
+  out_report->compute_dtype = exe->nodes[node].op == PHX_OP_SUB ? PHX_DTYPE_I16 : PHX_DTYPE_F32;
+  return PHX_STATUS_OK;
+}
+
+// a - b (broadcast) into out, all f32: a sub node of an executable.
+void subtract(const phx_plugin_tensor& a, const phx_plugin_tensor& b,
+              const phx_plugin_tensor& out) {
+  uint64_t count = 1;
+  for (uint32_t d = 0; d < out.rank; ++d) count *= static_cast<uint64_t>(out.shape[d]);
+  float* dst = reinterpret_cast<float*>(static_cast<Buffer*>(out.buffer)->data + out.offset);
+  // "off_by_one": the error a quantized node makes, which calibration must measure.
+  const float error = env_is("PHX_TEST_GRAPH_RUN", "off_by_one") ? 1.0f : 0.0f;
+  for (uint64_t i = 0; i < count; ++i)
+    dst[i] =
+        f32_data(a)[broadcast_index(a, out, i)] - f32_data(b)[broadcast_index(b, out, i)] + error;
 }
 
 // [[maybe_unused]]: the PARTIAL_GRAPH_ENTRIES build leaves these out of its table.
@@ -407,6 +497,10 @@ phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* 
     return fail(p, PHX_STATUS_DEVICE_UNAVAILABLE, "test plugin: the run failed");
   const auto* exe = static_cast<const Executable*>(executable);
   for (size_t n = 0; n < exe->node_count; ++n) {
+    if (exe->nodes[n].op == PHX_OP_SUB) {
+      subtract(values[exe->nodes[n].a], values[exe->nodes[n].b], values[exe->nodes[n].out]);
+      continue;
+    }
     phx_plugin_tensor in[2] = {values[exe->nodes[n].a], values[exe->nodes[n].b]};
     phx_plugin_op op{};
     op.struct_size = sizeof op;
@@ -521,6 +615,10 @@ constexpr phx_plugin_api make_api() {
   api.executable_run = executable_run;
   api.executable_destroy = executable_destroy;
   api.executable_stats = executable_stats;
+  api.graph_claim = graph_claim;
+  api.graph_estimate = graph_estimate;
+  api.executable_serialize = executable_serialize;
+  api.executable_node_report = executable_node_report;
 #elif defined(PHX_TEST_FAULT_PARTIAL_GRAPH_ENTRIES)
   api.graph_compile = graph_compile;  // without executable_run and executable_destroy
 #endif
