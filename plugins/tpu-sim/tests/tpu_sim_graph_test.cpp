@@ -478,4 +478,47 @@ TEST(TpuSimGraph, ASavedExecutableLoadsWithoutCompilingAndGivesTheSameBits) {
   }
 }
 
+// PHX_PLACEMENT_COST asks tpu-sim's graph_estimate (docs/tpu-sim.md, "Time estimates"):
+// the input lives on the chip and the chip's model prices both nodes far below the CPU's
+// nominal roofline (a 1.8 MFLOP matmul: about 20 us there), so both stay on the chip, each
+// predicted at its modelled time rounded up; under PHX_COMPILE_DETERMINISTIC two compiles
+// place and price the nodes alike.
+TEST(TpuSimGraph, CostPlacementPricesTheNodesWithTheModel) {
+  Sim sim("generation=v5e");
+  ASSERT_TRUE(sim.has_cpu());
+  DenseSoftmax g(sim.context(), kM);
+  std::vector<std::vector<std::pair<size_t, uint64_t>>> placements;
+  for (int compile = 0; compile < 2; ++compile) {
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = sim.device();
+    const size_t cpu = sim.cpu();
+    options.other_devices = &cpu;
+    options.other_device_count = 1;
+    options.placement = PHX_PLACEMENT_COST;
+    options.flags = PHX_COMPILE_DETERMINISTIC;
+    phx_executable exe = nullptr;
+    ASSERT_EQ(phx_graph_compile(sim.context(), g.graph, &options, &exe), PHX_STATUS_OK)
+        << phx_last_error();
+    phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+    auto& nodes = placements.emplace_back();
+    for (size_t n = 0; n < info.node_count; ++n) {
+      phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+      ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
+      EXPECT_GT(node.predicted_time_ns, 0u) << node.name;
+      EXPECT_LT(node.predicted_time_ns, UINT64_MAX) << node.name;
+      EXPECT_EQ(node.device, sim.device()) << node.name;
+      nodes.emplace_back(node.device, node.predicted_time_ns);
+    }
+    ASSERT_EQ(nodes.size(), 2u);
+    // The sum of the two estimates, each rounded up, is the part's modelled time.
+    const double modelled = executable_stats(exe).at("modelled_time_ns");
+    const double predicted = double(nodes[0].second + nodes[1].second);
+    EXPECT_GE(predicted, modelled);
+    EXPECT_LT(predicted, modelled + 2.0);
+    phx_executable_destroy(exe);
+  }
+  EXPECT_EQ(placements[0], placements[1]);
+}
+
 }  // namespace
