@@ -20,6 +20,7 @@
 #include "phx/kernels/thread_pool.h"
 #include "property_list.h"
 #include "reporting.h"
+#include "roofline.h"
 #include "sync_stream.h"
 
 namespace phx::cpu {
@@ -44,6 +45,16 @@ constexpr MemoryPool::Options kHostMemoryOptions = {"memory",
                                                     /*max_kept_bytes=*/uint64_t{1} << 30,
                                                     /*simulated=*/false};
 
+// What the estimates assume with PHX_PLUGIN_GRAPH_DETERMINISTIC, and where the
+// measurement fails: a few cores' f32 GEMM, a desktop's memory bandwidth, an op's
+// dispatch onto the thread pool (docs/plugin-guide.md, "Time estimates").
+constexpr Throughput kNominalThroughput = {/*flops_per_ns=*/100.0, /*bytes_per_ns=*/20.0,
+                                           /*op_overhead_ns=*/2000.0};
+// A 128^3 f32 GEMM (4 MFLOP) and a relu over 2 MiB, three times each, and an op on one
+// element: about 10 ms, most of it the first touch of the probe's 4.5 MiB of buffers.
+constexpr ProbeSizes kProbeSizes = {/*gemm_size=*/128, /*copy_elements=*/int64_t{1} << 19,
+                                    /*repeats=*/3};
+
 struct Plugin {
   explicit Plugin(const phx_plugin_host* h)
       : host(h),
@@ -57,6 +68,7 @@ struct Plugin {
   kernels::ThreadPool pool;
   MemoryPool host_memory;
   PropertyList properties;
+  MeasuredThroughput throughput;  // measured at the first graph_estimate
 
   MemoryPool& memory(uint32_t) { return host_memory; }
   phx_status error(phx_status status, const std::string& message) const {
@@ -65,6 +77,9 @@ struct Plugin {
 };
 
 Plugin* self(void* plugin) { return static_cast<Plugin*>(plugin); }
+
+// The plugin's own table, which the measurement runs its probe ops through.
+const phx_plugin_api& api_table();
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   return guarded(*host, [&] {
@@ -143,6 +158,21 @@ phx_status executable_run(void* plugin, void* stream, void* executable,
 
 void executable_destroy(void*, void* executable) { delete static_cast<Executable*>(executable); }
 
+// A roofline of each node's FLOPs and bytes (roofline.h) at the throughputs measured on the
+// first call, or at the nominal ones when the consumer asked for determinism.
+phx_status graph_estimate(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                          uint64_t* out_time_ns) {
+  Plugin& p = *self(plugin);
+  return guarded(*p.host, [&] {
+    const bool deterministic = (graph->flags & PHX_PLUGIN_GRAPH_DETERMINISTIC) != 0;
+    const Throughput& throughput =
+        deterministic
+            ? kNominalThroughput
+            : p.throughput.get(api_table(), plugin, device, kProbeSizes, kNominalThroughput);
+    return estimate_graph(api_table(), plugin, device, *graph, throughput, out_time_ns);
+  });
+}
+
 phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, size_t capacity,
                             size_t* out_count) {
   const auto& exe = *static_cast<const Executable*>(executable);
@@ -185,10 +215,12 @@ constexpr phx_plugin_api kApi = {
     executable_destroy,
     executable_stats,
     nullptr,  // graph_claim: it runs alone every node it runs in a graph
-    nullptr,  // graph_estimate
+    graph_estimate,
     nullptr,  // executable_serialize
     nullptr,  // executable_node_report: every node computes in its own dtype
 };
+
+const phx_plugin_api& api_table() { return kApi; }
 
 }  // namespace
 }  // namespace phx::cpu

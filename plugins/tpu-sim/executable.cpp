@@ -2,6 +2,7 @@
 
 #include <phx/op_table.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "compile_cache.h"
@@ -55,28 +56,69 @@ bool copy_node(const phx_plugin_node& node, ExecutableNode& out, std::string& er
   return true;
 }
 
-}  // namespace
-
-std::unique_ptr<Executable> build_executable(const phx_plugin_graph& graph, uint32_t device,
-                                             const SimConfig& config, std::string& error) {
+// Copies graph's nodes into a new executable whose costs are still to be set.
+std::unique_ptr<Executable> copy_graph(const phx_plugin_graph& graph, uint32_t device,
+                                       std::string& error) {
   auto executable = std::make_unique<Executable>();
   executable->device = device;
   executable->value_count = graph.value_count;
   executable->nodes.resize(graph.node_count);
+  for (size_t n = 0; n < graph.node_count; ++n)
+    if (!copy_node(graph.nodes[n], executable->nodes[n], error)) return nullptr;
+  return executable;
+}
+
+void add_cost(RunCost& total, const OpCost& cost) {
+  total.mxu_nodes += cost.uses_mxu ? 1 : 0;
+  total.mxu_cycles += cost.mxu.cycles;
+  total.vector_cycles += cost.vector_cycles;
+  total.hbm_bytes += cost.hbm_bytes;
+  total.modelled_time_ns += cost.estimated_time_ns;
+}
+
+}  // namespace
+
+std::unique_ptr<Executable> build_executable(const phx_plugin_graph& graph, uint32_t device,
+                                             const SimConfig& config, std::string& error) {
+  std::unique_ptr<Executable> executable = copy_graph(graph, device, error);
+  if (executable == nullptr) return nullptr;
   const std::vector<phx_plugin_tensor> tensors = shape_only_tensors(graph);
-  RunCost& total = executable->run_cost;
-  for (size_t n = 0; n < graph.node_count; ++n) {
-    ExecutableNode& node = executable->nodes[n];
-    if (!copy_node(graph.nodes[n], node, error)) return nullptr;
+  for (ExecutableNode& node : executable->nodes) {
     const BoundNode bound(node, tensors.data());
     node.cost = cost_op(bound.op(), config);
-    total.mxu_nodes += node.cost.uses_mxu ? 1 : 0;
-    total.mxu_cycles += node.cost.mxu.cycles;
-    total.vector_cycles += node.cost.vector_cycles;
-    total.hbm_bytes += node.cost.hbm_bytes;
-    total.modelled_time_ns += node.cost.estimated_time_ns;
+    add_cost(executable->run_cost, node.cost);
   }
   return executable;
+}
+
+std::unique_ptr<Executable> restore_executable(const phx_plugin_graph& graph, uint32_t device,
+                                               std::span<const OpCost> costs, std::string& error) {
+  if (costs.size() != graph.node_count) {
+    error = "the serialized model has " + std::to_string(costs.size()) +
+            " node costs for a graph of " + std::to_string(graph.node_count) + " nodes";
+    return nullptr;
+  }
+  std::unique_ptr<Executable> executable = copy_graph(graph, device, error);
+  if (executable == nullptr) return nullptr;
+  for (size_t n = 0; n < costs.size(); ++n) {
+    executable->nodes[n].cost = costs[n];
+    add_cost(executable->run_cost, costs[n]);
+  }
+  executable->loaded_from_serialized = true;
+  return executable;
+}
+
+std::vector<uint64_t> estimate_nodes(const phx_plugin_graph& graph, const SimConfig& config) {
+  const std::vector<phx_plugin_tensor> tensors = shape_only_tensors(graph);
+  std::vector<uint64_t> times(graph.node_count, UINT64_MAX);
+  std::string error;
+  for (size_t n = 0; n < graph.node_count; ++n) {
+    ExecutableNode node;
+    if (!copy_node(graph.nodes[n], node, error)) continue;
+    const BoundNode bound(node, tensors.data());
+    times[n] = static_cast<uint64_t>(std::ceil(cost_op(bound.op(), config).estimated_time_ns));
+  }
+  return times;
 }
 
 double modelled_program_compile_time_ns(const Executable& executable) {

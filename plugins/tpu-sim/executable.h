@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,12 @@ struct Executable {
   size_t value_count = 0;
   std::vector<ExecutableNode> nodes;
   RunCost run_cost;
+  std::string signature;  // graph_signature() of the graph it was made from
   // Set by the device's compile cache lookup.
   bool cache_hit = false;
   double compile_time_ns = 0;
+  // Made from a serialized model (phx_plugin_graph.serialized): nothing was compiled.
+  bool loaded_from_serialized = false;
 };
 
 // Copies graph and prices its nodes with config's model. Returns null and sets error
@@ -54,6 +58,17 @@ struct Executable {
 // it claims, or an op with parameters it does not know.
 std::unique_ptr<Executable> build_executable(const phx_plugin_graph& graph, uint32_t device,
                                              const SimConfig& config, std::string& error);
+
+// Copies graph and takes its nodes' costs from costs (a serialized model's, made for the
+// same graph on a chip of the same configuration) instead of pricing them. Returns null
+// and sets error as build_executable does, or when costs has not one cost per node.
+std::unique_ptr<Executable> restore_executable(const phx_plugin_graph& graph, uint32_t device,
+                                               std::span<const OpCost> costs, std::string& error);
+
+// The cost model's estimated time of each node of graph run alone (the node's
+// OpCost::estimated_time_ns, rounded up to whole ns): what graph_estimate answers.
+// UINT64_MAX for a node that is no op tpu-sim compiles (as build_executable refuses it).
+std::vector<uint64_t> estimate_nodes(const phx_plugin_graph& graph, const SimConfig& config);
 
 // The modelled compile time of the whole program on a cache miss: each node's op program
 // time (modelled_compile_time_ns), as if XLA's time grew linearly with the program's ops.

@@ -7,6 +7,7 @@
 #include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +26,7 @@
 #include "phx/kernels/thread_pool.h"
 #include "property_list.h"
 #include "reporting.h"
+#include "serialized_model.h"
 #include "simulator_api.h"
 #include "simulator_initialize.h"
 #include "sync_stream.h"
@@ -33,6 +35,9 @@ namespace phx::tpu_sim {
 namespace {
 
 using namespace plugin_common;
+
+// The plugin's version: in its table and in every executable it serializes.
+constexpr const char* kVersion = "0.1.0";
 
 // HBM holds quantized tensors too (the MXUs of v5e and later multiply int8), so that a
 // program's int8 weights can live on the chip; the quantized ops themselves are not
@@ -74,6 +79,7 @@ struct Totals {
   uint64_t ops = 0, mxu_cycles = 0, vector_cycles = 0, hbm_bytes = 0;
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
   uint64_t graph_cache_hits = 0, graph_cache_misses = 0, executable_runs = 0;
+  uint64_t executables_loaded = 0;  // made from a serialized model, not compiled
   double modelled_time_ns = 0, compile_time_ns = 0;
 
   // A compile cache lookup and the modelled compile time it cost.
@@ -274,21 +280,50 @@ phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
 
 Executable& executable_of(void* executable) { return *static_cast<Executable*>(executable); }
 
+// Makes the executable from a serialized model (serialized_model.h) instead of compiling:
+// the bytes must be whole, of this plugin version and chip configuration, and for this
+// graph. The program enters the compile cache as compiled (a later compile of the graph
+// is a hit), at no modelled compile time.
+phx_status load_executable(Plugin& p, uint32_t device, const phx_plugin_graph& graph,
+                           void** out_executable) {
+  SerializedModel model;
+  std::string error;
+  const auto* bytes = static_cast<const uint8_t*>(graph.serialized);
+  if (!read_serialized_model({bytes, graph.serialized_size}, model, error))
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "tpu-sim: serialized executable " + error);
+  const std::string signature = graph_signature(graph);
+  if (!model_matches(model, kVersion, chip_key(p.config), signature, error))
+    return p.error(PHX_STATUS_INCOMPATIBLE, "tpu-sim: serialized executable " + error);
+  std::unique_ptr<Executable> executable = restore_executable(graph, device, model.costs, error);
+  if (executable == nullptr)
+    return p.error(PHX_STATUS_INVALID_ARGUMENT, "tpu-sim: serialized executable: " + error);
+  executable->signature = signature;
+  Device& d = *p.devices[device];
+  {
+    std::lock_guard lock(d.mutex);
+    d.totals.cache_evictions += d.cache.lookup(signature).evicted ? 1 : 0;
+    ++d.totals.executables_loaded;
+  }
+  *out_executable = executable.release();
+  return PHX_STATUS_OK;
+}
+
 // Compiles graph as one program: builds the executable (its nodes and their costs), then
 // looks the graph's signature up in the chip's compile cache, where a miss costs the whole
-// program's modelled compile time and a hit none.
+// program's modelled compile time and a hit none. With serialized bytes, loads instead.
 phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
                          void** out_executable) {
   Plugin& p = self(plugin);
   return guarded(*p.host, [&] {
+    if (graph->serialized != nullptr) return load_executable(p, device, *graph, out_executable);
     std::string error;
     std::unique_ptr<Executable> executable = build_executable(*graph, device, p.config, error);
     if (executable == nullptr) return p.error(PHX_STATUS_UNSUPPORTED, error);
-    const std::string signature = graph_signature(*graph);
+    executable->signature = graph_signature(*graph);
     Device& d = *p.devices[device];
     {
       std::lock_guard lock(d.mutex);
-      const CompileCache::Lookup lookup = d.cache.lookup(signature);
+      const CompileCache::Lookup lookup = d.cache.lookup(executable->signature);
       executable->cache_hit = lookup.hit;
       executable->compile_time_ns =
           lookup.hit ? 0.0 : modelled_program_compile_time_ns(*executable);
@@ -299,6 +334,45 @@ phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* 
       for (const ExecutableNode& node : executable->nodes)
         log_poor_mapping(p, node.cost, "node '" + node.name + "'");
     *out_executable = executable.release();
+    return PHX_STATUS_OK;
+  });
+}
+
+// Writes the compiled model (serialized_model.h): the executable's signature and node
+// costs, keyed by the plugin's version and the chip's configuration.
+phx_status executable_serialize(void* plugin, void* executable, void* buffer, size_t capacity,
+                                size_t* out_size) {
+  Plugin& p = self(plugin);
+  const Executable& e = executable_of(executable);
+  return guarded(*p.host, [&] {
+    SerializedModel model;
+    model.plugin_version = kVersion;
+    model.chip_key = chip_key(p.config);
+    model.signature = e.signature;
+    for (const ExecutableNode& node : e.nodes) model.costs.push_back(node.cost);
+    const std::vector<uint8_t> bytes = write_serialized_model(model);
+    *out_size = bytes.size();
+    if (capacity >= bytes.size()) std::memcpy(buffer, bytes.data(), bytes.size());
+    return PHX_STATUS_OK;
+  });
+}
+
+// Each node's time from the op cost model (executable.h, estimate_nodes); UINT64_MAX for
+// a node whose op or dtype the chip does not run. The model is arithmetic on the shapes,
+// the same at every call: PHX_PLUGIN_GRAPH_DETERMINISTIC changes nothing.
+phx_status graph_estimate(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                          uint64_t* out_time_ns) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    const std::vector<uint64_t> times = estimate_nodes(*graph, p.config);
+    for (size_t n = 0; n < graph->node_count; ++n) {
+      const phx_plugin_node& node = graph->nodes[n];
+      const bool has_first = node.input_count > 0 && node.inputs[0] != PHX_PLUGIN_NO_VALUE;
+      int runs = 0;
+      if (has_first)
+        op_supported(plugin, device, node.op, graph->values[node.inputs[0]].dtype, &runs);
+      out_time_ns[n] = runs ? times[n] : UINT64_MAX;
+    }
     return PHX_STATUS_OK;
   });
 }
@@ -355,6 +429,7 @@ phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, si
       {"hbm_bytes", double(c.hbm_bytes)},
       {"compile_cache_hit", e.cache_hit ? 1.0 : 0.0},
       {"compile_time_ns", e.compile_time_ns},
+      {"loaded_from_serialized", e.loaded_from_serialized ? 1.0 : 0.0},
   };
   return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
@@ -381,6 +456,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
       {"graph_compile_cache_hits", double(t.graph_cache_hits)},
       {"graph_compile_cache_misses", double(t.graph_cache_misses)},
       {"executable_runs", double(t.executable_runs)},
+      {"executables_loaded", double(t.executables_loaded)},
       {"memory_evictions", double(d.hbm.reuse_stats().evictions)},
   };
   return write_device_stats(metrics, out_metrics, capacity, out_count);
@@ -388,7 +464,7 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
 
 constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .name = "tpu-sim",
-    .version = "0.1.0",
+    .version = kVersion,
     .abi_minor = PHX_PLUGIN_ABI_MINOR,
     .initialize = initialize,
     .device_info = device_info,
@@ -399,6 +475,8 @@ constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .executable_run = executable_run,
     .executable_destroy = executable_destroy,
     .executable_stats = executable_stats,
+    .graph_estimate = graph_estimate,
+    .executable_serialize = executable_serialize,
 });
 
 }  // namespace

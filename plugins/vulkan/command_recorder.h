@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "device.h"
@@ -62,6 +63,9 @@ class CommandRecorder final : public OpRecorder {
   uint32_t op_dispatches() const { return op_dispatches_; }
   // The barriers recorded so far, before ops and inside them.
   uint32_t barriers() const { return barriers_; }
+  // From now on, appends the Kernel::key of every dispatch's pipeline to keys (which
+  // outlives the recorder); null stops it.
+  void collect_kernels(std::vector<std::string>* keys) { kernel_keys_ = keys; }
 
   const DeviceCaps& caps() const override { return device_.caps(); }
   Binding bind(const phx_plugin_tensor& tensor) override;
@@ -87,6 +91,7 @@ class CommandRecorder final : public OpRecorder {
   std::vector<ByteRange> scratch_writes_;
   uint32_t op_dispatches_ = 0;
   uint32_t barriers_ = 0;
+  std::vector<std::string>* kernel_keys_ = nullptr;
 };
 
 }  // namespace phx::vulkan

@@ -2,8 +2,10 @@
 
 #include <phx/op_table.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "serialized_executable.h"
 #include "vk_check.h"
 
 namespace phx::vulkan {
@@ -55,7 +57,8 @@ Recording::~Recording() {
   vkDestroyCommandPool(device.vk(), pool, nullptr);  // frees the command buffer
 }
 
-Executable::Executable(Device& device, const phx_plugin_graph& graph) : device_(device) {
+Executable::Executable(Device& device, const phx_plugin_graph& graph, bool loaded)
+    : device_(device), graph_fingerprint_(vulkan::graph_fingerprint(graph)), loaded_(loaded) {
   values_.reserve(graph.value_count);
   for (size_t i = 0; i < graph.value_count; ++i)
     values_.push_back({value_tensor(graph.values[i]), graph.values[i].name});
@@ -164,8 +167,9 @@ void Executable::record_nodes(CommandRecorder& recorder, const phx_plugin_tensor
 
 // Every node once without a command buffer, on memory of its own for each value that is
 // not a constant (blocks that exist only here, so that the hazards between nodes are
-// those of their values): the pipelines are made, the limits checked, and the kernels
-// and barriers of a run on distinct memory counted.
+// those of their values): the pipelines are made (and their keys kept, for a serialized
+// executable), the limits checked, and the kernels and barriers of a run on distinct
+// memory counted.
 void Executable::prepare() {
   std::vector<MemoryBlock> blocks(values_.size());
   std::vector<Allocation> allocations(values_.size());
@@ -180,8 +184,11 @@ void Executable::prepare() {
   RecordResources resources;
   HazardTracker hazards;
   CommandRecorder recorder(device_, VK_NULL_HANDLE, resources, hazards);
+  recorder.collect_kernels(&kernel_keys_);
   std::vector<uint32_t> node_dispatches;
   record_nodes(recorder, tensors.data(), nullptr, node_dispatches);
+  std::sort(kernel_keys_.begin(), kernel_keys_.end());
+  kernel_keys_.erase(std::unique(kernel_keys_.begin(), kernel_keys_.end()), kernel_keys_.end());
   kernels_per_run_ = 0;
   for (uint32_t d : node_dispatches) kernels_per_run_ += d;
   barriers_per_run_ = recorder.barriers();
@@ -268,6 +275,7 @@ std::vector<phx_metric> Executable::stats() const {
       {"barriers_per_run", double(barriers_per_run_)},
       {"runs", double(runs_)},
       {"recordings", double(recordings_made_)},
+      {"loaded_from_serialized", loaded_ ? 1.0 : 0.0},
   };
 }
 

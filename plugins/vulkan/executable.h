@@ -64,13 +64,19 @@ class Executable {
  public:
   // Copies graph and prepares its nodes. Throws Error: UNSUPPORTED for a node the device
   // cannot record (with the node's name), others as the pipelines' creation fails.
-  Executable(Device& device, const phx_plugin_graph& graph);
+  // loaded: made from a serialized executable (reported by stats).
+  Executable(Device& device, const phx_plugin_graph& graph, bool loaded = false);
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
   Device& device() { return device_; }
   size_t node_count() const { return nodes_.size(); }
   size_t value_count() const { return values_.size(); }
+  const FusionPlan& fusion() const { return fusion_; }
+  // graph_fingerprint() of the graph it was compiled from (serialized_executable.h).
+  uint64_t graph_fingerprint() const { return graph_fingerprint_; }
+  // The Kernel::key of every pipeline its runs use, each once.
+  const std::vector<std::string>& kernel_keys() const { return kernel_keys_; }
   // Whether node i's figures are its own: false for a node fused into a later one, whose
   // dispatch and time are the later one's.
   bool node_has_figures(size_t i) const;
@@ -83,8 +89,8 @@ class Executable {
   // Thread-safe.
   std::shared_ptr<Recording> prepare_run(const phx_plugin_tensor* values, bool timed);
 
-  // "nodes", "fused_nodes", "kernels_per_run", "barriers_per_run", "runs", "recordings"
-  // (docs/vulkan.md).
+  // "nodes", "fused_nodes", "kernels_per_run", "barriers_per_run", "runs", "recordings",
+  // "loaded_from_serialized" (docs/vulkan.md).
   // Thread-safe.
   std::vector<phx_metric> stats() const;
 
@@ -124,6 +130,9 @@ class Executable {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   FusionPlan fusion_;
+  uint64_t graph_fingerprint_ = 0;
+  bool loaded_ = false;
+  std::vector<std::string> kernel_keys_;
 
   mutable std::mutex mutex_;  // guards what follows
   std::vector<std::shared_ptr<Recording>> recordings_;

@@ -115,4 +115,11 @@ FusionPlan plan_fusion(const phx_plugin_graph& graph, const DeviceCaps& caps) {
   return plan;
 }
 
+std::vector<std::vector<uint64_t>> chain_nodes(const FusionPlan& plan) {
+  std::vector<std::vector<uint64_t>> chains;
+  for (const FusedChain& chain : plan.chains)
+    chains.emplace_back(chain.nodes.begin(), chain.nodes.end());
+  return chains;
+}
+
 }  // namespace phx::vulkan

@@ -38,4 +38,7 @@ struct FusionPlan {
 // say PHX_PLUGIN_GRAPH_NO_FUSION.
 FusionPlan plan_fusion(const phx_plugin_graph& graph, const DeviceCaps& caps);
 
+// The nodes of each chain of plan, in order: what a serialized executable keeps of it.
+std::vector<std::vector<uint64_t>> chain_nodes(const FusionPlan& plan);
+
 }  // namespace phx::vulkan

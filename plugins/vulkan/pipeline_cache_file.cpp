@@ -55,6 +55,27 @@ std::vector<uint8_t> wrap_pipeline_cache(const PipelineCacheIdentity& identity,
   return file;
 }
 
+bool driver_header_matches(const PipelineCacheIdentity& identity, std::span<const uint8_t> data,
+                           std::string& reason) {
+  if (data.size() < 16 + VK_UUID_SIZE) {
+    reason = "the driver's header is missing";
+    return false;
+  }
+  size_t at = 0;
+  const auto header_size = get<uint32_t>(data, at);
+  const auto header_version = get<uint32_t>(data, at);
+  const auto vendor = get<uint32_t>(data, at);
+  const auto device = get<uint32_t>(data, at);
+  if (header_size < 16 + VK_UUID_SIZE || header_size > data.size() ||
+      header_version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE || vendor != identity.vendor_id ||
+      device != identity.device_id ||
+      std::memcmp(data.data() + at, identity.cache_uuid, VK_UUID_SIZE) != 0) {
+    reason = "the driver's header (VkPipelineCacheHeaderVersionOne) does not match the device";
+    return false;
+  }
+  return true;
+}
+
 bool unwrap_pipeline_cache(const PipelineCacheIdentity& identity, std::span<const uint8_t> file,
                            std::vector<uint8_t>& payload, std::string& reason) {
   if (file.size() < kHeaderBytes) {
@@ -96,24 +117,9 @@ bool unwrap_pipeline_cache(const PipelineCacheIdentity& identity, std::span<cons
     reason = "corrupt: the payload's hash does not match";
     return false;
   }
-  // The driver's own header, VkPipelineCacheHeaderVersionOne: a wrong one is a driver
-  // bug or a forged file; either way the driver should not be handed it.
-  if (body.size() < 16 + VK_UUID_SIZE) {
-    reason = "the driver's header is missing";
-    return false;
-  }
-  size_t driver_at = 0;
-  const auto header_size = get<uint32_t>(body, driver_at);
-  const auto header_version = get<uint32_t>(body, driver_at);
-  const auto driver_vendor = get<uint32_t>(body, driver_at);
-  const auto driver_device = get<uint32_t>(body, driver_at);
-  if (header_size < 16 + VK_UUID_SIZE || header_size > body.size() ||
-      header_version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
-      driver_vendor != identity.vendor_id || driver_device != identity.device_id ||
-      std::memcmp(body.data() + driver_at, identity.cache_uuid, VK_UUID_SIZE) != 0) {
-    reason = "the driver's header (VkPipelineCacheHeaderVersionOne) does not match the device";
-    return false;
-  }
+  // A wrong driver header is a driver bug or a forged file; either way the driver should
+  // not be handed it.
+  if (!driver_header_matches(identity, body, reason)) return false;
   payload.assign(body.begin(), body.end());
   return true;
 }

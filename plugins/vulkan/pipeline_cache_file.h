@@ -36,6 +36,11 @@ uint64_t fnv1a64(std::span<const uint8_t> bytes);
 std::vector<uint8_t> wrap_pipeline_cache(const PipelineCacheIdentity& identity,
                                          std::span<const uint8_t> payload);
 
+// Whether data (vkGetPipelineCacheData's bytes) begins with the driver's header
+// (VkPipelineCacheHeaderVersionOne) for identity's device; else false and reason.
+bool driver_header_matches(const PipelineCacheIdentity& identity, std::span<const uint8_t> data,
+                           std::string& reason);
+
 // The payload of file if it is a whole, intact cache for identity, whose own driver
 // header (VkPipelineCacheHeaderVersionOne) names the same device; else false and reason.
 bool unwrap_pipeline_cache(const PipelineCacheIdentity& identity, std::span<const uint8_t> file,

@@ -9,6 +9,26 @@
 #include "vk_check.h"
 
 namespace phx::vulkan {
+namespace {
+
+std::vector<uint8_t> pipeline_cache_data(VkDevice device, VkPipelineCache cache) {
+  size_t size = 0;
+  check(vkGetPipelineCacheData(device, cache, &size, nullptr), "vkGetPipelineCacheData");
+  std::vector<uint8_t> data(size);
+  check(vkGetPipelineCacheData(device, cache, &size, data.data()), "vkGetPipelineCacheData");
+  data.resize(size);
+  return data;
+}
+
+// Whether data holds the driver's header alone (VkPipelineCacheHeaderVersionOne begins
+// with its own length): no pipeline.
+bool header_only(std::span<const uint8_t> data) {
+  uint32_t header = 0;
+  if (data.size() >= sizeof header) std::memcpy(&header, data.data(), sizeof header);
+  return data.size() <= header;
+}
+
+}  // namespace
 
 Pipelines::Pipelines(const PipelinesConfig& config, const Logger& logger, DeviceStats& stats)
     : config_(config), logger_(logger), stats_(stats) {
@@ -46,10 +66,7 @@ Pipelines::Pipelines(const PipelinesConfig& config, const Logger& logger, Device
   }
   check(result, "vkCreatePipelineCache");
   // A driver that caches nothing (lavapipe) saves its header alone: that is no cache.
-  uint32_t driver_header = 0;
-  if (payload.size() >= sizeof driver_header)
-    std::memcpy(&driver_header, payload.data(), sizeof driver_header);
-  cache_loaded_ = payload.size() > driver_header;
+  cache_loaded_ = !header_only(payload);
 }
 
 Pipelines::~Pipelines() {
@@ -80,6 +97,51 @@ void Pipelines::save() {
   if (!write_file_atomically(config_.cache_path, wrap_pipeline_cache(config_.identity, payload),
                              reason))
     logger_.log(PHX_LOG_WARN, "pipeline cache not saved: " + reason);
+}
+
+std::vector<uint8_t> Pipelines::cache_data(std::span<const std::string> keys) {
+  std::lock_guard lock(mutex_);
+  // A driver that caches nothing (lavapipe) would give the header alone again, after
+  // compiling every pipeline once more.
+  std::vector<uint8_t> device_data = pipeline_cache_data(config_.device, cache_);
+  if (header_only(device_data)) return device_data;
+  auto info = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  struct OwnedCache {  // destroyed however this ends
+    VkDevice device;
+    VkPipelineCache cache = VK_NULL_HANDLE;
+    ~OwnedCache() { vkDestroyPipelineCache(device, cache, nullptr); }
+  } owned{config_.device};
+  check(vkCreatePipelineCache(config_.device, &info, nullptr, &owned.cache),
+        "vkCreatePipelineCache");
+  for (const std::string& key : keys) {
+    const auto it = specs_.find(key);
+    if (it == specs_.end())
+      throw Error{PHX_STATUS_INTERNAL, "no pipeline " + key + " was made on this device"};
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    check(create(it->second, owned.cache, nullptr, &pipeline), "vkCreateComputePipelines");
+    vkDestroyPipeline(config_.device, pipeline, nullptr);
+  }
+  return pipeline_cache_data(config_.device, owned.cache);
+}
+
+void Pipelines::seed(std::span<const uint8_t> data) {
+  auto info = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  info.initialDataSize = data.size();
+  info.pInitialData = data.data();
+  VkPipelineCache source = VK_NULL_HANDLE;
+  const VkResult result = vkCreatePipelineCache(config_.device, &info, nullptr, &source);
+  if (result != VK_SUCCESS) {
+    logger_.log(PHX_LOG_WARN, std::string("the driver refused a serialized executable's pipeline "
+                                          "cache (") +
+                                  result_name(result) + "): its pipelines are compiled again");
+    return;
+  }
+  std::lock_guard lock(mutex_);  // vkMergePipelineCaches needs its destination to itself
+  const VkResult merged = vkMergePipelineCaches(config_.device, cache_, 1, &source);
+  vkDestroyPipelineCache(config_.device, source, nullptr);
+  check(merged, "vkMergePipelineCaches");
+  // A driver that caches nothing (lavapipe) serializes its header alone: that is no cache.
+  cache_loaded_ = cache_loaded_ || !header_only(data);
 }
 
 const Pipelines::Layout& Pipelines::layout(uint32_t binding_count) {
@@ -127,6 +189,32 @@ VkShaderModule Pipelines::shader(std::string_view name) {
   return shaders_[std::string(name)] = handle;
 }
 
+VkResult Pipelines::create(const Spec& spec, VkPipelineCache cache,
+                           VkPipelineCreationFeedbackEXT* feedback, VkPipeline* out) {
+  std::vector<VkSpecializationMapEntry> entries;
+  std::vector<uint32_t> values;
+  for (const auto& c : spec.constants) {
+    entries.push_back({c.id, uint32_t(values.size() * sizeof(uint32_t)), sizeof(uint32_t)});
+    values.push_back(c.value);
+  }
+  VkSpecializationInfo specialization{uint32_t(entries.size()), entries.data(),
+                                      values.size() * sizeof(uint32_t), values.data()};
+  auto info =
+      vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  info.stage = vk_struct<VkPipelineShaderStageCreateInfo>(
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = shader(spec.module);
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
+  info.layout = layout(spec.binding_count).pipeline_layout;
+  auto feedback_info = vk_struct<VkPipelineCreationFeedbackCreateInfoEXT>(
+      VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT);
+  feedback_info.pPipelineCreationFeedback = feedback;
+  if (feedback != nullptr) info.pNext = &feedback_info;
+  return vkCreateComputePipelines(config_.device, cache, 1, &info, nullptr, out);
+}
+
 const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
                              std::span<const OpRecorder::SpecConstant> constants) {
   if (binding_count > kMaxBindings)
@@ -139,34 +227,13 @@ const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second;
 
+  const Spec spec{std::string(module), binding_count, {constants.begin(), constants.end()}};
   const Layout& chosen = layout(binding_count);
-  std::vector<VkSpecializationMapEntry> entries;
-  std::vector<uint32_t> values;
-  for (const auto& c : constants) {
-    entries.push_back({c.id, uint32_t(values.size() * sizeof(uint32_t)), sizeof(uint32_t)});
-    values.push_back(c.value);
-  }
-  VkSpecializationInfo specialization{uint32_t(entries.size()), entries.data(),
-                                      values.size() * sizeof(uint32_t), values.data()};
-  auto info =
-      vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-  info.stage = vk_struct<VkPipelineShaderStageCreateInfo>(
-      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
-  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = shader(module);
-  info.stage.pName = "main";
-  info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
-  info.layout = chosen.pipeline_layout;
+  Kernel kernel{VK_NULL_HANDLE, chosen.pipeline_layout, chosen.set_layout, key};
   VkPipelineCreationFeedbackEXT feedback{};
-  auto feedback_info = vk_struct<VkPipelineCreationFeedbackCreateInfoEXT>(
-      VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT);
-  feedback_info.pPipelineCreationFeedback = &feedback;
-  if (config_.creation_feedback) info.pNext = &feedback_info;
-
-  Kernel kernel{VK_NULL_HANDLE, chosen.pipeline_layout, chosen.set_layout};
   const auto start = std::chrono::steady_clock::now();
   const VkResult result =
-      vkCreateComputePipelines(config_.device, cache_, 1, &info, nullptr, &kernel.pipeline);
+      create(spec, cache_, config_.creation_feedback ? &feedback : nullptr, &kernel.pipeline);
   const auto elapsed = std::chrono::steady_clock::now() - start;
   if (result != VK_SUCCESS)
     throw Error{result_status(result) == PHX_STATUS_OUT_OF_MEMORY ? PHX_STATUS_OUT_OF_MEMORY
@@ -182,6 +249,7 @@ const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
     hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT) !=
           0;
   ++(hit ? stats_.pipeline_cache_hits : stats_.pipeline_cache_misses);
+  specs_.emplace(key, spec);
   return kernels_[key] = kernel;
 }
 

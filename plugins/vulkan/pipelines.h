@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "device_stats.h"
 #include "instance.h"
@@ -29,6 +30,7 @@ struct Kernel {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  std::string key;  // module, binding count and constants: what Pipelines::get keys it by
 };
 
 struct PipelinesConfig {
@@ -54,6 +56,18 @@ class Pipelines {
   const Kernel& get(std::string_view module, uint32_t binding_count,
                     std::span<const OpRecorder::SpecConstant> constants);
 
+  // The device and driver the cache data is for.
+  const PipelineCacheIdentity& identity() const { return config_.identity; }
+  // Pipeline cache data (vkGetPipelineCacheData) holding the pipelines of keys (Kernel::key
+  // of kernels get made) and no other: they are created again into a cache of their own,
+  // which a driver that has them in its own shader cache does fast. Throws Error:
+  // INTERNAL for a key get never made.
+  std::vector<uint8_t> cache_data(std::span<const std::string> keys);
+  // Merges data, cache data of this device that driver_header_matches accepted, into the
+  // pipeline cache, so that the pipelines it holds are created from it; a driver that
+  // refuses it leaves the cache as it was (logged). Throws Error.
+  void seed(std::span<const uint8_t> data);
+
   // "loaded N bytes from <path>", "empty (...)", "off (...)": for the properties.
   const std::string& cache_state() const { return cache_state_; }
 
@@ -62,20 +76,30 @@ class Pipelines {
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   };
+  // What a pipeline is made of, kept per key to make it again into another cache.
+  struct Spec {
+    std::string module;
+    uint32_t binding_count = 0;
+    std::vector<OpRecorder::SpecConstant> constants;
+  };
   const Layout& layout(uint32_t binding_count);    // under mutex_
   VkShaderModule shader(std::string_view module);  // under mutex_
+  // Creates spec's pipeline with cache; feedback may be null. Under mutex_.
+  VkResult create(const Spec& spec, VkPipelineCache cache, VkPipelineCreationFeedbackEXT* feedback,
+                  VkPipeline* out);
   void save();
 
   PipelinesConfig config_;
   const Logger& logger_;
   DeviceStats& stats_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
-  bool cache_loaded_ = false;  // the driver got pipelines from the file
+  bool cache_loaded_ = false;  // the driver got pipelines from the file or an executable
   std::string cache_state_;
   std::mutex mutex_;
   std::map<uint32_t, Layout> layouts_;
   std::unordered_map<std::string, VkShaderModule> shaders_;
   std::unordered_map<std::string, Kernel> kernels_;
+  std::unordered_map<std::string, Spec> specs_;
 };
 
 }  // namespace phx::vulkan

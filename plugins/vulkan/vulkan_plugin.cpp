@@ -5,6 +5,7 @@
 // reported something since the last one.
 #include <phynexus/plugin.h>
 
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -13,6 +14,8 @@
 #include "device.h"
 #include "executable.h"
 #include "instance.h"
+#include "roofline.h"
+#include "serialized_executable.h"
 #include "settings.h"
 #include "stream.h"
 #include "transfers.h"
@@ -20,6 +23,23 @@
 
 namespace phx::vulkan {
 namespace {
+
+using plugin_common::MeasuredThroughput;
+using plugin_common::ProbeSizes;
+using plugin_common::Throughput;
+
+// The plugin's version: in its table and in every executable it serializes.
+constexpr const char* kVersion = "0.1.0";
+
+// What the estimates assume with PHX_PLUGIN_GRAPH_DETERMINISTIC, and where the measurement
+// fails: a discrete GPU's f32 throughput and memory bandwidth of the low end, and an op
+// submitted and waited for (docs/vulkan.md, "Time estimates").
+constexpr Throughput kNominalThroughput = {/*flops_per_ns=*/1000.0, /*bytes_per_ns=*/100.0,
+                                           /*op_overhead_ns=*/20000.0};
+// A 128^3 f32 GEMM and a relu over 1 MiB, twice each after an untimed run that makes their
+// pipelines, and an op on one element: small, for lavapipe.
+constexpr ProbeSizes kProbeSizes = {/*gemm_size=*/128, /*copy_elements=*/int64_t{1} << 18,
+                                    /*repeats=*/2};
 
 struct Plugin {
   explicit Plugin(const phx_plugin_host* h)
@@ -39,6 +59,8 @@ struct Plugin {
         logger.log(PHX_LOG_WARN, "Vulkan device " + std::to_string(i) + " left out: " + e.what());
       }
     }
+    for (size_t i = 0; i < devices.size(); ++i)
+      throughputs.push_back(std::make_unique<MeasuredThroughput>());
   }
 
   const phx_plugin_host* host;
@@ -46,6 +68,8 @@ struct Plugin {
   Settings settings;
   Instance instance;
   std::vector<std::unique_ptr<Device>> devices;  // destroyed before the instance
+  // Per device, measured at its first graph_estimate.
+  std::vector<std::unique_ptr<MeasuredThroughput>> throughputs;
 
   phx_status error(phx_status status, const std::string& message) const {
     host->set_error(host->host_data, message.c_str());
@@ -55,6 +79,9 @@ struct Plugin {
 
 Plugin& self(void* plugin) { return *static_cast<Plugin*>(plugin); }
 Allocation& allocation(void* buffer) { return *static_cast<Allocation*>(buffer); }
+
+// The plugin's own table, which the measurement runs its probe ops through.
+const phx_plugin_api& api_table();
 
 // Runs body for device d; a lost device fails fast, and a loss seen now is remembered.
 template <typename Body>
@@ -252,11 +279,72 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
   return PHX_STATUS_OK;
 }
 
+// Makes the executable from serialized bytes (serialized_executable.h): checks that they
+// are whole, then that they were made by this plugin version for this device, driver and
+// graph, seeds the device's pipeline cache with their data and compiles, which then
+// creates the pipelines from the cache.
+void load_executable(Device& d, const phx_plugin_graph& graph, void** out_executable) {
+  SerializedExecutable saved;
+  std::string error;
+  const auto* bytes = static_cast<const uint8_t*>(graph.serialized);
+  if (!read_serialized_executable({bytes, graph.serialized_size}, saved, error))
+    throw Error{PHX_STATUS_INVALID_ARGUMENT, "vulkan: serialized executable " + error};
+  bool damaged = false;
+  if (!serialized_matches(saved, kVersion, d.pipelines().identity(), graph_fingerprint(graph),
+                          chain_nodes(plan_fusion(graph, d.caps())), error, damaged))
+    throw Error{damaged ? PHX_STATUS_INVALID_ARGUMENT : PHX_STATUS_INCOMPATIBLE,
+                "vulkan: serialized executable " + error + " (" + d.name() + ")"};
+  d.pipelines().seed(saved.pipeline_cache);
+  *out_executable = new Executable(d, graph, /*loaded=*/true);
+}
+
 phx_status graph_compile(void* plugin, uint32_t device, const phx_plugin_graph* graph,
                          void** out_executable) {
   Plugin& p = self(plugin);
   Device& d = *p.devices[device];
-  return guarded(p, d, [&] { *out_executable = new Executable(d, *graph); });
+  return guarded(p, d, [&] {
+    if (graph->serialized != nullptr)
+      load_executable(d, *graph, out_executable);
+    else
+      *out_executable = new Executable(d, *graph);
+  });
+}
+
+// Writes the pipeline cache data of the executable's pipelines and its plan, keyed by this
+// plugin version and the device's identity (serialized_executable.h).
+phx_status executable_serialize(void* plugin, void* executable, void* buffer, size_t capacity,
+                                size_t* out_size) {
+  Plugin& p = self(plugin);
+  Executable& e = *static_cast<Executable*>(executable);
+  return guarded(p, e.device(), [&] {
+    SerializedExecutable saved;
+    saved.plugin_version = kVersion;
+    saved.identity = e.device().pipelines().identity();
+    saved.graph_fingerprint = e.graph_fingerprint();
+    saved.chains = chain_nodes(e.fusion());
+    saved.pipeline_cache = e.device().pipelines().cache_data(e.kernel_keys());
+    const std::vector<uint8_t> bytes = write_serialized_executable(saved);
+    *out_size = bytes.size();
+    if (capacity >= bytes.size()) std::memcpy(buffer, bytes.data(), bytes.size());
+  });
+}
+
+// A roofline of each node's FLOPs and bytes (roofline.h) at the device's throughputs and
+// per-op cost, measured at the first call by running probe ops on it; the nominal ones
+// when the consumer asked for determinism. No kernel is chosen by timing.
+phx_status graph_estimate(void* plugin, uint32_t device, const phx_plugin_graph* graph,
+                          uint64_t* out_time_ns) {
+  Plugin& p = self(plugin);
+  phx_status status = PHX_STATUS_OK;
+  const phx_status outer = guarded(p, *p.devices[device], [&] {
+    const bool deterministic = (graph->flags & PHX_PLUGIN_GRAPH_DETERMINISTIC) != 0;
+    const Throughput& throughput =
+        deterministic ? kNominalThroughput
+                      : p.throughputs[device]->get(api_table(), plugin, device, kProbeSizes,
+                                                   kNominalThroughput);
+    status = estimate_graph(api_table(), plugin, device, *graph, throughput, out_time_ns);
+  });
+  return outer != PHX_STATUS_OK ? outer : status;
 }
 
 phx_status executable_run(void* plugin, void* stream, void* executable,
@@ -296,7 +384,7 @@ constexpr phx_plugin_api kApi = {
     PHX_PLUGIN_ABI_MAJOR,
     PHX_PLUGIN_ABI_MINOR,
     "vulkan",
-    "0.1.0",
+    kVersion,
     initialize,
     shutdown,
     device_count,
@@ -322,10 +410,12 @@ constexpr phx_plugin_api kApi = {
     executable_destroy,
     executable_stats,
     nullptr,  // graph_claim: it runs alone every node it runs in a graph
-    nullptr,  // graph_estimate
-    nullptr,  // executable_serialize
+    graph_estimate,
+    executable_serialize,
     nullptr,  // executable_node_report: every node computes in its own dtype
 };
+
+const phx_plugin_api& api_table() { return kApi; }
 
 }  // namespace
 }  // namespace phx::vulkan

@@ -5,13 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "compile_cache.h"
 #include "config.h"
 #include "op_cost.h"
+#include "plugin_graph.h"
 
 namespace phx::tpu_sim {
 namespace {
@@ -42,67 +42,20 @@ TEST(CompileCache, AMissIntoRoomEvictsNothing) {
 
 // ---- graphs -------------------------------------------------------------------------------
 
-phx_plugin_value value(phx_plugin_value_kind kind, phx_dtype dtype,
-                       std::initializer_list<int64_t> shape, const char* name) {
-  phx_plugin_value v{};
-  v.struct_size = sizeof v;
-  v.kind = kind;
-  v.dtype = dtype;
-  v.rank = static_cast<uint32_t>(shape.size());
-  for (int64_t& d : v.shape) d = 1;
-  int i = 0;
-  for (int64_t d : shape) v.shape[i++] = d;
-  v.name = name;
-  return v;
-}
-
-// A graph as the host hands it to graph_compile; graph() points into it.
-class TestGraph {
- public:
-  uint32_t add(const phx_plugin_value& v) {
-    values_.push_back(v);
-    return static_cast<uint32_t>(values_.size() - 1);
-  }
-  void node(phx_op_id op, const void* params, std::vector<uint32_t> inputs, uint32_t output,
-            const char* name) {
-    wiring_.push_back({std::move(inputs), {output}});
-    phx_plugin_node n{};
-    n.struct_size = sizeof n;
-    n.op = op;
-    n.params = params;
-    n.inputs = wiring_.back().first.data();
-    n.input_count = wiring_.back().first.size();
-    n.outputs = wiring_.back().second.data();
-    n.output_count = 1;
-    n.name = name;
-    nodes_.push_back(n);
-  }
-  phx_plugin_value& value_at(uint32_t i) { return values_[i]; }
-  phx_plugin_graph graph() const {
-    phx_plugin_graph graph{};
-    graph.struct_size = sizeof graph;
-    graph.values = values_.data();
-    graph.value_count = values_.size();
-    graph.nodes = nodes_.data();
-    graph.node_count = nodes_.size();
-    return graph;
-  }
-
- private:
-  std::vector<phx_plugin_value> values_;
-  std::deque<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>> wiring_;  // stable
-  std::vector<phx_plugin_node> nodes_;
-};
+using TestGraph = phx_test::PluginGraph;
+using phx_test::plugin_tensor;
+using phx_test::plugin_value;
 
 // x [m, 256] . w [256, 128] + bias, relu (one fused matmul node) -> h; softmax(h) -> y.
 struct DenseSoftmax {
   explicit DenseSoftmax(int64_t m = 64, const char* suffix = "") {
     names = {std::string("x") + suffix, std::string("w") + suffix, std::string("dense") + suffix};
-    x = g.add(value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_BF16, {m, 256}, names[0].c_str()));
-    w = g.add(value(PHX_PLUGIN_VALUE_CONSTANT, PHX_DTYPE_BF16, {256, 128}, names[1].c_str()));
-    bias = g.add(value(PHX_PLUGIN_VALUE_CONSTANT, PHX_DTYPE_BF16, {128}, "bias"));
-    h = g.add(value(PHX_PLUGIN_VALUE_INTERMEDIATE, PHX_DTYPE_BF16, {m, 128}, "h"));
-    y = g.add(value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_BF16, {m, 128}, "y"));
+    x = g.add(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_BF16, {m, 256}, names[0].c_str()));
+    w = g.add(
+        plugin_value(PHX_PLUGIN_VALUE_CONSTANT, PHX_DTYPE_BF16, {256, 128}, names[1].c_str()));
+    bias = g.add(plugin_value(PHX_PLUGIN_VALUE_CONSTANT, PHX_DTYPE_BF16, {128}, "bias"));
+    h = g.add(plugin_value(PHX_PLUGIN_VALUE_INTERMEDIATE, PHX_DTYPE_BF16, {m, 128}, "h"));
+    y = g.add(plugin_value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_BF16, {m, 128}, "y"));
     matmul.activation = PHX_ACTIVATION_RELU;
     g.node(PHX_OP_MATMUL, &matmul, {x, w, bias}, h, names[2].c_str());
     g.node(PHX_OP_SOFTMAX, &softmax, {h}, y, "softmax");
@@ -162,16 +115,6 @@ SimConfig v5e() {
   return cfg;
 }
 
-phx_plugin_tensor tensor_of(const phx_plugin_value& v, void* buffer) {
-  phx_plugin_tensor t{};
-  t.struct_size = sizeof t;
-  t.buffer = buffer;
-  t.dtype = v.dtype;
-  t.rank = v.rank;
-  for (uint32_t d = 0; d < PHX_MAX_RANK; ++d) t.shape[d] = v.shape[d];
-  return t;
-}
-
 // The executable's figures are those of the eager ops: the fused matmul priced as one
 // matmul with its bias and activation (no vector work: its epilogue is fused), the
 // softmax as vector work.
@@ -186,7 +129,7 @@ TEST(Executable, CostsTheSumOfItsNodesOps) {
 
   char data;  // present, never read
   phx_plugin_tensor t[5];
-  for (uint32_t i = 0; i < 5; ++i) t[i] = tensor_of(d.g.value_at(i), &data);
+  for (uint32_t i = 0; i < 5; ++i) t[i] = plugin_tensor(d.g.value_at(i), &data);
   phx_plugin_op matmul{sizeof(phx_plugin_op), PHX_OP_MATMUL, &d.matmul, t, 3, &t[d.h], 1, nullptr};
   phx_plugin_op softmax{
       sizeof(phx_plugin_op), PHX_OP_SOFTMAX, &d.softmax, &t[d.h], 1, &t[d.y], 1, nullptr};
@@ -219,7 +162,7 @@ TEST(Executable, BindsANodeToTheRunsTensorsWithItsOwnParams) {
 
   char buffers[5];
   std::vector<phx_plugin_tensor> run(5);
-  for (uint32_t i = 0; i < 5; ++i) run[i] = tensor_of(values[i], &buffers[i]);
+  for (uint32_t i = 0; i < 5; ++i) run[i] = plugin_tensor(values[i], &buffers[i]);
   const BoundNode dense(executable->nodes[0], run.data());
   const phx_plugin_op& op = dense.op();
   EXPECT_EQ(op.op, PHX_OP_MATMUL);
@@ -233,9 +176,9 @@ TEST(Executable, BindsANodeToTheRunsTensorsWithItsOwnParams) {
 
 TEST(Executable, AnAbsentInputIsBoundAsANullBuffer) {
   TestGraph g;
-  const uint32_t a = g.add(value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {4, 8}, "a"));
-  const uint32_t b = g.add(value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {8, 2}, "b"));
-  const uint32_t c = g.add(value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_F32, {4, 2}, "c"));
+  const uint32_t a = g.add(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {4, 8}, "a"));
+  const uint32_t b = g.add(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {8, 2}, "b"));
+  const uint32_t c = g.add(plugin_value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_F32, {4, 2}, "c"));
   const phx_matmul_params params PHX_MATMUL_PARAMS_INIT;
   g.node(PHX_OP_MATMUL, &params, {a, b, PHX_PLUGIN_NO_VALUE}, c, "mm");
   std::string error;
@@ -245,7 +188,7 @@ TEST(Executable, AnAbsentInputIsBoundAsANullBuffer) {
   EXPECT_EQ(executable->run_cost.hbm_bytes, (32u + 16u + 8u) * 4u);
   char buffers[3];
   phx_plugin_tensor run[3];
-  for (uint32_t i = 0; i < 3; ++i) run[i] = tensor_of(g.value_at(i), &buffers[i]);
+  for (uint32_t i = 0; i < 3; ++i) run[i] = plugin_tensor(g.value_at(i), &buffers[i]);
   const BoundNode bound(executable->nodes[0], run);
   ASSERT_EQ(bound.op().input_count, 3u);
   EXPECT_EQ(bound.op().inputs[2].buffer, nullptr);
@@ -253,8 +196,8 @@ TEST(Executable, AnAbsentInputIsBoundAsANullBuffer) {
 
 TEST(Executable, ANodeNoClaimedOpMatchesIsRefusedByName) {
   TestGraph g;
-  const uint32_t a = g.add(value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {4}, "a"));
-  const uint32_t q = g.add(value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_I8, {4}, "q"));
+  const uint32_t a = g.add(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {4}, "a"));
+  const uint32_t q = g.add(plugin_value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_I8, {4}, "q"));
   const phx_quantize_params params PHX_QUANTIZE_PARAMS_INIT;
   g.node(PHX_OP_QUANTIZE, &params, {a, a, a}, q, "quantize 0");
   std::string error;

@@ -401,4 +401,124 @@ TEST(TpuSimGraph, AFusedAttentionIsPricedAndComputedAsTheEagerAttention) {
   phx_graph_destroy(graph);
 }
 
+// phx_executable_stats of exe by name.
+std::map<std::string, double> executable_stats(phx_executable exe) {
+  size_t count = 0;
+  EXPECT_EQ(phx_executable_stats(exe, nullptr, 0, &count), PHX_STATUS_OK) << phx_last_error();
+  std::vector<phx_metric> metrics(count);
+  EXPECT_EQ(phx_executable_stats(exe, metrics.data(), count, &count), PHX_STATUS_OK);
+  std::map<std::string, double> named;
+  for (const phx_metric& m : metrics) named[m.name] = m.value;
+  return named;
+}
+
+// phx_executable_save and phx_executable_load end to end (docs/tpu-sim.md, "Saved
+// executables"): in a fresh context, whose chip's compile cache is empty, the loaded
+// executable's part is made from the saved model, at no modelled compile, and its runs
+// give the original's bits; a chip of another configuration but the same name refuses it.
+TEST(TpuSimGraph, ASavedExecutableLoadsWithoutCompilingAndGivesTheSameBits) {
+  const auto input = bf16_values(size_t(kM * DenseSoftmax::kK), 1.0f, 2.0f);
+  std::vector<unsigned char> bytes;
+  std::vector<uint16_t> want;
+  {
+    Sim sim("generation=v5e");
+    const size_t d = sim.device();
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+    DenseSoftmax g(sim.context(), kM);
+    Executable exe(sim.context(), g.graph, d);
+    Tensor x(sim.context(), d, PHX_DTYPE_BF16, {kM, DenseSoftmax::kK});
+    Tensor y(sim.context(), d, PHX_DTYPE_BF16, {kM, DenseSoftmax::kN});
+    x.upload(input);
+    run_executable(stream, exe, x, y);
+    want = y.download<uint16_t>(size_t(kM * DenseSoftmax::kN));
+    size_t size = 0;
+    ASSERT_EQ(phx_executable_save(exe.get(), nullptr, 0, &size), PHX_STATUS_OK) << phx_last_error();
+    bytes.resize(size);
+    ASSERT_EQ(phx_executable_save(exe.get(), bytes.data(), size, &size), PHX_STATUS_OK)
+        << phx_last_error();
+    phx_stream_destroy(stream);
+  }
+  {
+    Sim sim("generation=v5e");
+    const size_t d = sim.device();
+    phx_executable loaded = nullptr;
+    ASSERT_EQ(phx_executable_load(sim.context(), bytes.data(), bytes.size(), nullptr, &loaded),
+              PHX_STATUS_OK)
+        << phx_last_error();
+    const auto stats = executable_stats(loaded);
+    EXPECT_EQ(stats.at("loaded_from_serialized"), 1.0);
+    EXPECT_EQ(stats.at("compile_time_ns"), 0.0);
+    const auto device = sim.stats(d);
+    EXPECT_EQ(device.at("executables_loaded"), 1.0);
+    EXPECT_EQ(device.at("graph_compile_cache_misses"), 0.0);
+    EXPECT_EQ(device.at("compile_time_ns_total"), 0.0);
+
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+    Tensor x(sim.context(), d, PHX_DTYPE_BF16, {kM, DenseSoftmax::kK});
+    Tensor y(sim.context(), d, PHX_DTYPE_BF16, {kM, DenseSoftmax::kN});
+    x.upload(input);
+    const phx_tensor in = x.get(), out = y.get();
+    ASSERT_EQ(phx_executable_run(stream, loaded, &in, 1, &out, 1, nullptr), PHX_STATUS_OK)
+        << phx_last_error();
+    ASSERT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK);
+    EXPECT_EQ(y.download<uint16_t>(want.size()), want);
+    phx_stream_destroy(stream);
+    phx_executable_destroy(loaded);
+  }
+  {
+    Sim sim("generation=v5e,precision=highest");  // the same device name, other numerics
+    phx_executable loaded = nullptr;
+    EXPECT_EQ(phx_executable_load(sim.context(), bytes.data(), bytes.size(), nullptr, &loaded),
+              PHX_STATUS_INCOMPATIBLE);
+    EXPECT_EQ(loaded, nullptr);
+    EXPECT_NE(std::string(phx_last_error()).find("precision="), std::string::npos)
+        << phx_last_error();
+  }
+}
+
+// PHX_PLACEMENT_COST asks tpu-sim's graph_estimate (docs/tpu-sim.md, "Time estimates"):
+// the input lives on the chip and the chip's model prices both nodes far below the CPU's
+// nominal roofline (a 1.8 MFLOP matmul: about 20 us there), so both stay on the chip, each
+// predicted at its modelled time rounded up; under PHX_COMPILE_DETERMINISTIC two compiles
+// place and price the nodes alike.
+TEST(TpuSimGraph, CostPlacementPricesTheNodesWithTheModel) {
+  Sim sim("generation=v5e");
+  ASSERT_TRUE(sim.has_cpu());
+  DenseSoftmax g(sim.context(), kM);
+  std::vector<std::vector<std::pair<size_t, uint64_t>>> placements;
+  for (int compile = 0; compile < 2; ++compile) {
+    phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+    options.device = sim.device();
+    const size_t cpu = sim.cpu();
+    options.other_devices = &cpu;
+    options.other_device_count = 1;
+    options.placement = PHX_PLACEMENT_COST;
+    options.flags = PHX_COMPILE_DETERMINISTIC;
+    phx_executable exe = nullptr;
+    ASSERT_EQ(phx_graph_compile(sim.context(), g.graph, &options, &exe), PHX_STATUS_OK)
+        << phx_last_error();
+    phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+    auto& nodes = placements.emplace_back();
+    for (size_t n = 0; n < info.node_count; ++n) {
+      phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+      ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
+      EXPECT_GT(node.predicted_time_ns, 0u) << node.name;
+      EXPECT_LT(node.predicted_time_ns, UINT64_MAX) << node.name;
+      EXPECT_EQ(node.device, sim.device()) << node.name;
+      nodes.emplace_back(node.device, node.predicted_time_ns);
+    }
+    ASSERT_EQ(nodes.size(), 2u);
+    // The sum of the two estimates, each rounded up, is the part's modelled time.
+    const double modelled = executable_stats(exe).at("modelled_time_ns");
+    const double predicted = double(nodes[0].second + nodes[1].second);
+    EXPECT_GE(predicted, modelled);
+    EXPECT_LT(predicted, modelled + 2.0);
+    phx_executable_destroy(exe);
+  }
+  EXPECT_EQ(placements[0], placements[1]);
+}
+
 }  // namespace
