@@ -8,7 +8,7 @@ bin_dir="$build_dir/bin"
 # Listed, not globbed, so that a missing example is an error instead of a silent skip.
 programs=(phx-devices phx_example_device_available phx_example_tensors phx_example_matmul
           phx_example_mlp phx_example_mlp_graph phx_example_attention
-          phx_example_quantized_linear phx_example_tpu_timing)
+          phx_example_quantized_linear phx_example_tpu_timing phx_example_npu_optimize)
 
 for program in "${programs[@]}"; do
   if [ ! -x "$bin_dir/$program" ]; then
