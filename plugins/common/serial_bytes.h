@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,5 +82,23 @@ class ByteReader {
   size_t at_ = 0;
   bool ok_ = true;
 };
+
+// The fields of serialized data between its 8-byte magic and its checksum, once both are
+// checked; nullopt with error set for data of another kind (what names the kind expected)
+// or damaged data.
+inline std::optional<ByteReader> open_serialized(std::span<const uint8_t> bytes,
+                                                 const char (&magic)[8], const char* what,
+                                                 std::string& error) {
+  if (bytes.size() < sizeof magic || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
+    error = std::string("not a serialized ") + what + " (bad magic)";
+    return std::nullopt;
+  }
+  if (!checksum_matches(bytes)) {
+    error = "truncated or damaged: its checksum does not match its " +
+            std::to_string(bytes.size()) + " bytes";
+    return std::nullopt;
+  }
+  return ByteReader(bytes.first(bytes.size() - sizeof(uint64_t)).subspan(sizeof magic));
+}
 
 }  // namespace phx::plugin_common

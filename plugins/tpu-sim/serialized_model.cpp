@@ -88,16 +88,10 @@ std::vector<uint8_t> write_serialized_model(const SerializedModel& model) {
 
 bool read_serialized_model(std::span<const uint8_t> bytes, SerializedModel& out,
                            std::string& error) {
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    error = "not a serialized tpu-sim executable (bad magic)";
-    return false;
-  }
-  if (!plugin_common::checksum_matches(bytes)) {
-    error = "truncated or damaged: its checksum does not match its " +
-            std::to_string(bytes.size()) + " bytes";
-    return false;
-  }
-  ByteReader r(bytes.first(bytes.size() - sizeof(uint64_t)).subspan(sizeof kMagic));
+  std::optional<ByteReader> opened =
+      plugin_common::open_serialized(bytes, kMagic, "tpu-sim executable", error);
+  if (!opened) return false;
+  ByteReader& r = *opened;
   SerializedModel model;
   model.format_version = r.get<uint32_t>();
   if (r.ok() && model.format_version != kSerializedModelFormat) {

@@ -76,16 +76,10 @@ std::vector<uint8_t> write_serialized_executable(const SerializedExecutable& e) 
 
 bool read_serialized_executable(std::span<const uint8_t> bytes, SerializedExecutable& out,
                                 std::string& error) {
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    error = "not a serialized Vulkan executable (bad magic)";
-    return false;
-  }
-  if (!plugin_common::checksum_matches(bytes)) {
-    error = "truncated or damaged: its checksum does not match its " +
-            std::to_string(bytes.size()) + " bytes";
-    return false;
-  }
-  ByteReader r(bytes.first(bytes.size() - sizeof(uint64_t)).subspan(sizeof kMagic));
+  std::optional<ByteReader> opened =
+      plugin_common::open_serialized(bytes, kMagic, "Vulkan executable", error);
+  if (!opened) return false;
+  ByteReader& r = *opened;
   SerializedExecutable e;
   e.format_version = r.get<uint32_t>();
   if (r.ok() && e.format_version != kSerializedExecutableFormat) {
