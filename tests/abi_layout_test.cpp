@@ -729,6 +729,8 @@ static_assert(kSame<decltype(phx_plugin_api::executable_node_report),
                     phx_status (*)(void*, void*, size_t, phx_plugin_node_report*)>);
 static_assert(kSame<decltype(&phx_executable_describe_node),
                     phx_status (*)(phx_executable, size_t, phx_executable_node_info*)>);
+static_assert(kSame<decltype(&phx_executable_input_info),
+                    phx_status (*)(phx_executable, size_t, phx_value_info*)>);
 static_assert(
     kSame<decltype(&phx_executable_save), phx_status (*)(phx_executable, void*, size_t, size_t*)>);
 static_assert(kSame<decltype(&phx_executable_load),

@@ -168,6 +168,14 @@ TEST_F(ExecutableSave, ADynamicExecutableKeepsItsDynamicDimensions) {
   ASSERT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
   phx_executable loaded = nullptr;
   ASSERT_EQ(load(bytes, &loaded), PHX_STATUS_OK) << phx_last_error();
+  phx_value_info input = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_executable_input_info(loaded, 0, &input), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(input.name, "x");
+  EXPECT_EQ(input.kind, PHX_VALUE_INPUT);
+  EXPECT_EQ(input.dtype, PHX_DTYPE_F32);
+  EXPECT_EQ(input.rank, 1u);
+  EXPECT_EQ(input.shape[0], PHX_DIM_DYNAMIC);
+  EXPECT_EQ(phx_executable_input_info(loaded, 1, &input), PHX_STATUS_NOT_FOUND);
   EXPECT_EQ(run(loaded, cpu_, {1, 2, 3}, 3), (std::vector<float>{2, 4, 6}));
   EXPECT_EQ(run(loaded, cpu_, {1, 2, 3, 4, 5}, 5), (std::vector<float>{2, 4, 6, 8, 10}));
   EXPECT_EQ(phx_executable_destroy(loaded), PHX_STATUS_OK);

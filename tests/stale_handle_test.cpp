@@ -389,6 +389,11 @@ const std::vector<Row>& rows() {
          phx_executable_node_info info = PHX_EXECUTABLE_NODE_INFO_INIT;
          return phx_executable_describe_node(as<phx_executable>(h), 0, &info);
        }},
+      {"phx_executable_input_info", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         phx_value_info info = PHX_VALUE_INFO_INIT;
+         return phx_executable_input_info(as<phx_executable>(h), 0, &info);
+       }},
       {"phx_executable_save", K::kExecutable, false,
        [](W, uintptr_t h) {
          size_t size = 0;

@@ -290,6 +290,26 @@ PHX_API phx_status phx_executable_output_desc(phx_executable handle, const phx_t
   });
 }
 
+PHX_API phx_status phx_executable_input_info(phx_executable handle, size_t index,
+                                             phx_value_info* out_info) {
+  return guard(__func__, [&] {
+    const Executable& exe = lookup_executable(handle);
+    require_out(out_info, "out_info");
+    check_struct_size(out_info->struct_size, "out_info");
+    if (index >= exe.inputs.size())
+      fail(PHX_STATUS_NOT_FOUND, "no input " + std::to_string(index) + " (the executable has " +
+                                     std::to_string(exe.inputs.size()) + ")");
+    const InputSpec& spec = exe.inputs[index];
+    phx_value_info info PHX_VALUE_INFO_INIT;
+    info.kind = PHX_VALUE_INPUT;
+    info.name = spec.name.c_str();
+    info.dtype = spec.operand.dtype;
+    info.rank = spec.operand.rank;
+    std::copy(spec.operand.shape, spec.operand.shape + PHX_MAX_RANK, info.shape);
+    write_struct(out_info, info, "out_info");
+  });
+}
+
 PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable_info* out_info) {
   return guard(__func__, [&] {
     const Executable& exe = lookup_executable(handle);

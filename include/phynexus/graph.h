@@ -259,6 +259,14 @@ PHX_API phx_status phx_executable_output_desc(phx_executable executable, const p
                                               size_t input_count, size_t index,
                                               phx_tensor_desc* out_desc);
 
+/* Describes input index of the executable as the graph it was compiled from had it
+ * (kind PHX_VALUE_INPUT; its name; its dtype; its shape, PHX_DIM_DYNAMIC where a run gives
+ * the size): what a program needs to feed an executable it loaded. The name is owned by
+ * the executable and valid until it is destroyed. Returns INVALID_ARGUMENT, NOT_FOUND
+ * (index past the inputs). Externally synchronized: executable. */
+PHX_API phx_status phx_executable_input_info(phx_executable executable, size_t index,
+                                             phx_value_info* out_info);
+
 typedef struct phx_executable_info {
   size_t struct_size;
   size_t device;

@@ -1,6 +1,7 @@
 // Writes the seed corpora of the fuzz targets under the folder given (tests/fuzz/corpus
 // when run as README.md says): for fuzz_op_run a well-formed program per op family, one
-// of transfers and one of misuse; for fuzz_sim_config a configuration per TPU generation
+// of transfers and one of misuse; for fuzz_graph graph programs; for fuzz_executable_load
+// executables saved on every device; for fuzz_sim_config a configuration per TPU generation
 // and NPU profile and a few malformed ones; for fuzz_pipeline_cache a valid cache file
 // and a few broken ones. The seeds are only starting points: the fuzzer mutates them.
 #include <phynexus/phynexus.h>
@@ -358,6 +359,16 @@ void write_graph(const fs::path& dir) {
                                      .compile(0, {})
                                      .compile(PHX_COMPILE_NO_CONSTANT_FOLDING, {})
                                      .data());
+  // The same, saved, loaded and run again (bit 4) on every device: sizes for both runs.
+  write(dir / "matmul_relu_saved",
+        GraphProgram()
+            .input(PHX_DTYPE_F32, {kDynamicDim, 4}, {1, 0})
+            .constant(PHX_DTYPE_F32, {4, 3})
+            .node(PHX_OP_MATMUL, {0, 1})
+            .node(PHX_OP_RELU, {2})
+            .output(3)
+            .compile(16, {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2})
+            .data());
   // A tensor constant destroyed before the compile; value numbers past the graph; an
   // input as an output; a node of an unknown op.
   write(dir / "misuse", GraphProgram()
@@ -370,6 +381,67 @@ void write_graph(const fs::path& dir) {
                             .output(2)
                             .compile(0, {})
                             .data());
+}
+
+// Saved executables (phx_executable_save) of x[2, 4] @ w + b, relu, - x: on every device
+// that compiles it, and once more with a dynamic batch on the first device.
+void write_executable_load(const fs::path& dir) {
+  phx_context context = nullptr;
+  size_t devices = 0;
+  if (phx_context_create(nullptr, &context) != PHX_STATUS_OK ||
+      phx_device_count(context, &devices) != PHX_STATUS_OK) {
+    std::fprintf(stderr, "make_seeds: no context: %s\n", phx_last_error());
+    return;
+  }
+  const float w[16] = {0.5f, -1, 0.25f, 2, 1, 0, -0.5f, 1, 0.75f, 1, -2, 0, 1, 0.5f, 0, -1};
+  const float b[4] = {0.5f, -0.25f, 1, 0};
+  for (const int64_t batch : {int64_t{2}, PHX_DIM_DYNAMIC}) {
+    phx_graph graph = nullptr;
+    phx_graph_create(context, &graph);
+    const int64_t x_shape[2] = {batch, 4}, w_shape[2] = {4, 4}, b_shape[1] = {4};
+    phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+    input.dtype = PHX_DTYPE_F32;
+    input.rank = 2;
+    input.shape = x_shape;
+    phx_value x = 0, vw = 0, vb = 0, product = 0, sum = 0, relu = 0, y = 0;
+    phx_graph_add_input(graph, &input, &x);
+    phx_graph_add_constant(graph, "w", PHX_DTYPE_F32, 2, w_shape, w, sizeof w, &vw);
+    phx_graph_add_constant(graph, "b", PHX_DTYPE_F32, 1, b_shape, b, sizeof b, &vb);
+    auto node = [&](phx_op_id op, std::initializer_list<phx_value> inputs, phx_value* out) {
+      const std::vector<phx_value> values(inputs);
+      phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+      desc.op = op;
+      desc.inputs = values.data();
+      desc.input_count = values.size();
+      desc.output_count = 1;
+      phx_graph_add_node(graph, &desc, out);
+    };
+    node(PHX_OP_MATMUL, {x, vw}, &product);
+    node(PHX_OP_ADD, {product, vb}, &sum);
+    node(PHX_OP_RELU, {sum}, &relu);
+    node(PHX_OP_SUB, {relu, x}, &y);
+    phx_graph_add_output(graph, y, "y");
+    for (size_t d = 0; d < (batch == PHX_DIM_DYNAMIC ? 1 : devices); ++d) {
+      phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+      options.device = d;
+      phx_executable exe = nullptr;
+      size_t size = 0;
+      if (phx_graph_compile(context, graph, &options, &exe) != PHX_STATUS_OK ||
+          phx_executable_save(exe, nullptr, 0, &size) != PHX_STATUS_OK) {
+        phx_executable_destroy(exe);
+        continue;
+      }
+      std::vector<uint8_t> bytes(size);
+      phx_executable_save(exe, bytes.data(), size, &size);
+      phx_device_info info = PHX_DEVICE_INFO_INIT;
+      phx_device_get(context, d, &info);
+      write(dir / ((batch == PHX_DIM_DYNAMIC ? "mlp_dynamic_" : "mlp_") + std::string(info.plugin)),
+            bytes);
+      phx_executable_destroy(exe);
+    }
+    phx_graph_destroy(graph);
+  }
+  phx_context_destroy(context);
 }
 
 void write_sim_config(const fs::path& dir) {
@@ -447,6 +519,7 @@ int main(int argc, char** argv) {
   const fs::path root = argv[1];
   write_op_run(root / "fuzz_op_run");
   write_graph(root / "fuzz_graph");
+  write_executable_load(root / "fuzz_executable_load");
   write_sim_config(root / "fuzz_sim_config");
   write_pipeline_cache(root / "fuzz_pipeline_cache");
   return 0;
