@@ -1176,6 +1176,35 @@ TEST_F(GraphTest, ANormKeepsAReaderItCannotTake) {
   const Executable exe2 = compile(shifted.get());
   ASSERT_TRUE(exe2);
   EXPECT_EQ(describe(exe2.get()).fused_nodes, 0u) << "a shift before the scale";
+
+  // A shift computed by a node after the norm's: the norm runs before it, so it takes the
+  // scale only. The results are those of the graph (within the bound of the test above).
+  const Graph late = new_graph();
+  const phx_value x3 = input(late.get(), {kRows, kD});
+  const phx_value b3 = input(late.get(), {kD});
+  const std::vector<float> gammas = iota(kD, 0.5f, 0.25f);
+  const phx_value gamma3 = constant(late.get(), {kD}, gammas);
+  const phx_value n3 = node(late.get(), "norm", PHX_OP_LAYER_NORM, nullptr, {x3});
+  const phx_value beta3 = node(late.get(), "beta", PHX_OP_RELU, nullptr, {b3});
+  const phx_value scaled3 = node(late.get(), "scale", PHX_OP_MUL, nullptr, {n3, gamma3});
+  ASSERT_EQ(
+      phx_graph_add_output(
+          late.get(), node(late.get(), "shift", PHX_OP_ADD, nullptr, {scaled3, beta3}), nullptr),
+      kOk);
+  const Executable exe3 = compile(late.get());
+  ASSERT_TRUE(exe3);
+  EXPECT_EQ(describe(exe3.get()).fused_nodes, 1u) << "the scale only";
+  // Each row of x is -1, 1, -1, ...: the norm is -1, 1, ... (variance 1, epsilon 1e-5);
+  // the shift is relu(b) = b for b >= 0.
+  std::vector<float> xs(kRows * kD), bs(kD);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = i % 2 == 0 ? -1.0f : 1.0f;
+  for (size_t i = 0; i < bs.size(); ++i) bs[i] = 0.5f * float(i);
+  const std::vector<float> got = run(exe3.get(), {{kRows, kD}, {kD}}, {xs, bs}, {kRows, kD});
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double want = xs[i] / std::sqrt(1 + 1e-5) * gammas[i % kD] + bs[i % kD];
+    ASSERT_NEAR(got[i], want, (2 * kD + 34) * kF32Epsilon * (2 * gammas[i % kD] + bs[i % kD]))
+        << "element " << i;
+  }
 }
 
 // ---- Lifetimes
