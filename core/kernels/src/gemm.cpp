@@ -438,7 +438,6 @@ PackedB gemm_pack_b(const GemmArgs& args) {
   const IsaKernels& ks = kernels_for(chosen_isa());
   PackedB packed;
   packed.k_ = args.k;
-  packed.n_ = args.n;
   packed.n_padded_ = round_up(args.n, ks.nr);
   packed.isa_ = &ks;
   packed.panels_.reset(

@@ -135,7 +135,8 @@ void run_matmul(const phx_matmul_params& params, const HostTensor& a, const Host
 namespace phx::kernels {
 
 bool matmul_packs_b(phx_dtype a_dtype, const HostTensor& b) {
-  return a_dtype == PHX_DTYPE_F32 && b.dtype == PHX_DTYPE_F32 && b.rank == 2;
+  return a_dtype == PHX_DTYPE_F32 && b.dtype == PHX_DTYPE_F32 && b.rank == 2 && b.shape[0] > 0 &&
+         b.shape[1] > 0;
 }
 
 PackedB matmul_pack_b(const phx_matmul_params& params, const HostTensor& b) {

@@ -56,8 +56,6 @@ void gemm(const GemmArgs& args, ThreadPool& pool);
 // time, so that a product with it packs only A. Holds no pointer to B. Move-only.
 class PackedB {
  public:
-  int64_t k() const { return k_; }
-  int64_t n() const { return n_; }
   uint64_t bytes() const { return uint64_t(n_padded_) * uint64_t(k_) * sizeof(float); }
 
  private:
@@ -67,13 +65,13 @@ class PackedB {
     void operator()(float* p) const { ::operator delete(p, std::align_val_t(64)); }
   };
 
-  int64_t k_ = 0, n_ = 0;
+  int64_t k_ = 0;
   int64_t n_padded_ = 0;                          // N rounded up to the panel width
   const void* isa_ = nullptr;                     // the instruction set's kernels
   std::unique_ptr<float, AlignedDelete> panels_;  // 64-byte aligned, as gemm's own
 };
 
-// Packs args' B (in_dtype f32, b, ldb, trans_b, k and n; k > 0) as gemm would for a
+// Packs args' B (in_dtype f32, b, ldb, trans_b, k and n, both > 0) as gemm would for a
 // product of these K and N. Throws std::bad_alloc.
 PackedB gemm_pack_b(const GemmArgs& args);
 

@@ -39,7 +39,7 @@ phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, si
                   const HostTensor* outputs, size_t output_count, ThreadPool& pool);
 
 // Whether a matmul whose first input is of a_dtype can take b as its second input packed
-// by matmul_pack_b: f32 a and b, b a matrix (rank 2).
+// by matmul_pack_b: f32 a and b, b a matrix (rank 2) with no dimension of 0.
 bool matmul_packs_b(phx_dtype a_dtype, const HostTensor& b);
 
 // b packed for every matmul of params whose second input is b (matmul_packs_b). Throws
