@@ -7,6 +7,11 @@
 // - ew8: eight cheap f32 elementwise ops (mul, add, sub, relu, twice) on 4M elements
 //   (16 MiB per value, past the caches), with constants of that size: what fusing a
 //   chain saves in memory traffic (the CPU device runs it block by block, docs/graphs.md).
+// - mlp4 at batch 1 and 64 on the CPU device with its weights given as host bytes
+//   (phx_graph_add_constant: constants of fixed contents, which the CPU device packs for
+//   its GEMM at compile time) against the same executable with its weights read in place
+//   from tensors (packed again at every run), and the eager ops: what packing a weight
+//   once saves.
 // Each iteration runs the whole workload and waits for it, after one run that is not
 // timed (it compiles the device's kernels). The summary prints the
 // per-node cost of chain64 and the speed of each mlp4 form against the eager one.
@@ -146,33 +151,51 @@ std::unique_ptr<Workload> chain(const Device& d) {
   return w;
 }
 
-std::unique_ptr<Workload> mlp(const Device& d) {
+// A constant holding a copy of t's contents, given as host bytes.
+phx_value add_host_constant(phx_graph g, phx_tensor t) {
+  phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+  check(phx_tensor_describe(t, &desc), "phx_tensor_describe");
+  std::vector<unsigned char> bytes(desc.byte_size);
+  check(phx_tensor_download(t, 0, bytes.data(), bytes.size()), "phx_tensor_download");
+  phx_value v = 0;
+  check(phx_graph_add_constant(g, nullptr, desc.dtype, desc.rank, desc.shape, bytes.data(),
+                               bytes.size(), &v),
+        "phx_graph_add_constant");
+  return v;
+}
+
+// Four layers of matmul + bias + relu; the graph's weights and biases are the tensors
+// read in place, or copies given as host bytes.
+std::unique_ptr<Workload> mlp_of(const Device& d, int64_t batch, bool host_constants) {
   static const phx_matmul_params plain = PHX_MATMUL_PARAMS_INIT;
   auto w = std::make_unique<Workload>();
   w->reserve(3 * kLayers);
   w->tensors.reserve(8 * kLayers + 2);  // eager descriptors point at the tensors' handles
   check(phx_graph_create(d.context, &w->graph), "phx_graph_create");
-  w->input = w->keep(make_tensor(d, {kBatch, kWidth}, 1));
-  phx_value v = add_input(w->graph, {kBatch, kWidth});
+  w->input = w->keep(make_tensor(d, {batch, kWidth}, 1));
+  phx_value v = add_input(w->graph, {batch, kWidth});
   phx_tensor previous = w->input;
+  const auto constant = host_constants ? add_host_constant : add_constant;
   for (int layer = 0; layer < kLayers; ++layer) {
     const phx_tensor weight = w->keep(make_tensor(d, {kWidth, kWidth}, 3.0f + layer));
     const phx_tensor bias = w->keep(make_tensor(d, {kWidth}, 7.0f + layer));
-    v = add_node(w->graph, PHX_OP_MATMUL, {v, add_constant(w->graph, weight)}, &plain);
-    v = add_node(w->graph, PHX_OP_ADD, {v, add_constant(w->graph, bias)});
+    v = add_node(w->graph, PHX_OP_MATMUL, {v, constant(w->graph, weight)}, &plain);
+    v = add_node(w->graph, PHX_OP_ADD, {v, constant(w->graph, bias)});
     v = add_node(w->graph, PHX_OP_RELU, {v});
-    phx_tensor* product = &w->tensors.emplace_back(make_tensor(d, {kBatch, kWidth}, 0));
-    phx_tensor* biased = &w->tensors.emplace_back(make_tensor(d, {kBatch, kWidth}, 0));
-    phx_tensor* activated = &w->tensors.emplace_back(make_tensor(d, {kBatch, kWidth}, 0));
+    phx_tensor* product = &w->tensors.emplace_back(make_tensor(d, {batch, kWidth}, 0));
+    phx_tensor* biased = &w->tensors.emplace_back(make_tensor(d, {batch, kWidth}, 0));
+    phx_tensor* activated = &w->tensors.emplace_back(make_tensor(d, {batch, kWidth}, 0));
     w->eager_op(PHX_OP_MATMUL, {previous, weight}, product, &plain);
     w->eager_op(PHX_OP_ADD, {*product, bias}, biased);
     w->eager_op(PHX_OP_RELU, {*biased}, activated);
     previous = *activated;
   }
   check(phx_graph_add_output(w->graph, v, nullptr), "phx_graph_add_output");
-  w->output = w->keep(make_tensor(d, {kBatch, kWidth}, 0));
+  w->output = w->keep(make_tensor(d, {batch, kWidth}, 0));
   return w;
 }
+
+std::unique_ptr<Workload> mlp(const Device& d) { return mlp_of(d, kBatch, false); }
 
 std::unique_ptr<Workload> elementwise(const Device& d) {
   constexpr phx_op_id kOps[] = {PHX_OP_MUL, PHX_OP_ADD, PHX_OP_SUB, PHX_OP_RELU,
@@ -224,6 +247,30 @@ void register_workload(const std::string& prefix, const Device* d, Maker make) {
     })->UseRealTime();
 }
 
+// mlp4 at batch 1 and 64 on device: eager, and fused executables with the weights read in place
+// (mlp4_bN_DEVICE_in_place) and given as host bytes (mlp4_bN_DEVICE_host_bytes).
+void register_weight_forms(const std::string& device, const Device* d) {
+  for (const int64_t batch : {int64_t{1}, kBatch}) {
+    const std::string prefix = "mlp4_b" + std::to_string(batch) + "_" + device;
+    benchmark::RegisterBenchmark((prefix + "_eager").c_str(), [d, batch](benchmark::State& state) {
+      auto w = mlp_of(*d, batch, false);
+      run_eager(*d, w->eager);
+      for (auto _ : state) run_eager(*d, w->eager);
+    })->UseRealTime();
+    for (const bool host : {false, true})
+      benchmark::RegisterBenchmark((prefix + (host ? "_host_bytes" : "_in_place")).c_str(),
+                                   [d, batch, host](benchmark::State& state) {
+                                     auto w = mlp_of(*d, batch, host);
+                                     const phx_executable exe = compile(*d, w->graph, 0);
+                                     run_executable(*d, exe, w->input, w->output);
+                                     for (auto _ : state)
+                                       run_executable(*d, exe, w->input, w->output);
+                                     phx_executable_destroy(exe);
+                                   })
+          ->UseRealTime();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,6 +296,7 @@ int main(int argc, char** argv) {
     register_workload("chain64_" + name, &d, chain);
     register_workload("mlp4_" + name, &d, mlp);
     register_workload("ew8_" + name, &d, elementwise);
+    if (name == "cpu") register_weight_forms(name, &d);
   }
   const std::map<std::string, double> best = phx_bench::run_keeping_best_times(&argc, argv);
   std::printf("\n");
@@ -274,6 +322,18 @@ int main(int argc, char** argv) {
     if (ew_eager > 0 && ew_unfused > 0 && ew_fused > 0)
       std::printf("ew8 on %s: executable %.2fx, fused executable %.2fx the speed of eager ops\n",
                   name.c_str(), ew_eager / ew_unfused, ew_eager / ew_fused);
+    for (const int64_t batch : {int64_t{1}, kBatch}) {
+      const std::string prefix = "mlp4_b" + std::to_string(batch) + "_" + name;
+      const double b_eager = time(prefix + "_eager");
+      const double in_place = time(prefix + "_in_place");
+      const double host_bytes = time(prefix + "_host_bytes");
+      if (b_eager > 0 && in_place > 0 && host_bytes > 0)
+        std::printf(
+            "mlp4 batch %lld on %s: %.0f ns eager; executable with weights read in place %.0f "
+            "ns (%.2fx), given as host bytes %.0f ns (%.2fx)\n",
+            static_cast<long long>(batch), name.c_str(), b_eager, in_place, b_eager / in_place,
+            host_bytes, b_eager / host_bytes);
+    }
   }
   for (auto& [name, d] : devices) phx_stream_destroy(d.stream);
   phx_context_destroy(context);

@@ -74,16 +74,23 @@ class CpuExecutable : public ::testing::Test {
               PHX_STATUS_OK);
     return v;
   }
+  // A constant the executable reads in place: its contents may change between runs.
+  Value tensor_constant(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+    Value v{0, make(shape, values)};
+    EXPECT_EQ(phx_graph_add_constant_tensor(graph_, nullptr, v.tensor, &v.id), PHX_STATUS_OK);
+    return v;
+  }
   // Adds the node and runs it eagerly on the values' tensors.
-  Value node(phx_op_id op, std::vector<Value> in, const std::vector<int64_t>& shape) {
+  Value node(phx_op_id op, std::vector<Value> in, const std::vector<int64_t>& shape,
+             const void* params = nullptr) {
     std::vector<phx_value> ids;
     std::vector<phx_tensor> tensors;
     for (const Value& v : in) {
       ids.push_back(v.id);
       tensors.push_back(v.tensor);
     }
-    Value out{phx_test::add_node(graph_, op, ids), make(shape, {})};
-    phx_op_desc run{sizeof(phx_op_desc), op,          nullptr, tensors.data(),
+    Value out{phx_test::add_node(graph_, op, ids, nullptr, params), make(shape, {})};
+    phx_op_desc run{sizeof(phx_op_desc), op,          params, tensors.data(),
                     tensors.size(),      &out.tensor, 1};
     EXPECT_EQ(phx_op_run(stream_, &run, nullptr), PHX_STATUS_OK) << phx_last_error();
     return out;
@@ -242,6 +249,26 @@ TEST_F(CpuExecutable, TheFusedKernelLeavesItsTimeOnTheChainsFirstNode) {
   EXPECT_EQ(metrics.count("kernel_time_ns"), 1u);
   EXPECT_EQ(metrics.at("fused_nodes"), 1.0);
   EXPECT_EQ(second.metric_count, 0u);
+}
+
+// A matmul whose B is a constant of fixed contents reads B packed at compile time; the
+// GEMM computes from those panels what it computes from the ones it packs at every eager
+// call, so the bits are the eager ones. K = 700 is cut into several K blocks, N = 100 ends
+// in a partial panel; 67 rows split the rows over the threads, 4 rows and N = 1000 the
+// columns. A constant read in place (its contents may change) is packed at every run.
+TEST_F(CpuExecutable, AMatmulsConstantWeightIsPackedOnceWithTheEagerBits) {
+  phx_matmul_params transposed = PHX_MATMUL_PARAMS_INIT;
+  transposed.transpose_b = 1;
+  Value x = input({67, 700}, random(67 * 700, -1, 1));
+  Value narrow = input({4, 700}, random(4 * 700, -1, 1));
+  Value w = constant({700, 100}, random(700 * 100, -0.5f, 0.5f));
+  Value wide = constant({1000, 700}, random(1000 * 700, -0.5f, 0.5f));
+  Value in_place = tensor_constant({700, 100}, random(700 * 100, -0.5f, 0.5f));
+  output(node(PHX_OP_MATMUL, {x, w}, {67, 100}));
+  output(node(PHX_OP_MATMUL, {narrow, wide}, {4, 1000}, &transposed));
+  output(node(PHX_OP_MATMUL, {x, in_place}, {67, 100}));
+  phx_executable exe = compile_and_check();
+  EXPECT_EQ(stats(exe).at("prepacked_weights"), 2.0);
 }
 
 }  // namespace

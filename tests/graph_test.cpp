@@ -1057,6 +1057,156 @@ TEST_F(GraphTest, MatmulReadElsewhereKeepsItsEpilogue) {
   EXPECT_EQ(describe(exe2.get()).fused_nodes, 0u);
 }
 
+// x [4, 32] normalized, times gamma [32], plus beta [32], as exporters write a layer norm:
+// one layer_norm node taking gamma and beta when fused (docs/graphs.md), three without;
+// both against float64. The tolerance: the layer_norm bound of op_suite.h over n = 32,
+// (2n + 32) 2^-24 ((|xhat| + 1) |gamma| + |beta|), two units more for the separate mul's
+// and add's roundings.
+TEST_F(GraphTest, ANormTakesItsScaleAndShift) {
+  constexpr int64_t kRows = 4, kD = 32;
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {kRows, kD});
+  const std::vector<float> gammas = iota(kD, 0.5f, 0.1f), betas = iota(kD, -0.3f, 0.05f);
+  const phx_value gamma = constant(g.get(), {kD}, gammas, "gamma");
+  const phx_value beta = constant(g.get(), {kD}, betas, "beta");
+  const phx_value normalized = node(g.get(), "norm", PHX_OP_LAYER_NORM, nullptr, {x});
+  const phx_value scaled = node(g.get(), "scale", PHX_OP_MUL, nullptr, {gamma, normalized});
+  const phx_value shifted = node(g.get(), "shift", PHX_OP_ADD, nullptr, {scaled, beta});
+  ASSERT_EQ(phx_graph_add_output(g.get(), shifted, nullptr), kOk);
+  const std::vector<float> xs = iota(kRows * kD, -2.0f, 0.23f);
+  std::vector<double> want(xs.size()), bound(xs.size());
+  for (int64_t r = 0; r < kRows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < kD; ++i) mean += xs[r * kD + i] / double(kD);
+    for (int64_t i = 0; i < kD; ++i) var += std::pow(xs[r * kD + i] - mean, 2) / double(kD);
+    for (int64_t i = 0; i < kD; ++i) {
+      const double xhat = (xs[r * kD + i] - mean) / std::sqrt(var + 1e-5);
+      want[r * kD + i] = xhat * gammas[i] + betas[i];
+      bound[r * kD + i] = (2 * kD + 34) * kF32Epsilon *
+                          ((std::fabs(xhat) + 1) * std::fabs(gammas[i]) + std::fabs(betas[i]));
+    }
+  }
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.fused_nodes, fused ? 2u : 0u);
+    EXPECT_EQ(info.node_count, fused ? 1u : 3u);
+    const std::vector<float> got = run(exe.get(), {{kRows, kD}}, {xs}, {kRows, kD});
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], bound[i]) << "element " << i;
+  }
+}
+
+// An rms_norm times gamma (the norm's result first) takes gamma; the tolerance is
+// op_suite.h's rms_norm bound over n = 16, (n + 32) 2^-24 |ref| + 1e-6, one unit more for
+// the separate mul's rounding.
+TEST_F(GraphTest, AnRmsNormTakesItsScale) {
+  constexpr int64_t kRows = 3, kD = 16;
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {kRows, kD});
+  const std::vector<float> gammas = iota(kD, -1.0f, 0.15f);
+  const phx_value gamma = constant(g.get(), {kD}, gammas, "gamma");
+  const phx_value normalized = node(g.get(), "norm", PHX_OP_RMS_NORM, nullptr, {x});
+  ASSERT_EQ(phx_graph_add_output(
+                g.get(), node(g.get(), "scale", PHX_OP_MUL, nullptr, {normalized, gamma}), nullptr),
+            kOk);
+  const std::vector<float> xs = iota(kRows * kD, 1.5f, -0.19f);
+  std::vector<double> want(xs.size());
+  for (int64_t r = 0; r < kRows; ++r) {
+    double squares = 0;
+    for (int64_t i = 0; i < kD; ++i) squares += double(xs[r * kD + i]) * xs[r * kD + i];
+    const double scale = 1 / std::sqrt(squares / double(kD) + 1e-5);
+    for (int64_t i = 0; i < kD; ++i) want[r * kD + i] = xs[r * kD + i] * scale * gammas[i];
+  }
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    EXPECT_EQ(describe(exe.get()).fused_nodes, fused ? 1u : 0u);
+    const std::vector<float> got = run(exe.get(), {{kRows, kD}}, {xs}, {kRows, kD});
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], (kD + 33) * kF32Epsilon * std::fabs(want[i]) + 1e-6)
+          << "element " << i;
+  }
+}
+
+// A norm keeps its reader when the other operand is not one value per element of the last
+// dimension ([1, D] is refused by the norm's rules, a whole [rows, D] tensor or one value
+// is not a scale), when the norm's result has a second reader, and when a shift comes
+// before the scale (the norm would scale it).
+TEST_F(GraphTest, ANormKeepsAReaderItCannotTake) {
+  constexpr int64_t kRows = 2, kD = 8;
+  const std::vector<Shape> wrong = {{1, kD}, {kRows, kD}, {1}};
+  for (const Shape& shape : wrong) {
+    const Graph g = new_graph();
+    const phx_value x = input(g.get(), {kRows, kD});
+    const phx_value c = constant(g.get(), shape, iota(element_count(shape), 0.5f, 0.25f));
+    const phx_value normalized = node(g.get(), "norm", PHX_OP_LAYER_NORM, nullptr, {x});
+    ASSERT_EQ(phx_graph_add_output(
+                  g.get(), node(g.get(), "scale", PHX_OP_MUL, nullptr, {normalized, c}), nullptr),
+              kOk);
+    const Executable exe = compile(g.get());
+    ASSERT_TRUE(exe);
+    EXPECT_EQ(describe(exe.get()).fused_nodes, 0u) << "operand of " << shape.size() << " dims";
+  }
+
+  const Graph two = new_graph();
+  const phx_value x = input(two.get(), {kRows, kD});
+  const phx_value gamma = constant(two.get(), {kD}, iota(kD, 0.5f, 0.25f));
+  const phx_value normalized = node(two.get(), "norm", PHX_OP_RMS_NORM, nullptr, {x});
+  const phx_value scaled = node(two.get(), "scale", PHX_OP_MUL, nullptr, {normalized, gamma});
+  const phx_value sum = node(two.get(), "sum", PHX_OP_ADD, nullptr, {scaled, normalized});
+  ASSERT_EQ(phx_graph_add_output(two.get(), sum, nullptr), kOk);
+  const Executable exe = compile(two.get());
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(describe(exe.get()).fused_nodes, 0u) << "the norm's result read twice";
+
+  const Graph shifted = new_graph();
+  const phx_value x2 = input(shifted.get(), {kRows, kD});
+  const phx_value beta = constant(shifted.get(), {kD}, iota(kD, -0.5f, 0.25f));
+  const phx_value gamma2 = constant(shifted.get(), {kD}, iota(kD, 0.5f, 0.25f));
+  const phx_value n2 =
+      node(shifted.get(), "norm", PHX_OP_LAYER_NORM, nullptr, {x2, PHX_VALUE_NONE, beta});
+  ASSERT_EQ(
+      phx_graph_add_output(
+          shifted.get(), node(shifted.get(), "scale", PHX_OP_MUL, nullptr, {n2, gamma2}), nullptr),
+      kOk);
+  const Executable exe2 = compile(shifted.get());
+  ASSERT_TRUE(exe2);
+  EXPECT_EQ(describe(exe2.get()).fused_nodes, 0u) << "a shift before the scale";
+
+  // A shift computed by a node after the norm's: the norm runs before it, so it takes the
+  // scale only. The results are those of the graph (within the bound of the test above).
+  const Graph late = new_graph();
+  const phx_value x3 = input(late.get(), {kRows, kD});
+  const phx_value b3 = input(late.get(), {kD});
+  const std::vector<float> gammas = iota(kD, 0.5f, 0.25f);
+  const phx_value gamma3 = constant(late.get(), {kD}, gammas);
+  const phx_value n3 = node(late.get(), "norm", PHX_OP_LAYER_NORM, nullptr, {x3});
+  const phx_value beta3 = node(late.get(), "beta", PHX_OP_RELU, nullptr, {b3});
+  const phx_value scaled3 = node(late.get(), "scale", PHX_OP_MUL, nullptr, {n3, gamma3});
+  ASSERT_EQ(
+      phx_graph_add_output(
+          late.get(), node(late.get(), "shift", PHX_OP_ADD, nullptr, {scaled3, beta3}), nullptr),
+      kOk);
+  const Executable exe3 = compile(late.get());
+  ASSERT_TRUE(exe3);
+  EXPECT_EQ(describe(exe3.get()).fused_nodes, 1u) << "the scale only";
+  // Each row of x is -1, 1, -1, ...: the norm is -1, 1, ... (variance 1, epsilon 1e-5);
+  // the shift is relu(b) = b for b >= 0.
+  std::vector<float> xs(kRows * kD), bs(kD);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = i % 2 == 0 ? -1.0f : 1.0f;
+  for (size_t i = 0; i < bs.size(); ++i) bs[i] = 0.5f * float(i);
+  const std::vector<float> got = run(exe3.get(), {{kRows, kD}, {kD}}, {xs, bs}, {kRows, kD});
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double want = xs[i] / std::sqrt(1 + 1e-5) * gammas[i % kD] + bs[i % kD];
+    ASSERT_NEAR(got[i], want, (2 * kD + 34) * kF32Epsilon * (2 * gammas[i % kD] + bs[i % kD]))
+        << "element " << i;
+  }
+}
+
 // ---- Lifetimes
 // -----------------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues, calibrate,
-                            assess_devices,    place_nodes,    fold_constants};
+constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues,
+                            fuse_norms,        calibrate,      assess_devices,
+                            place_nodes,       fold_constants};
 
 // A new tensor of device holding a copy of source (whose device's work has finished).
 Tensor& copy_onto(Context& context, Device& device, const Tensor& source) {

@@ -88,6 +88,13 @@ void fuse_attention(Program& program);
 // longer live. Unless PHX_COMPILE_NO_FUSION.
 void fuse_matmul_epilogues(Program& program);
 
+// pass_norm_fusion.cpp: a layer_norm or rms_norm without gamma (nor beta) whose only reader
+// multiplies it by a value [D] of its dtype (D its last dimension, static; either operand
+// order) takes that value as gamma, and a layer_norm without beta whose only reader (after
+// the gamma) adds such a value takes it as beta, where the device the norm goes to runs
+// the fused norm; the absorbed nodes are no longer live. Unless PHX_COMPILE_NO_FUSION.
+void fuse_norms(Program& program);
+
 // pass_device_assessment.cpp: asks each device that has graph_claim which nodes it takes
 // into its compiled part and, for PHX_PLACEMENT_COST, each device its predicted time per
 // node (graph_estimate, else the host's roofline).

@@ -153,13 +153,15 @@ PHX_API phx_status phx_graph_value_info(phx_graph graph, phx_value value, phx_va
 #define PHX_COMPILE_NO_CONSTANT_FOLDING UINT32_C(0x2)
 /* No fusion: each node runs as its own op, and the results are those of the nodes run
  * eagerly with phx_op_run, bit for bit. With fusion a matmul takes the bias add and the
- * activation (relu, gelu, silu) that alone read its result, and q k^T [times a scalar
- * constant], softmax, times v becomes one attention node, where the device runs the
- * fused op (docs/graphs.md): the fused kernel rounds once where the separate ops round
- * after each, so results agree within the ops' tolerances (docs/ops.md), not bit for
- * bit. A device that compiles its part (phx_device_info.compiles_graphs) may fuse more
- * there, each device as docs/graphs.md says (the CPU device: chains of elementwise ops,
- * with the same bits). */
+ * activation (relu, gelu, silu) that alone read its result; q k^T [times a scalar
+ * constant], softmax, times v becomes one attention node; a layer_norm or rms_norm
+ * without gamma takes as gamma the [D] value (D its last dimension) of a product that
+ * alone reads its result, and a layer_norm without beta as beta the [D] value of a sum
+ * that alone reads it; each where the device runs the fused op (docs/graphs.md). The
+ * fused kernel rounds once where the separate ops round after each, so results agree
+ * within the ops' tolerances (docs/ops.md), not bit for bit. A device that compiles its
+ * part (phx_device_info.compiles_graphs) may fuse more there, each device as
+ * docs/graphs.md says (the CPU device: chains of elementwise ops, with the same bits). */
 #define PHX_COMPILE_NO_FUSION UINT32_C(0x4)
 /* Deterministic: compiling the same graph with the same options places and fuses it the
  * same way every time (the PHX_PLACEMENT_COST policy then prices copies with a fixed

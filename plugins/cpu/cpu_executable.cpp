@@ -36,6 +36,19 @@ float* f32_data(const phx_plugin_tensor& t) {
                                   t.offset);
 }
 
+// A matmul's B that every run binds with the same contents, packed now for the GEMM.
+std::optional<kernels::PackedB> packed_weight(const phx_plugin_graph& graph,
+                                              const phx_plugin_node& node,
+                                              const phx_matmul_params& params) {
+  if (node.op != PHX_OP_MATMUL) return std::nullopt;
+  const phx_plugin_value& b = graph.values[node.inputs[1]];
+  if (b.kind != PHX_PLUGIN_VALUE_CONSTANT || (b.flags & PHX_PLUGIN_VALUE_CONTENTS_FIXED) == 0)
+    return std::nullopt;
+  const kernels::HostTensor weight = plugin_common::host_view(b.tensor);
+  if (!kernels::matmul_packs_b(graph.values[node.inputs[0]].dtype, weight)) return std::nullopt;
+  return kernels::matmul_pack_b(params, weight);
+}
+
 void add_metric(phx_plugin_profile* profile, const char* name, double value) {
   if (profile != nullptr && profile->metric_count < PHX_PLUGIN_MAX_METRICS)
     profile->metrics[profile->metric_count++] = {name, value};
@@ -58,6 +71,9 @@ std::unique_ptr<Executable> Executable::compile(const phx_plugin_graph& graph) {
     node.outputs.assign(source.outputs, source.outputs + source.output_count);
     for (uint32_t v : node.inputs)
       if (v != PHX_PLUGIN_NO_VALUE) readers[v].push_back(n);
+    node.packed_b = packed_weight(
+        graph, source,
+        node.has_params ? node.params.matmul : phx_matmul_params PHX_MATMUL_PARAMS_INIT);
     exe->nodes_.push_back(std::move(node));
   }
 
@@ -101,8 +117,17 @@ phx_status Executable::run_node(const Node& node, const phx_plugin_tensor* value
       in[i] = plugin_common::host_view(values[node.inputs[i]]);
   for (size_t o = 0; o < node.outputs.size(); ++o)
     out[o] = plugin_common::host_view(values[node.outputs[o]]);
+  if (node.packed_b)
+    return kernels::run_matmul_packed(
+        node.has_params ? node.params.matmul : phx_matmul_params PHX_MATMUL_PARAMS_INIT, in,
+        node.inputs.size(), out[0], *node.packed_b, pool);
   return kernels::run_op(node.op, node.has_params ? &node.params : nullptr, in, node.inputs.size(),
                          out, node.outputs.size(), pool);
+}
+
+size_t Executable::prepacked_weight_count() const {
+  return size_t(std::count_if(nodes_.begin(), nodes_.end(),
+                              [](const Node& node) { return node.packed_b.has_value(); }));
 }
 
 size_t Executable::fused_node_count() const {

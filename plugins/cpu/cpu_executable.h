@@ -2,8 +2,11 @@
 // run in one call. Chains of f32 elementwise ops (add, sub, mul, div, relu, gelu, silu)
 // of one shape run fused: block by block, each block through every op of the chain while
 // it is in cache, the values only the next op of the chain reads never written to memory.
-// Every other node runs its kernel as stream_submit would. Results equal the nodes run
-// one by one, bit for bit (kernels::elementwise_f32 computes each element as run_op does).
+// A matmul whose B is a constant of fixed contents (an f32 matrix) has B packed at compile
+// time into the GEMM's panels, which every run reads instead of packing B again. Every
+// other node runs its kernel as stream_submit would. Results equal the nodes run one by
+// one, bit for bit (kernels::elementwise_f32 computes each element as run_op does, and the
+// GEMM computes from the prepacked panels what it computes from the ones it packs).
 #pragma once
 
 #include <phx/op_table.h>
@@ -12,8 +15,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "phx/kernels/gemm.h"
 #include "phx/kernels/thread_pool.h"
 
 namespace phx::cpu {
@@ -30,6 +35,8 @@ class Executable {
 
   size_t kernel_count() const { return groups_.size(); }
   size_t fused_node_count() const;
+  // Matmuls whose B was packed at compile time.
+  size_t prepacked_weight_count() const;
   // Runs of a chain node by node, since the memory plan overlapped its values
   // (blockwise_safe); counted over every run.
   uint64_t unfused_chain_runs() const { return unfused_chain_runs_; }
@@ -40,6 +47,7 @@ class Executable {
     bool has_params = false;
     OpParams params{};  // copied by the size its op takes
     std::vector<uint32_t> inputs, outputs;
+    std::optional<kernels::PackedB> packed_b;  // a matmul's constant B, packed
   };
   // Nodes [first, first + count) run as one kernel: a fused chain when count > 1.
   struct Group {

@@ -178,7 +178,8 @@ phx_status executable_stats(void*, void* executable, phx_metric* out_metrics, si
   const auto& exe = *static_cast<const Executable*>(executable);
   const phx_metric metrics[] = {{"kernels_per_run", double(exe.kernel_count())},
                                 {"fused_elementwise_nodes", double(exe.fused_node_count())},
-                                {"unfused_chain_runs", double(exe.unfused_chain_runs())}};
+                                {"unfused_chain_runs", double(exe.unfused_chain_runs())},
+                                {"prepacked_weights", double(exe.prepacked_weight_count())}};
   std::copy_n(metrics, std::min(capacity, std::size(metrics)), out_metrics);
   *out_count = std::size(metrics);
   return PHX_STATUS_OK;

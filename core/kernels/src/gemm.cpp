@@ -147,11 +147,15 @@ int64_t balanced_block(int64_t extent, int64_t max_block, int64_t unit) {
 
 size_t dtype_bytes(phx_dtype d) { return d == PHX_DTYPE_F32 ? 4 : 2; }
 
+// The K block run_block cuts a product of K into, in the f32 layout without k_pass: blocks
+// of equal size rather than full blocks and a short tail.
+int64_t f32_k_block(int64_t k, const IsaKernels& ks) { return balanced_block(k, ks.kc, 4); }
+
 // ---------------------------------------------------------------------------------------
 // One task: rows [i0, i1) and columns [j0, j1) of matrix bi.
 
-void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, int64_t i1,
-               int64_t j0, int64_t j1) {
+void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepacked, int64_t bi,
+               int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const size_t in_sz = dtype_bytes(g.in_dtype), out_sz = dtype_bytes(g.out_dtype);
   const auto* a_base = static_cast<const char*>(g.a) + bi * g.batch_stride_a * int64_t(in_sz);
   const auto* b_base = static_cast<const char*>(g.b) + bi * g.batch_stride_b * int64_t(in_sz);
@@ -164,10 +168,12 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
   const PackFn pack = pairs ? ks.pack_pairs : ks.pack_f32;
   const UkrFn ukr = pairs ? ks.ukr_bf16 : ks.ukr_f32;
   const int mr = ks.mr, nr = ks.nr;
-  const int64_t K = g.k, kc_max = pairs ? ks.kc_pairs : ks.kc;
+  const int64_t K = g.k;
   const bool out16 = g.out_dtype != PHX_DTYPE_F32;
-  // Blocks of equal size rather than full blocks and a short tail, unless fixed.
-  const int64_t kc_blk = g.k_pass > 0 ? std::min(g.k_pass, K) : balanced_block(K, kc_max, 4);
+  // A prepacked B (f32, without k_pass) was cut as f32_k_block cuts it.
+  const int64_t kc_blk = g.k_pass > 0 ? std::min(g.k_pass, K)
+                         : pairs      ? balanced_block(K, ks.kc_pairs, 4)
+                                      : f32_k_block(K, ks);
   const bool multi_k = K > kc_blk;
   const int64_t ncols = j1 - j0;
 
@@ -185,7 +191,9 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
   const int64_t kc_alloc = round_up(kc_blk, 2);
   char* apack =
       static_cast<char*>(buf.a.get(size_t(round_up(std::min(mc, i1 - i0), mr) * kc_alloc * 4)));
-  char* bpack = static_cast<char*>(buf.b.get(size_t(round_up(nc, nr) * kc_alloc * 4)));
+  char* bpack = prepacked != nullptr
+                    ? nullptr
+                    : static_cast<char*>(buf.b.get(size_t(round_up(nc, nr) * kc_alloc * 4)));
 
   for (int64_t ic = i0; ic < i1; ic += mc) {
     const int64_t mlen = std::min(mc, i1 - ic);
@@ -200,7 +208,12 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
       pack(asrc, ic, mlen, pc, klen, mr, apack);
       for (int64_t jc = j0; jc < j1; jc += nc) {
         const int64_t nlen = std::min(nc, j1 - jc);
-        pack(bsrc, jc, nlen, pc, klen, nr, bpack);
+        const char* bpanels = bpack;
+        if (prepacked != nullptr)
+          bpanels =
+              reinterpret_cast<const char*>(prepacked->data + pc * prepacked->n_padded + jc * klen);
+        else
+          pack(bsrc, jc, nlen, pc, klen, nr, bpack);
         for (int64_t ir = 0; ir < mlen; ir += mr) {
           const char* ap = apack + size_t(ir / mr) * a_panel_bytes;
           const int64_t row = ic + ir;
@@ -225,7 +238,7 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, int64_t bi, int64_t i0, 
               t.c32 = scratch ? scratch + (row - ic) * lds + (col - j0) : nullptr;
               t.ldc32 = lds;
             }
-            ukr(ksteps, ap, bpack + size_t(jr / nr) * b_panel_bytes, t);
+            ukr(ksteps, ap, bpanels + size_t(jr / nr) * b_panel_bytes, t);
           }
         }
       }
@@ -261,7 +274,8 @@ int64_t gcd64(int64_t a, int64_t b) {
 // than it saves.
 constexpr double kParallelFlops = 2.0 * 128 * 128 * 128;
 
-void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks) {
+void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
+         const PrepackedB* prepacked = nullptr) {
   if (g.m <= 0 || g.n <= 0 || g.batch <= 0) return;
   if (g.k == 0) {
     run_k0(g);
@@ -270,7 +284,7 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks) {
   const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
   const int64_t threads = pool.size();
   if (threads <= 1 || flops < kParallelFlops) {
-    for (int64_t bi = 0; bi < g.batch; ++bi) run_block(g, ks, bi, 0, g.m, 0, g.n);
+    for (int64_t bi = 0; bi < g.batch; ++bi) run_block(g, ks, prepacked, bi, 0, g.m, 0, g.n);
     return;
   }
   // Split every matrix into `parts` pieces so that batch * parts spreads evenly over
@@ -289,9 +303,9 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks) {
     const int64_t lo = bounds(p), hi = bounds(p + 1);
     if (lo >= hi) return;
     if (split_m)
-      run_block(g, ks, bi, lo, hi, 0, g.n);
+      run_block(g, ks, prepacked, bi, lo, hi, 0, g.n);
     else
-      run_block(g, ks, bi, 0, g.m, lo, hi);
+      run_block(g, ks, prepacked, bi, 0, g.m, lo, hi);
   });
 }
 
@@ -417,6 +431,31 @@ void write_tile_scalar(const float* acc, int ld_acc, const Tile& t) {
 void gemm(const GemmArgs& args, ThreadPool& pool) {
   using namespace gemm_detail;
   run(args, pool, kernels_for(chosen_isa()));
+}
+
+PackedB gemm_pack_b(const GemmArgs& args) {
+  using namespace gemm_detail;
+  const IsaKernels& ks = kernels_for(chosen_isa());
+  PackedB packed;
+  packed.k_ = args.k;
+  packed.n_padded_ = round_up(args.n, ks.nr);
+  packed.isa_ = &ks;
+  packed.panels_.reset(
+      static_cast<float*>(::operator new(size_t(packed.bytes()), std::align_val_t(64))));
+  const PackSrc source{args.b, args.ldb, args.trans_b, PHX_DTYPE_F32};
+  float* panels = packed.panels_.get();
+  const int64_t k_block = f32_k_block(args.k, ks);
+  for (int64_t pc = 0; pc < args.k; pc += k_block) {
+    const int64_t klen = std::min(k_block, args.k - pc);
+    ks.pack_f32(source, 0, args.n, pc, klen, ks.nr, panels + pc * packed.n_padded_);
+  }
+  return packed;
+}
+
+void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool) {
+  using namespace gemm_detail;
+  const PrepackedB prepacked{b.panels_.get(), b.n_padded_};
+  run(args, pool, *static_cast<const IsaKernels*>(b.isa_), &prepacked);
 }
 
 const char* gemm_isa() {

@@ -53,6 +53,15 @@ struct Tile {
 // layout a k step is one k; for the bf16-pair layout it is one pair of ks.
 using UkrFn = void (*)(int64_t ksteps, const void* a, const void* b, const Tile& t);
 
+// A B packed beforehand (gemm_pack_b): the K block that starts at k (run_block's blocks
+// of an f32 product) at data + k * n_padded, in it the panel of columns [j, j + NR) at
+// j * klen floats (klen the block's ks): the layout run_block packs columns [jc, jc + NC)
+// of that block into, for every jc a multiple of NR.
+struct PrepackedB {
+  const float* data;
+  int64_t n_padded;  // N rounded up to NR
+};
+
 struct IsaKernels {
   const char* name;
   int mr, nr;       // microkernel tile

@@ -39,8 +39,10 @@ void run_transpose(const phx_transpose_params& params, const HostTensor& x, cons
 void run_reduce(phx_op_id op, const phx_reduce_params& params, const HostTensor& x,
                 const HostTensor& out, ThreadPool& pool);
 void run_cast(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+// packed_b, when not null, is b packed by gemm_pack_b (ops.h, run_matmul_packed).
 void run_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
-                const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
+                const HostTensor& bias, const HostTensor& out, ThreadPool& pool,
+                const PackedB* packed_b = nullptr);
 void run_conv2d(const phx_conv2d_params& params, const HostTensor& x, const HostTensor& weight,
                 const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
 void run_attention(const phx_attention_params& params, const HostTensor& q, const HostTensor& k,

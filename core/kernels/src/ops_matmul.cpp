@@ -4,6 +4,7 @@
 // innermost becomes gemm's own batch (stride 0 where an operand is broadcast), the
 // others a loop of gemm calls. A bias that is one row ([N], or 1s before N) is fused
 // into gemm; any other broadcastable bias is added after, in f32, before the activation.
+#include <new>
 #include <vector>
 
 #include "ops_common.h"
@@ -30,7 +31,7 @@ bool is_row_bias(const HostTensor& bias) {
 // c_dtype, contiguous) following the output's batch dimensions.
 void batched_gemm(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
                   const HostTensor& out, void* c, phx_dtype c_dtype, const float* row_bias,
-                  phx_activation act, ThreadPool& pool) {
+                  phx_activation act, ThreadPool& pool, const PackedB* packed_b) {
   const int out_rank = static_cast<int>(out.rank);
   const int64_t m = out.shape[out_rank - 2], n = out.shape[out_rank - 1];
   const int64_t k = params.transpose_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
@@ -77,18 +78,22 @@ void batched_gemm(const phx_matmul_params& params, const HostTensor& a, const Ho
     g.a = pa + at.offset[0] * m * k * in_bytes;
     g.b = pb + at.offset[1] * k * n * in_bytes;
     g.c = pc + i * batch.size[inner] * m * n * c_bytes;
-    gemm(g, pool);
+    if (packed_b != nullptr)
+      gemm(g, *packed_b, pool);
+    else
+      gemm(g, pool);
   }
 }
 
 }  // namespace
 
 void run_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
-                const HostTensor& bias, const HostTensor& out, ThreadPool& pool) {
+                const HostTensor& bias, const HostTensor& out, ThreadPool& pool,
+                const PackedB* packed_b) {
   const int64_t n = out.shape[out.rank - 1];
   const phx_activation act = params.activation;
   if (bias.data == nullptr) {
-    batched_gemm(params, a, b, out, out.data, out.dtype, nullptr, act, pool);
+    batched_gemm(params, a, b, out, out.data, out.dtype, nullptr, act, pool, packed_b);
     return;
   }
   if (is_row_bias(bias)) {
@@ -97,7 +102,7 @@ void run_matmul(const phx_matmul_params& params, const HostTensor& a, const Host
     const int64_t bias_len = element_count(bias);
     copy_to_f32(bias, row.data());
     if (bias_len == 1) std::fill(row.begin(), row.end(), row[0]);
-    batched_gemm(params, a, b, out, out.data, out.dtype, row.data(), act, pool);
+    batched_gemm(params, a, b, out, out.data, out.dtype, row.data(), act, pool, packed_b);
     return;
   }
   // A general bias: the product in f32 (out itself when it is f32), plus the bias,
@@ -109,7 +114,7 @@ void run_matmul(const phx_matmul_params& params, const HostTensor& a, const Host
     scratch.resize(static_cast<size_t>(count));
     c = scratch.data();
   }
-  batched_gemm(params, a, b, out, c, PHX_DTYPE_F32, nullptr, PHX_ACTIVATION_NONE, pool);
+  batched_gemm(params, a, b, out, c, PHX_DTYPE_F32, nullptr, PHX_ACTIVATION_NONE, pool, packed_b);
   std::vector<float> bias_f32(static_cast<size_t>(element_count(bias)));
   copy_to_f32(bias, bias_f32.data());
   HostTensor c_view = out, bias_view = bias;
@@ -126,3 +131,36 @@ void run_matmul(const phx_matmul_params& params, const HostTensor& a, const Host
 }
 
 }  // namespace phx::kernels::ops
+
+namespace phx::kernels {
+
+bool matmul_packs_b(phx_dtype a_dtype, const HostTensor& b) {
+  return a_dtype == PHX_DTYPE_F32 && b.dtype == PHX_DTYPE_F32 && b.rank == 2 && b.shape[0] > 0 &&
+         b.shape[1] > 0;
+}
+
+PackedB matmul_pack_b(const phx_matmul_params& params, const HostTensor& b) {
+  GemmArgs g;
+  g.trans_b = params.transpose_b != 0;
+  g.k = g.trans_b ? b.shape[1] : b.shape[0];
+  g.n = g.trans_b ? b.shape[0] : b.shape[1];
+  g.b = b.data;
+  g.ldb = b.shape[1];
+  return gemm_pack_b(g);
+}
+
+phx_status run_matmul_packed(const phx_matmul_params& params, const HostTensor* inputs,
+                             size_t input_count, const HostTensor& output, const PackedB& packed,
+                             ThreadPool& pool) {
+  try {
+    ops::run_matmul(params, inputs[0], inputs[1], input_count > 2 ? inputs[2] : HostTensor{},
+                    output, pool, &packed);
+  } catch (const std::bad_alloc&) {  // the converted bias
+    return PHX_STATUS_OUT_OF_MEMORY;
+  } catch (...) {
+    return PHX_STATUS_INTERNAL;
+  }
+  return PHX_STATUS_OK;
+}
+
+}  // namespace phx::kernels

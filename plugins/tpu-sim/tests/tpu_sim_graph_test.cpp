@@ -521,4 +521,61 @@ TEST(TpuSimGraph, CostPlacementPricesTheNodesWithTheModel) {
   EXPECT_EQ(placements[0], placements[1]);
 }
 
+// layer_norm, times gamma, plus beta (beta the add's first operand) in f32: the host fuses
+// them into one layer_norm node taking gamma and beta, which tpu-sim computes with the eager
+// layer_norm's code: the bits of the eager layer_norm(x, gamma, beta).
+TEST(TpuSimGraph, ANormTakesItsScaleAndShift) {
+  Sim sim("generation=v5e");
+  const size_t d = sim.device();
+  constexpr int64_t kRows = 8, kD = 64;
+  std::vector<float> xs(kRows * kD), gammas(kD), betas(kD);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 2.0f * std::sin(0.37f * float(i));
+  for (size_t i = 0; i < gammas.size(); ++i) {
+    gammas[i] = 1.0f + 0.5f * std::cos(0.21f * float(i));
+    betas[i] = 0.25f * std::sin(0.13f * float(i));
+  }
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_graph_create(sim.context(), &graph), PHX_STATUS_OK);
+  const int64_t x_shape[2] = {kRows, kD}, row[1] = {kD};
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = 2;
+  input.shape = x_shape;
+  phx_value x = 0, gamma = 0, beta = 0;
+  ASSERT_EQ(phx_graph_add_input(graph, &input, &x), PHX_STATUS_OK);
+  ASSERT_EQ(phx_graph_add_constant(graph, "gamma", PHX_DTYPE_F32, 1, row, gammas.data(),
+                                   gammas.size() * 4, &gamma),
+            PHX_STATUS_OK);
+  ASSERT_EQ(phx_graph_add_constant(graph, "beta", PHX_DTYPE_F32, 1, row, betas.data(),
+                                   betas.size() * 4, &beta),
+            PHX_STATUS_OK);
+  const phx_value normalized = phx_test::add_node(graph, PHX_OP_LAYER_NORM, {x}, "norm");
+  const phx_value scaled = phx_test::add_node(graph, PHX_OP_MUL, {normalized, gamma}, "scale");
+  const phx_value y = phx_test::add_node(graph, PHX_OP_ADD, {beta, scaled}, "shift");
+  ASSERT_EQ(phx_graph_add_output(graph, y, "y"), PHX_STATUS_OK);
+
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(sim.context(), d, &stream), PHX_STATUS_OK);
+  Tensor tx(sim.context(), d, PHX_DTYPE_F32, {kRows, kD}),
+      tg(sim.context(), d, PHX_DTYPE_F32, {kD}), tb(sim.context(), d, PHX_DTYPE_F32, {kD}),
+      eager(sim.context(), d, PHX_DTYPE_F32, {kRows, kD});
+  tx.upload(xs);
+  tg.upload(gammas);
+  tb.upload(betas);
+  const phx_norm_params params PHX_NORM_PARAMS_INIT;
+  run_op(stream, PHX_OP_LAYER_NORM, &params, {tx.get(), tg.get(), tb.get()}, eager.get());
+  ASSERT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK);
+  {
+    Executable exe(sim.context(), graph, d);
+    ASSERT_NE(exe.get(), nullptr);
+    EXPECT_EQ(exe.info().fused_nodes, 2u);
+    EXPECT_EQ(exe.stats()["nodes"], 1.0);
+    Tensor got(sim.context(), d, PHX_DTYPE_F32, {kRows, kD});
+    run_executable(stream, exe, tx, got);
+    EXPECT_EQ(got.download<float>(size_t(kRows * kD)), eager.download<float>(size_t(kRows * kD)));
+  }
+  phx_stream_destroy(stream);
+  phx_graph_destroy(graph);
+}
+
 }  // namespace

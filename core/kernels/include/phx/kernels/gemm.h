@@ -6,6 +6,8 @@
 #include <phynexus/phynexus.h>
 
 #include <cstdint>
+#include <memory>
+#include <new>
 
 #include "phx/kernels/thread_pool.h"
 
@@ -48,6 +50,35 @@ struct GemmArgs {
 // Runs the product on pool. The caller has checked the arguments (dtypes supported,
 // sizes positive, buffers large enough). With K == 0 the result is act(bias) or act(0).
 void gemm(const GemmArgs& args, ThreadPool& pool);
+
+// An f32 B (K x N, one matrix) packed once into the panels gemm packs it into at every
+// call, for the instruction set gemm dispatches to: a constant weight packed at compile
+// time, so that a product with it packs only A. Holds no pointer to B. Move-only.
+class PackedB {
+ public:
+  uint64_t bytes() const { return uint64_t(n_padded_) * uint64_t(k_) * sizeof(float); }
+
+ private:
+  friend PackedB gemm_pack_b(const GemmArgs& args);
+  friend void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool);
+  struct AlignedDelete {
+    void operator()(float* p) const { ::operator delete(p, std::align_val_t(64)); }
+  };
+
+  int64_t k_ = 0;
+  int64_t n_padded_ = 0;                          // N rounded up to the panel width
+  const void* isa_ = nullptr;                     // the instruction set's kernels
+  std::unique_ptr<float, AlignedDelete> panels_;  // 64-byte aligned, as gemm's own
+};
+
+// Packs args' B (in_dtype f32, b, ldb, trans_b, k and n, both > 0) as gemm would for a
+// product of these K and N. Throws std::bad_alloc.
+PackedB gemm_pack_b(const GemmArgs& args);
+
+// gemm with B taken from b instead of args.b, ldb, trans_b and batch_stride_b (every
+// matrix of the batch multiplies that one B): the same bits as gemm on the B that was
+// packed. args has in_dtype f32, k_pass 0, and b's K and N.
+void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool);
 
 // The instruction set gemm dispatches to on this machine: "avx512-bf16", "avx512",
 // "avx2" or "generic". PHX_CPU_ISA=avx2|generic caps it (to test the other paths).

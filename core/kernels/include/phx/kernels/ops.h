@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "phx/kernels/gemm.h"
 #include "phx/kernels/thread_pool.h"
 
 namespace phx::kernels {
@@ -36,6 +37,21 @@ bool op_supported(phx_op_id op, phx_dtype dtype);
 // its own shape and dtype.
 phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, size_t input_count,
                   const HostTensor* outputs, size_t output_count, ThreadPool& pool);
+
+// Whether a matmul whose first input is of a_dtype can take b as its second input packed
+// by matmul_pack_b: f32 a and b, b a matrix (rank 2) with no dimension of 0.
+bool matmul_packs_b(phx_dtype a_dtype, const HostTensor& b);
+
+// b packed for every matmul of params whose second input is b (matmul_packs_b). Throws
+// std::bad_alloc.
+PackedB matmul_pack_b(const phx_matmul_params& params, const HostTensor& b);
+
+// A matmul as run_op runs it (inputs x, b, optional bias) with its b read from packed
+// (matmul_pack_b of inputs[1]'s contents) instead of packed again: the same bits.
+// Statuses as run_op's. Never throws.
+phx_status run_matmul_packed(const phx_matmul_params& params, const HostTensor* inputs,
+                             size_t input_count, const HostTensor& output, const PackedB& packed,
+                             ThreadPool& pool);
 
 // An f32 elementwise op (add, sub, mul, div, relu, gelu, silu) over n contiguous output
 // elements, on the calling thread. a_step and b_step are 1 where the operand is a run of
