@@ -454,8 +454,9 @@ typedef struct phx_plugin_api {
    * calibration ranges), 0 for the others; graph has node_count entries. The graph is the
    * consumer's whole graph after the host's fusion, before placement: its constants have
    * no tensor yet (buffer null), a dynamic dimension has its size in the first calibration
-   * sample, else 1. The host may then place claimed nodes on device, and graph_compile
-   * must not answer UNSUPPORTED for a part that holds one. Thread-safe. */
+   * sample, else 1 (or, where 1 breaks a node's rule, a stand-in from 4099 up). The host may then
+   * place claimed nodes on device, and graph_compile must not answer UNSUPPORTED for a part that
+   * holds one. Thread-safe. */
   phx_status (*graph_claim)(void* plugin, uint32_t device, const phx_plugin_graph* graph,
                             uint8_t* out_claimed);
 
