@@ -92,6 +92,52 @@ TEST_F(CostPlacement, DeterministicCompilesPlaceAlike) {
   }
 }
 
+// A device without graph_estimate (the test plugin's plain build) is priced by the host's
+// roofline, which must read a quantized convolution's weight where it is (input 1), also
+// when the optional inputs after it are left out.
+TEST_F(CostPlacement, TheRooflinePricesAQuantizedConvolutionWithoutItsOptionalInputs) {
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_graph_create(context_, &graph), PHX_STATUS_OK);
+  const int64_t x_shape[4] = {1, 1, 3, 3}, w_shape[4] = {1, 1, 1, 1}, one = 1;
+  phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
+  desc.dtype = PHX_DTYPE_I8;
+  desc.rank = 4;
+  desc.shape = x_shape;
+  phx_value x = 0, w = 0, a_scale = 0, b_scale = 0;
+  ASSERT_EQ(phx_graph_add_input(graph, &desc, &x), PHX_STATUS_OK);
+  const int8_t weight = 2;
+  const float scale = 0.5f;
+  ASSERT_EQ(phx_graph_add_constant(graph, "w", PHX_DTYPE_I8, 4, w_shape, &weight, 1, &w),
+            PHX_STATUS_OK);
+  ASSERT_EQ(phx_graph_add_constant(graph, "a_scale", PHX_DTYPE_F32, 1, &one, &scale, 4, &a_scale),
+            PHX_STATUS_OK);
+  ASSERT_EQ(phx_graph_add_constant(graph, "b_scale", PHX_DTYPE_F32, 1, &one, &scale, 4, &b_scale),
+            PHX_STATUS_OK);
+  const phx_value inputs[5] = {x, w, a_scale, PHX_VALUE_NONE, b_scale};
+  const phx_dtype f32 = PHX_DTYPE_F32;
+  phx_graph_node_desc node = PHX_GRAPH_NODE_DESC_INIT;
+  node.op = PHX_OP_QCONV2D;
+  node.inputs = inputs;
+  node.input_count = 5;
+  node.output_dtypes = &f32;
+  node.output_count = 1;
+  phx_value y = 0;
+  ASSERT_EQ(phx_graph_add_node(graph, &node, &y), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_graph_add_output(graph, y, "y"), PHX_STATUS_OK);
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = cpu_;
+  options.other_devices = &by_node_;
+  options.other_device_count = 1;
+  options.placement = PHX_PLACEMENT_COST;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  phx_executable_node_info info = PHX_EXECUTABLE_NODE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe_node(exe, 0, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.device, cpu_);  // the plain test plugin does not run it
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+}
+
 TEST_F(CostPlacement, UnknownPoliciesAndFlagsAreRefused) {
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
   options.device = native_;

@@ -21,14 +21,14 @@ double flops(const Node& node, const std::vector<Operand>& operands) {
   const Operand& a = operands[node.inputs[0]];
   switch (node.op) {
     case PHX_OP_MATMUL:
-    case PHX_OP_QMATMUL: {
-      const bool transposed = node.op == PHX_OP_MATMUL && node.params.matmul.transpose_a != 0;
+    case PHX_OP_QMATMUL: {  // both take phx_matmul_params
+      const bool transposed = node.params.matmul.transpose_a != 0;
       const int64_t k = a.rank < 2 ? 1 : a.shape[a.rank - (transposed ? 2 : 1)];
       return 2 * elements(out) * double(k);
     }
     case PHX_OP_CONV2D:
-    case PHX_OP_QCONV2D: {
-      const Operand& w = operands[node.inputs[node.op == PHX_OP_CONV2D ? 1 : 3]];
+    case PHX_OP_QCONV2D: {  // the weight [C_out, C_in / groups, kh, kw] is input 1 of both
+      const Operand& w = operands[node.inputs[1]];
       return 2 * elements(out) * double(w.shape[1] * w.shape[2] * w.shape[3]);
     }
     case PHX_OP_ATTENTION: {
