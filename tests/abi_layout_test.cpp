@@ -419,6 +419,7 @@ TEST_F(AbiLayout, Api_0_1_InitMacrosSetStructSize) {
 static_assert(kSame<decltype(&phx_api_version), uint32_t (*)()>);
 static_assert(kSame<decltype(&phx_status_name), const char* (*)(phx_status)>);
 static_assert(kSame<decltype(&phx_last_error), const char* (*)()>);
+static_assert(kSame<decltype(&phx_set_last_error), phx_status (*)(phx_status, const char*)>);
 static_assert(kSame<decltype(&phx_dtype_size), size_t (*)(phx_dtype)>);
 static_assert(kSame<decltype(&phx_dtype_name), const char* (*)(phx_dtype)>);
 static_assert(kSame<decltype(phx_context_options::log_callback),

@@ -239,6 +239,14 @@ TEST(LastError, EmptyOnAThreadThatNeverFailedAndKeptPerThread) {
   EXPECT_EQ(std::string(phx_last_error()), mine) << "another thread's failure changed mine";
 }
 
+TEST(LastError, SetByALayeredLibraryAsTheLibrarysOwn) {
+  EXPECT_EQ(phx_set_last_error(PHX_STATUS_UNSUPPORTED, "importer: no such operator"),
+            PHX_STATUS_UNSUPPORTED);
+  EXPECT_STREQ(phx_last_error(), "importer: no such operator");
+  EXPECT_EQ(phx_set_last_error(PHX_STATUS_INVALID_ARGUMENT, nullptr), kInvalid);
+  EXPECT_STREQ(phx_last_error(), "");
+}
+
 // ---- Context ------------------------------------------------------------------------------------
 
 TEST(Context, CreateRejectsNullOutAndBadOptions) {

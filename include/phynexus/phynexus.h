@@ -94,6 +94,12 @@ PHX_API const char* phx_status_name(phx_status status);
  * Thread-safe (each thread has its own). Never fails. */
 PHX_API const char* phx_last_error(void);
 
+/* For libraries layered over this API (the ONNX importer, language bindings), so that
+ * their failures reach phx_last_error as the library's own do: records message (copied;
+ * null records "") as the calling thread's last error and returns status unchanged.
+ * Since API 0.3. Thread-safe. Never fails. */
+PHX_API phx_status phx_set_last_error(phx_status status, const char* message);
+
 /* ---- Data types ------------------------------------------------------------------- */
 
 typedef enum phx_dtype {
