@@ -12,6 +12,8 @@ packages=(
   libopenblas-dev
   libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
   clang libclang-rt-dev llvm abigail-tools
+  libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx
+  pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev
 )
 
 missing=()
