@@ -1,0 +1,116 @@
+// Elementwise operators: arithmetic (folded at import when both operands are known
+// integers: shape arithmetic), activations, and the ones that pass a value through.
+#include "attributes.h"
+#include "converters.h"
+#include "known_ops.h"
+#include "tensor_proto.h"
+
+namespace phx::onnx_import {
+namespace {
+
+// Integer division as ONNX's reference (NumPy's floor for the shape arithmetic that
+// exported models do, where operands are non-negative either way).
+int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+void binary(Importer& im, const onnx::NodeProto& node, phx_op_id op,
+            int64_t (*int_op)(int64_t, int64_t), double (*real_op)(double, double)) {
+  const KnownValue* a = im.known_input(node, 0);
+  const KnownValue* b = im.known_input(node, 1);
+  if (a != nullptr && b != nullptr && a->integral() && b->integral()) {
+    if (op == PHX_OP_DIV)
+      for (size_t i = 0; i < b->size(); ++i)
+        if (b->ints[i] == 0) im.invalid(node, "an integer division by zero");
+    im.define_known(node, 0, known_binary(*a, *b, int_op, real_op));
+    return;
+  }
+  const phx_value out =
+      im.add_node(node, op, nullptr, {im.graph_input(node, 0), im.graph_input(node, 1)})[0];
+  im.define(node, 0, out, im.input(node, 0).elem_type);
+}
+
+}  // namespace
+
+void convert_add(Importer& im, const onnx::NodeProto& node) {
+  binary(
+      im, node, PHX_OP_ADD, [](int64_t a, int64_t b) { return a + b; },
+      [](double a, double b) { return a + b; });
+}
+
+void convert_sub(Importer& im, const onnx::NodeProto& node) {
+  binary(
+      im, node, PHX_OP_SUB, [](int64_t a, int64_t b) { return a - b; },
+      [](double a, double b) { return a - b; });
+}
+
+void convert_mul(Importer& im, const onnx::NodeProto& node) {
+  binary(
+      im, node, PHX_OP_MUL, [](int64_t a, int64_t b) { return a * b; },
+      [](double a, double b) { return a * b; });
+}
+
+void convert_div(Importer& im, const onnx::NodeProto& node) {
+  binary(im, node, PHX_OP_DIV, floor_div, [](double a, double b) { return a / b; });
+}
+
+void convert_relu(Importer& im, const onnx::NodeProto& node) {
+  im.define(node, 0, im.add_node(node, PHX_OP_RELU, nullptr, {im.graph_input(node, 0)})[0],
+            im.input(node, 0).elem_type);
+}
+
+// The output is the input: the same value under another name.
+void convert_identity(Importer& im, const onnx::NodeProto& node) {
+  const Value& in = im.input(node, 0);
+  if (in.known != nullptr)
+    im.define_known(node, 0, *in.known);
+  else
+    im.define(node, 0, in.graph, in.elem_type);
+}
+
+// Inference: the identity; the mask output, when asked for, is all true.
+void convert_dropout(Importer& im, const onnx::NodeProto& node) {
+  if (im.opset() >= 12 && im.has_input(node, 2)) {
+    const KnownValue* training = im.known_input(node, 2);
+    if (training == nullptr || training->int_at(0) != 0)
+      im.unsupported(node, "training mode is not taken (inference only)");
+  }
+  convert_identity(im, node);
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    const Value& in = im.input(node, 0);
+    std::vector<int64_t> dims;
+    if (in.known != nullptr) {
+      dims = in.known->dims;
+    } else {
+      const phx_value_info vi = im.info(in.graph);
+      dims.assign(vi.shape, vi.shape + vi.rank);
+    }
+    for (int64_t d : dims)
+      if (d == PHX_DIM_DYNAMIC) im.unsupported(node, "the mask of a dynamic shape");
+    const size_t n = static_cast<size_t>(element_count(dims, im.describe(node)));
+    im.define_known(node, 1, known_ints(onnx::TensorProto::BOOL, dims, std::vector<int64_t>(n, 1)));
+  }
+}
+
+void convert_cast(Importer& im, const onnx::NodeProto& node) {
+  const int32_t to = static_cast<int32_t>(attr_int(node, "to", 0));
+  const phx_dtype dtype = dtype_of(to);
+  if (dtype == PHX_DTYPE_INVALID)
+    im.unsupported(node, "casting to " + elem_type_name(to) + " is not taken");
+  const Value& in = im.input(node, 0);
+  if (in.known != nullptr && in.known->integral() && is_integral(to)) {
+    KnownValue k = *in.known;
+    k.elem_type = to;
+    if (to == onnx::TensorProto::BOOL)
+      for (auto& v : k.ints) v = v != 0 ? 1 : 0;
+    im.define_known(node, 0, std::move(k));
+    return;
+  }
+  const phx_value x = im.graph_input(node, 0);
+  if (to == onnx::TensorProto::BOOL && im.info(x).dtype != PHX_DTYPE_U8)
+    im.unsupported(node, "casting to BOOL from another type is not taken");
+  im.define(node, 0, im.add_node(node, PHX_OP_CAST, nullptr, {x}, 1, {dtype})[0], to);
+}
+
+}  // namespace phx::onnx_import

@@ -1,0 +1,180 @@
+// Elementwise math onto the op table's unary, binary and comparison ops: activations,
+// functions, comparisons and selections; several inputs (Max, Min, Sum) become a chain.
+// Comparisons and selections of known integers are computed at import (shape logic).
+#include <cfloat>
+
+#include "attributes.h"
+#include "converters.h"
+#include "known_ops.h"
+#include "tensor_proto.h"
+
+namespace phx::onnx_import {
+namespace {
+
+void unary(Importer& im, const onnx::NodeProto& node, phx_op_id op, const void* params = nullptr) {
+  im.define(node, 0, im.add_node(node, op, params, {im.graph_input(node, 0)})[0],
+            im.input(node, 0).elem_type);
+}
+
+void with_alpha_beta(Importer& im, const onnx::NodeProto& node, phx_op_id op, float alpha,
+                     float beta) {
+  const phx_elementwise_params params = PHX_ELEMENTWISE_PARAMS_INIT(alpha, beta);
+  unary(im, node, op, &params);
+}
+
+// A binary op over inputs 0 and 1; with more inputs (Max, Min, Sum), a chain.
+void chain(Importer& im, const onnx::NodeProto& node, phx_op_id op, int32_t elem_type) {
+  phx_value acc = im.graph_input(node, 0);
+  for (int i = 1; i < node.input_size(); ++i)
+    acc = im.add_node(node, op, nullptr, {acc, im.graph_input(node, i)}, 1, {},
+                      i + 1 < node.input_size() ? "chain" : nullptr)[0];
+  if (node.input_size() == 1) {  // one input: its value
+    convert_identity(im, node);
+    return;
+  }
+  im.define(node, 0, acc, elem_type);
+}
+
+// A comparison: computed at import for known integers, else an op with a u8 output.
+void compare(Importer& im, const onnx::NodeProto& node, phx_op_id op,
+             bool (*known_op)(int64_t, int64_t), bool negate = false) {
+  const KnownValue* a = im.known_input(node, 0);
+  const KnownValue* b = im.known_input(node, 1);
+  if (a != nullptr && b != nullptr && a->integral() && b->integral()) {
+    KnownValue k = known_binary(
+        *a, *b, [&](int64_t x, int64_t y) -> int64_t { return known_op(x, y) != negate; },
+        [](double, double) { return 0.0; }, onnx::TensorProto::BOOL);
+    im.define_known(node, 0, std::move(k));
+    return;
+  }
+  phx_value y = im.add_node(node, op, nullptr, {im.graph_input(node, 0), im.graph_input(node, 1)},
+                            1, {}, negate ? "before not" : nullptr)[0];
+  if (negate) y = im.add_node(node, PHX_OP_NOT, nullptr, {y})[0];
+  im.define(node, 0, y, onnx::TensorProto::BOOL);
+}
+
+}  // namespace
+
+void convert_sigmoid(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SIGMOID); }
+void convert_tanh(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_TANH); }
+void convert_exp(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_EXP); }
+void convert_log(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_LOG); }
+void convert_sqrt(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SQRT); }
+void convert_neg(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_NEG); }
+void convert_abs(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ABS); }
+void convert_erf(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ERF); }
+void convert_floor(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_FLOOR); }
+void convert_ceil(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_CEIL); }
+void convert_reciprocal(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_RECIPROCAL); }
+void convert_sign(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SIGN); }
+void convert_softplus(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SOFTPLUS); }
+
+void convert_not(Importer& im, const onnx::NodeProto& node) {
+  if (const KnownValue* x = im.known_input(node, 0)) {
+    KnownValue k = *x;
+    for (auto& v : k.ints) v = v == 0 ? 1 : 0;
+    im.define_known(node, 0, std::move(k));
+    return;
+  }
+  unary(im, node, PHX_OP_NOT);
+}
+
+void convert_leaky_relu(Importer& im, const onnx::NodeProto& node) {
+  with_alpha_beta(im, node, PHX_OP_LEAKY_RELU, attr_float(node, "alpha", 0.01f), 0.0f);
+}
+
+void convert_elu(Importer& im, const onnx::NodeProto& node) {
+  with_alpha_beta(im, node, PHX_OP_ELU, attr_float(node, "alpha", 1.0f), 0.0f);
+}
+
+void convert_selu(Importer& im, const onnx::NodeProto& node) {
+  with_alpha_beta(im, node, PHX_OP_SELU, attr_float(node, "alpha", 1.67326319217681884765625f),
+                  attr_float(node, "gamma", 1.05070102214813232421875f));
+}
+
+// The bounds: attributes before opset 11, optional inputs known at import from it on.
+void convert_clip(Importer& im, const onnx::NodeProto& node) {
+  float low = -FLT_MAX, high = FLT_MAX;
+  if (im.opset() < 11) {
+    low = attr_float(node, "min", low);
+    high = attr_float(node, "max", high);
+  } else {
+    for (int i : {1, 2}) {
+      if (!im.has_input(node, i)) continue;
+      const KnownValue* bound = im.known_input(node, i);
+      if (bound == nullptr) im.unsupported(node, "bounds computed at run time are not taken");
+      (i == 1 ? low : high) = static_cast<float>(bound->real_at(0));
+    }
+  }
+  with_alpha_beta(im, node, PHX_OP_CLIP, low, high);
+}
+
+void convert_pow(Importer& im, const onnx::NodeProto& node) {
+  // The exponent may be of another type than the base (an int exponent of a float base).
+  phx_value exponent = im.graph_input(node, 1);
+  const phx_dtype base = im.info(im.graph_input(node, 0)).dtype;
+  if (im.info(exponent).dtype != base)
+    exponent = im.add_node(node, PHX_OP_CAST, nullptr, {exponent}, 1, {base}, "exponent")[0];
+  im.define(node, 0, im.add_node(node, PHX_OP_POW, nullptr, {im.graph_input(node, 0), exponent})[0],
+            im.input(node, 0).elem_type);
+}
+
+void convert_max(Importer& im, const onnx::NodeProto& node) {
+  chain(im, node, PHX_OP_MAX, im.input(node, 0).elem_type);
+}
+
+void convert_min(Importer& im, const onnx::NodeProto& node) {
+  chain(im, node, PHX_OP_MIN, im.input(node, 0).elem_type);
+}
+
+void convert_sum(Importer& im, const onnx::NodeProto& node) {
+  chain(im, node, PHX_OP_ADD, im.input(node, 0).elem_type);
+}
+
+void convert_prelu(Importer& im, const onnx::NodeProto& node) {
+  im.define(node, 0,
+            im.add_node(node, PHX_OP_PRELU, nullptr,
+                        {im.graph_input(node, 0), im.graph_input(node, 1)})[0],
+            im.input(node, 0).elem_type);
+}
+
+void convert_equal(Importer& im, const onnx::NodeProto& node) {
+  compare(im, node, PHX_OP_EQUAL, [](int64_t a, int64_t b) { return a == b; });
+}
+
+void convert_less(Importer& im, const onnx::NodeProto& node) {
+  compare(im, node, PHX_OP_LESS, [](int64_t a, int64_t b) { return a < b; });
+}
+
+void convert_greater(Importer& im, const onnx::NodeProto& node) {
+  compare(im, node, PHX_OP_GREATER, [](int64_t a, int64_t b) { return a > b; });
+}
+
+// a <= b is not a > b (no NaN among integers; for floats NaN compares false both ways,
+// which ONNX's reference also gives as false for <=: the negation differs only there).
+void convert_less_or_equal(Importer& im, const onnx::NodeProto& node) {
+  compare(
+      im, node, PHX_OP_GREATER, [](int64_t a, int64_t b) { return a > b; }, true);
+}
+
+void convert_greater_or_equal(Importer& im, const onnx::NodeProto& node) {
+  compare(
+      im, node, PHX_OP_LESS, [](int64_t a, int64_t b) { return a < b; }, true);
+}
+
+void convert_where(Importer& im, const onnx::NodeProto& node) {
+  const KnownValue* c = im.known_input(node, 0);
+  const KnownValue* a = im.known_input(node, 1);
+  const KnownValue* b = im.known_input(node, 2);
+  if (c != nullptr && a != nullptr && b != nullptr && a->integral() && b->integral()) {
+    im.define_known(node, 0, known_where(*c, *a, *b));
+    return;
+  }
+  im.define(
+      node, 0,
+      im.add_node(node, PHX_OP_WHERE, nullptr,
+                  {im.graph_input(node, 0), im.graph_input(node, 1), im.graph_input(node, 2)})[0],
+      im.input(node, 1).elem_type);
+}
+
+}  // namespace phx::onnx_import

@@ -1,0 +1,112 @@
+// Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax, the global pools
+// (a mean or max over the spatial dimensions), and the norms of a sum of squares or of
+// absolute values, made of an elementwise op and a sum.
+#include "attributes.h"
+#include "converters.h"
+#include "known_ops.h"
+
+namespace phx::onnx_import {
+namespace {
+
+// The reduce params of the node: axes from the attribute, or from input 1. false when the node
+// reduces nothing (empty axes with noop_with_empty_axes).
+bool reduce_params(Importer& im, const onnx::NodeProto& node, uint32_t rank, bool axes_from_input,
+                   phx_reduce_params& params) {
+  std::vector<int64_t> axes;
+  if (axes_from_input && im.has_input(node, 1)) {
+    const KnownValue* known = im.known_input(node, 1);
+    if (known == nullptr) im.unsupported(node, "axes computed at run time are not taken");
+    axes = known_int_list(*known);
+  } else if (!axes_from_input) {
+    axes = attr_ints(node, "axes");
+  }
+  params = PHX_REDUCE_PARAMS_INIT;
+  params.keep_dims = attr_int(node, "keepdims", 1) != 0;
+  if (axes.empty() && attr_int(node, "noop_with_empty_axes", 0) != 0) return false;
+  for (int64_t a : axes) params.axes_mask |= 1u << im.axis(node, a, rank);
+  return true;
+}
+
+// ONNX moved the axes of ReduceSum to an input in opset 13, those of the others in 18.
+constexpr int64_t kSumAxesInputOpset = 13, kAxesInputOpset = 18;
+
+// op over the reduced axes of x, after pre (an elementwise op on x; MUL squares) when
+// given, and post (on the result) when given.
+void reduce(Importer& im, const onnx::NodeProto& node, phx_op_id op, int64_t axes_input_opset,
+            phx_op_id pre = PHX_OP_INVALID, phx_op_id post = PHX_OP_INVALID) {
+  phx_value x = im.graph_input(node, 0);
+  phx_reduce_params params;
+  const bool axes_from_input = im.opset() >= axes_input_opset;
+  if (!reduce_params(im, node, im.info(x).rank, axes_from_input, params)) {
+    convert_identity(im, node);
+    return;
+  }
+  if (pre == PHX_OP_MUL)
+    x = im.add_node(node, PHX_OP_MUL, nullptr, {x, x}, 1, {}, "square")[0];
+  else if (pre != PHX_OP_INVALID)
+    x = im.add_node(node, pre, nullptr, {x}, 1, {}, "before")[0];
+  phx_value y =
+      im.add_node(node, op, &params, {x}, 1, {}, post != PHX_OP_INVALID ? "reduce" : nullptr)[0];
+  if (post != PHX_OP_INVALID) y = im.add_node(node, post, nullptr, {y})[0];
+  im.define(node, 0, y, im.input(node, 0).elem_type);
+}
+
+// A mean or max over every dimension after the first two, kept as 1s.
+void global_pool(Importer& im, const onnx::NodeProto& node, phx_op_id op) {
+  const phx_value x = im.graph_input(node, 0);
+  const uint32_t rank = im.info(x).rank;
+  if (rank < 3) im.invalid(node, "the input needs a spatial dimension (rank >= 3)");
+  phx_reduce_params params = PHX_REDUCE_PARAMS_INIT;
+  params.keep_dims = 1;
+  for (uint32_t d = 2; d < rank; ++d) params.axes_mask |= 1u << d;
+  im.define(node, 0, im.add_node(node, op, &params, {x})[0], im.input(node, 0).elem_type);
+}
+
+}  // namespace
+
+void convert_reduce_sum(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_SUM, kSumAxesInputOpset);
+}
+void convert_reduce_max(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_MAX, kAxesInputOpset);
+}
+void convert_reduce_min(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_MIN, kAxesInputOpset);
+}
+void convert_reduce_mean(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_MEAN, kAxesInputOpset);
+}
+void convert_reduce_prod(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_PROD, kAxesInputOpset);
+}
+void convert_reduce_sum_square(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_SUM, kAxesInputOpset, PHX_OP_MUL);
+}
+void convert_reduce_l1(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_SUM, kAxesInputOpset, PHX_OP_ABS);
+}
+void convert_reduce_l2(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_SUM, kAxesInputOpset, PHX_OP_MUL, PHX_OP_SQRT);
+}
+void convert_reduce_log_sum(Importer& im, const onnx::NodeProto& n) {
+  reduce(im, n, PHX_OP_REDUCE_SUM, kAxesInputOpset, PHX_OP_INVALID, PHX_OP_LOG);
+}
+
+void convert_arg_max(Importer& im, const onnx::NodeProto& node) {
+  const phx_value x = im.graph_input(node, 0);
+  phx_argmax_params params = PHX_ARGMAX_PARAMS_INIT;
+  params.axis = static_cast<int32_t>(im.axis(node, attr_int(node, "axis", 0), im.info(x).rank));
+  params.keep_dims = attr_int(node, "keepdims", 1) != 0;
+  params.select_last_index = attr_int(node, "select_last_index", 0) != 0;
+  im.define(node, 0, im.add_node(node, PHX_OP_ARGMAX, &params, {x})[0], onnx::TensorProto::INT64);
+}
+
+void convert_global_average_pool(Importer& im, const onnx::NodeProto& node) {
+  global_pool(im, node, PHX_OP_REDUCE_MEAN);
+}
+
+void convert_global_max_pool(Importer& im, const onnx::NodeProto& node) {
+  global_pool(im, node, PHX_OP_REDUCE_MAX);
+}
+
+}  // namespace phx::onnx_import

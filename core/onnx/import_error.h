@@ -1,0 +1,55 @@
+// Errors inside libphynexus_onnx: an exception that carries a status, thrown where an
+// import step refuses, and the guard that turns it into a status and phx_last_error at
+// the C ABI (the error reaches the same place as libphynexus's own, through
+// phx_set_last_error).
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace phx::onnx_import {
+
+class ImportError : public std::runtime_error {
+ public:
+  ImportError(phx_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  phx_status status() const { return status_; }
+
+ private:
+  phx_status status_;
+};
+
+[[noreturn]] inline void refuse(phx_status status, const std::string& message) {
+  throw ImportError(status, message);
+}
+
+// A phx_ call the importer makes: its failure becomes the importer's, with the
+// library's message after what the importer was doing.
+inline void check_call(phx_status status, const std::string& doing) {
+  if (status != PHX_STATUS_OK) refuse(status, doing + ": " + phx_last_error());
+}
+
+// Runs body, the whole of one C API function named function; nothing escapes.
+template <typename Body>
+phx_status guard(const char* function, Body&& body) noexcept {
+  try {
+    body();
+    return PHX_STATUS_OK;
+  } catch (const ImportError& e) {
+    return phx_set_last_error(e.status(), (std::string(function) + ": " + e.what()).c_str());
+  } catch (const std::bad_alloc&) {
+    return phx_set_last_error(PHX_STATUS_OUT_OF_MEMORY,
+                              (std::string(function) + ": out of host memory").c_str());
+  } catch (const std::exception& e) {
+    return phx_set_last_error(PHX_STATUS_INTERNAL,
+                              (std::string(function) + ": internal error: " + e.what()).c_str());
+  } catch (...) {
+    return phx_set_last_error(PHX_STATUS_INTERNAL,
+                              (std::string(function) + ": internal error").c_str());
+  }
+}
+
+}  // namespace phx::onnx_import

@@ -1,0 +1,330 @@
+#include "importer.h"
+
+#include <onnx/checker.h>
+
+#include "import_error.h"
+#include "operator_table.h"
+#include "tensor_proto.h"
+
+namespace phx::onnx_import {
+
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+
+bool default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+}  // namespace
+
+Importer::Importer(phx_context context, const phx_onnx_options& options)
+    : context_(context), options_(options) {}
+
+Importer::~Importer() {
+  if (graph_ != nullptr) phx_graph_destroy(graph_);
+}
+
+phx_graph Importer::import(onnx::ModelProto& model) {
+  check_opsets(model);
+  if ((options_.flags & PHX_ONNX_SKIP_CHECKER) == 0) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const onnx::checker::ValidationError& e) {
+      refuse(PHX_STATUS_INVALID_ARGUMENT,
+             std::string("the ONNX checker refuses the model: ") + e.what());
+    }
+  }
+  check_call(phx_graph_create(context_, &graph_), "creating the graph");
+  onnx::GraphProto& graph = *model.mutable_graph();
+  add_initializers(graph);
+  add_inputs(graph);
+  for (size_t i = 0; i < options_.input_value_count; ++i) {
+    const char* name = options_.input_values[i].name;
+    if (name == nullptr || values_.count(name) == 0)
+      refuse(PHX_STATUS_INVALID_ARGUMENT, std::string("options->input_values[") +
+                                              std::to_string(i) + "] names no input of the model");
+  }
+  add_nodes(graph);
+  add_outputs(graph);
+  phx_graph done = graph_;
+  graph_ = nullptr;
+  return done;
+}
+
+void Importer::check_opsets(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import())
+    if (default_domain(opset.domain())) opset_ = opset.version();
+  if (opset_ < kMinOpset || opset_ > kMaxOpset)
+    refuse(PHX_STATUS_UNSUPPORTED,
+           "the model's opset of the default domain is " + std::to_string(opset_) + "; opsets " +
+               std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " are taken");
+}
+
+void Importer::add_initializers(onnx::GraphProto& graph) {
+  for (auto& tensor : *graph.mutable_initializer()) {
+    const std::string what = "initializer '" + tensor.name() + "'";
+    Value value;
+    value.elem_type = tensor.data_type();
+    const int64_t count =
+        element_count(std::vector<int64_t>(tensor.dims().begin(), tensor.dims().end()), what);
+    if (is_integral(tensor.data_type()) || count <= kMaxKnownElements) {
+      value.known = std::make_shared<KnownValue>(read_known(tensor, what));
+    } else {
+      value.graph = constant_tensor(tensor, tensor.name());
+      // The graph holds its own copy now: the model's is not needed twice.
+      tensor.clear_raw_data();
+      tensor.clear_float_data();
+    }
+    values_[tensor.name()] = std::move(value);
+  }
+}
+
+void Importer::add_inputs(const onnx::GraphProto& graph) {
+  for (const auto& input : graph.input()) {
+    if (values_.count(input.name()) != 0) continue;  // an initializer listed as an input
+    const std::string what = "input '" + input.name() + "'";
+    if (!input.type().has_tensor_type())
+      refuse(PHX_STATUS_UNSUPPORTED, what + ": only tensor inputs are taken");
+    const auto& type = input.type().tensor_type();
+    const phx_dtype dtype = dtype_of(type.elem_type());
+    if (dtype == PHX_DTYPE_INVALID)
+      refuse(PHX_STATUS_UNSUPPORTED,
+             what + ": the element type " + elem_type_name(type.elem_type()) + " is not taken");
+    if (!type.has_shape()) refuse(PHX_STATUS_UNSUPPORTED, what + ": its rank is unknown");
+    const auto& dims = type.shape().dim();
+    if (dims.size() > PHX_MAX_RANK)
+      refuse(PHX_STATUS_UNSUPPORTED, what + ": rank " + std::to_string(dims.size()) + " is above " +
+                                         std::to_string(PHX_MAX_RANK));
+    std::vector<int64_t> shape;
+    std::vector<const char*> names;
+    for (const auto& dim : dims) {
+      int64_t size = PHX_DIM_DYNAMIC;
+      const char* name = nullptr;
+      if (dim.has_dim_value()) {
+        size = dim.dim_value();
+        if (size == 0) refuse(PHX_STATUS_UNSUPPORTED, what + ": a dimension of 0");
+      } else if (dim.has_dim_param()) {
+        name = dim.dim_param().c_str();
+        for (size_t i = 0; i < options_.dim_count; ++i)
+          if (options_.dim_names[i] != nullptr && dim.dim_param() == options_.dim_names[i])
+            size = options_.dim_sizes[i];
+      }
+      shape.push_back(size);
+      names.push_back(name);
+    }
+    if (const phx_onnx_tensor* given = input_value(input.name())) {
+      values_[input.name()] = given_input(what, type.elem_type(), dtype, shape, *given);
+      continue;
+    }
+    phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
+    desc.name = input.name().c_str();
+    desc.dtype = dtype;
+    desc.rank = shape.size();
+    desc.shape = shape.data();
+    desc.dim_names = names.data();
+    Value value;
+    value.elem_type = type.elem_type();
+    check_call(phx_graph_add_input(graph_, &desc, &value.graph), "adding " + what);
+    values_[input.name()] = std::move(value);
+  }
+}
+
+const phx_onnx_tensor* Importer::input_value(const std::string& name) const {
+  for (size_t i = 0; i < options_.input_value_count; ++i)
+    if (options_.input_values[i].name != nullptr && name == options_.input_values[i].name)
+      return &options_.input_values[i];
+  return nullptr;
+}
+
+Value Importer::given_input(const std::string& what, int32_t elem_type, phx_dtype dtype,
+                            const std::vector<int64_t>& shape, const phx_onnx_tensor& given) {
+  if (given.dtype != dtype)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": the value given is " +
+                                            phx_dtype_name(given.dtype) + ", the input " +
+                                            phx_dtype_name(dtype));
+  bool fits = given.rank == shape.size() && given.data != nullptr;
+  std::vector<int64_t> dims;
+  for (size_t d = 0; fits && d < shape.size(); ++d) {
+    fits = given.shape[d] >= 1 && (shape[d] == PHX_DIM_DYNAMIC || shape[d] == given.shape[d]);
+    dims.push_back(given.shape[d]);
+  }
+  if (!fits || static_cast<size_t>(element_count(dims, what)) * phx_dtype_size(dtype) != given.size)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": the value given has another shape or size");
+  Value value;
+  value.elem_type = elem_type;
+  value.known = std::make_shared<KnownValue>(known_from_bytes(elem_type, dtype, dims, given.data));
+  return value;
+}
+
+void Importer::add_nodes(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    ++node_index_;
+    if (!default_domain(node.domain()))
+      unsupported(node, "the domain '" + node.domain() + "' is not taken");
+    const OperatorEntry* entry = find_operator(node.op_type());
+    if (entry == nullptr) unsupported(node, "the operator is not taken (docs/onnx.md)");
+    entry->convert(*this, node);
+    for (int i = 0; i < node.output_size(); ++i)
+      if (!node.output(i).empty() && values_.count(node.output(i)) == 0)
+        unsupported(node, "output " + std::to_string(i) + " is not taken");
+  }
+}
+
+void Importer::add_outputs(const onnx::GraphProto& graph) {
+  for (const auto& output : graph.output()) {
+    Value& value = value_named(output.name(), "graph output");
+    // A graph output must be computed by a node: a constant, or an input passed through,
+    // is copied by a cast to its own dtype.
+    phx_value_info vi = PHX_VALUE_INFO_INIT;
+    const bool computed = value.graph != PHX_VALUE_NONE &&
+                          phx_graph_value_info(graph_, value.graph, &vi) == PHX_STATUS_OK &&
+                          vi.kind == PHX_VALUE_NODE_OUTPUT;
+    phx_value out = value.graph;
+    if (!computed) {
+      if (out == PHX_VALUE_NONE) out = constant(*value.known, output.name());
+      check_call(phx_graph_value_info(graph_, out, &vi), "output '" + output.name() + "'");
+      phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+      const std::string name = output.name() + " (copy)";
+      desc.name = name.c_str();
+      desc.op = PHX_OP_CAST;
+      desc.inputs = &out;
+      desc.input_count = 1;
+      desc.output_dtypes = &vi.dtype;
+      desc.output_count = 1;
+      check_call(phx_graph_add_node(graph_, &desc, &out), "copying output '" + output.name() + "'");
+    }
+    check_call(phx_graph_add_output(graph_, out, output.name().c_str()),
+               "marking output '" + output.name() + "'");
+  }
+}
+
+Value& Importer::value_named(const std::string& name, const std::string& user) {
+  auto it = values_.find(name);
+  if (it == values_.end())
+    refuse(PHX_STATUS_INVALID_ARGUMENT, user + ": no value is named '" + name + "'");
+  return it->second;
+}
+
+bool Importer::has_input(const onnx::NodeProto& node, int i) const {
+  return i < node.input_size() && !node.input(i).empty();
+}
+
+const Value& Importer::input(const onnx::NodeProto& node, int i) const {
+  if (!has_input(node, i)) invalid(node, "input " + std::to_string(i) + " is missing");
+  auto it = values_.find(node.input(i));
+  if (it == values_.end())
+    invalid(node, "input " + std::to_string(i) + " names '" + node.input(i) +
+                      "', which no earlier node, input or initializer defines");
+  return it->second;
+}
+
+const KnownValue* Importer::known_input(const onnx::NodeProto& node, int i) const {
+  return has_input(node, i) ? input(node, i).known.get() : nullptr;
+}
+
+phx_value Importer::graph_input(const onnx::NodeProto& node, int i) {
+  input(node, i);  // checks it exists
+  Value& value = values_[node.input(i)];
+  if (value.graph == PHX_VALUE_NONE) value.graph = constant(*value.known, node.input(i));
+  return value.graph;
+}
+
+phx_value Importer::constant(const KnownValue& known, const std::string& name) {
+  const std::string what = "constant '" + name + "'";
+  const std::vector<uint8_t> bytes = known_bytes(known, what);
+  phx_value v = PHX_VALUE_NONE;
+  check_call(
+      phx_graph_add_constant(graph_, name.c_str(), dtype_of(known.elem_type), known.dims.size(),
+                             known.dims.data(), bytes.data(), bytes.size(), &v),
+      "adding " + what);
+  return v;
+}
+
+phx_value Importer::constant_tensor(const onnx::TensorProto& tensor, const std::string& name) {
+  const std::string what = "constant '" + name + "'";
+  const TensorBytes bytes = read_tensor(tensor, what);
+  phx_value v = PHX_VALUE_NONE;
+  check_call(phx_graph_add_constant(graph_, name.c_str(), bytes.dtype, bytes.dims.size(),
+                                    bytes.dims.data(), bytes.data, bytes.size, &v),
+             "adding " + what);
+  return v;
+}
+
+phx_value_info Importer::info(phx_value value) const {
+  phx_value_info vi = PHX_VALUE_INFO_INIT;
+  check_call(phx_graph_value_info(graph_, value, &vi), "describing a value");
+  return vi;
+}
+
+std::vector<phx_value> Importer::add_node(const onnx::NodeProto& node, phx_op_id op,
+                                          const void* params, const std::vector<phx_value>& inputs,
+                                          size_t output_count,
+                                          const std::vector<phx_dtype>& output_dtypes,
+                                          const char* suffix) {
+  if (!inputs.empty() && inputs[0] != PHX_VALUE_NONE) {
+    // ONNX takes more dtypes than some ops: such a node is unsupported, not invalid.
+    phx_op_info op_info = PHX_OP_INFO_INIT;
+    const phx_dtype dtype = info(inputs[0]).dtype;
+    if (phx_op_info_get(op, &op_info) == PHX_STATUS_OK &&
+        (op_info.dtype_mask & PHX_DTYPE_BIT(dtype)) == 0)
+      unsupported(
+          node, std::string("the op ") + op_info.name + " does not take " + phx_dtype_name(dtype));
+  }
+  std::string name =
+      node.name().empty() ? node.op_type() + "_" + std::to_string(node_index_) : node.name();
+  if (suffix != nullptr) name += std::string(" (") + suffix + ")";
+  phx_graph_node_desc desc = PHX_GRAPH_NODE_DESC_INIT;
+  desc.name = name.c_str();
+  desc.op = op;
+  desc.params = params;
+  desc.inputs = inputs.data();
+  desc.input_count = inputs.size();
+  desc.output_dtypes = output_dtypes.empty() ? nullptr : output_dtypes.data();
+  desc.output_count = output_count;
+  std::vector<phx_value> outputs(output_count, PHX_VALUE_NONE);
+  const phx_status status = phx_graph_add_node(graph_, &desc, outputs.data());
+  if (status != PHX_STATUS_OK) {
+    // The graph's rules refuse what the model asks: the node breaks ONNX's own rules
+    // (shapes), or asks what the op does not take.
+    refuse(status, describe(node) + ": " + phx_last_error());
+  }
+  return outputs;
+}
+
+void Importer::define(const onnx::NodeProto& node, int i, phx_value value, int32_t elem_type) {
+  if (i >= node.output_size() || node.output(i).empty()) return;  // an output left out
+  Value v;
+  v.graph = value;
+  v.elem_type = elem_type;
+  values_[node.output(i)] = std::move(v);
+}
+
+void Importer::define_known(const onnx::NodeProto& node, int i, KnownValue known) {
+  if (i >= node.output_size() || node.output(i).empty()) return;
+  Value v;
+  v.elem_type = known.elem_type;
+  v.known = std::make_shared<KnownValue>(std::move(known));
+  values_[node.output(i)] = std::move(v);
+}
+
+uint32_t Importer::axis(const onnx::NodeProto& node, int64_t axis, uint32_t rank) const {
+  if (axis < -static_cast<int64_t>(rank) || axis >= static_cast<int64_t>(rank))
+    invalid(node, "axis " + std::to_string(axis) + " is outside a rank of " + std::to_string(rank));
+  return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+}
+
+std::string Importer::describe(const onnx::NodeProto& node) const {
+  const std::string name =
+      node.name().empty() ? "#" + std::to_string(node_index_) : "'" + node.name() + "'";
+  return "node " + name + " (" + node.op_type() + ")";
+}
+
+void Importer::unsupported(const onnx::NodeProto& node, const std::string& what) const {
+  refuse(PHX_STATUS_UNSUPPORTED, describe(node) + ": " + what);
+}
+
+void Importer::invalid(const onnx::NodeProto& node, const std::string& what) const {
+  refuse(PHX_STATUS_INVALID_ARGUMENT, describe(node) + ": " + what);
+}
+
+}  // namespace phx::onnx_import
