@@ -33,11 +33,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/phynexus
   COMPONENT development
   FILES_MATCHING PATTERN "*.h" PATTERN "CHANGELOG-*.md")
 
-# The installed programs (phx-devices, phx-conformance) link libphynexus: they find it
+# The installed programs (phx-devices, phx-conformance, phx-run-onnx) link libphynexus: they find it
 # relative to their own file, so that the prefix can be moved and no LD_LIBRARY_PATH is
 # needed.
 file(RELATIVE_PATH phx_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-foreach(program phx-devices phx-conformance)
+foreach(program phx-devices phx-conformance phx-run-onnx)
   if(TARGET ${program})
     set_target_properties(${program} PROPERTIES INSTALL_RPATH "$ORIGIN/${phx_bin_to_lib}")
   endif()

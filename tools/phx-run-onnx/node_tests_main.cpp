@@ -1,0 +1,227 @@
+// phx-onnx-node-tests: the ONNX backend node tests (libonnx-testdata's data/node: a
+// model.onnx and test_data_set_N folders of inputs and expected outputs per test) run on
+// one device, with the CPU device for the nodes it lacks. Each test passes, fails (a
+// mismatch or an error: the message says which) or is unsupported (the importer refuses
+// an operator, attribute or dtype it does not take: the reason). Exits 1 when a test
+// fails or fewer than --min-passed pass. docs/onnx.md, "Conformance".
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "onnx_session.h"
+
+namespace fs = std::filesystem;
+using namespace phx_tools;
+
+namespace {
+
+enum class Outcome { passed, failed, unsupported };
+
+struct Result {
+  std::string test;
+  Outcome outcome;
+  std::string reason;
+};
+
+struct Options {
+  std::string data = "/usr/share/libonnx-testdata/data/node";
+  std::string device = "cpu";
+  std::string filter;
+  size_t min_passed = 0;
+  bool verbose = false;
+  bool markdown = false;
+};
+
+std::vector<HostTensor> read_set(const fs::path& dir, const char* prefix) {
+  std::vector<HostTensor> tensors;
+  for (size_t i = 0;; ++i) {
+    const fs::path file = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(file)) break;
+    tensors.push_back(read_tensor_file(file.string()));
+  }
+  return tensors;
+}
+
+// The message without the "loading <path>: phx_model_load_onnx: " before it.
+std::string reason_of(const std::string& message) {
+  const std::string marker = "phx_model_load_onnx: ";
+  const size_t at = message.find(marker);
+  return at == std::string::npos ? message : message.substr(at + marker.size());
+}
+
+// Loads the model; when the importer refuses a setting it must know at import (a
+// Reshape's shape, axes, pads) that the test feeds as an input, loads it again with the
+// test's integer inputs as constants, as exported models have them.
+std::unique_ptr<OnnxSession> open_session(phx_context context, const fs::path& model,
+                                          const std::vector<size_t>& devices,
+                                          const std::vector<HostTensor>& inputs,
+                                          std::vector<std::string>& bound) {
+  try {
+    return std::make_unique<OnnxSession>(context, model.string(), devices);
+  } catch (const PhxError& e) {
+    if (e.status != PHX_STATUS_UNSUPPORTED) throw;
+    std::vector<HostTensor> values;
+    for (const HostTensor& in : inputs)
+      if (in.dtype == PHX_DTYPE_I32 && !in.name.empty()) values.push_back(in);
+    if (values.empty()) throw;
+    for (const HostTensor& v : values) bound.push_back(v.name);
+    return std::make_unique<OnnxSession>(context, model.string(), devices, values);
+  }
+}
+
+Result run_test(phx_context context, const fs::path& dir, const std::vector<size_t>& devices) {
+  Result r{dir.filename().string(), Outcome::passed, ""};
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_"))
+      sets.push_back(entry.path());
+  std::sort(sets.begin(), sets.end());
+  try {
+    std::vector<std::vector<HostTensor>> inputs, outputs;
+    try {
+      for (const auto& set : sets) {
+        inputs.push_back(read_set(set, "input_"));
+        outputs.push_back(read_set(set, "output_"));
+      }
+    } catch (const PhxError&) {
+      // Data that is no tensor (a sequence, an optional) belongs to a model whose inputs
+      // the importer refuses first: say why it does; else the data is the failure.
+      OnnxSession plain(context, (dir / "model.onnx").string(), devices);
+      throw;
+    }
+    std::vector<std::string> bound;
+    auto session = open_session(context, dir / "model.onnx", devices,
+                                inputs.empty() ? std::vector<HostTensor>{} : inputs[0], bound);
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<HostTensor> fed;
+      for (const HostTensor& in : inputs[s])
+        if (std::find(bound.begin(), bound.end(), in.name) == bound.end()) fed.push_back(in);
+      const std::vector<HostTensor> got = session->run(fed);
+      if (got.size() != outputs[s].size()) {
+        return {
+            r.test, Outcome::failed,
+            std::to_string(got.size()) + " outputs, expected " + std::to_string(outputs[s].size())};
+      }
+      for (size_t i = 0; i < got.size(); ++i) {
+        std::string why;
+        if (!outputs_match(got[i], outputs[s][i], &why))
+          return {r.test, Outcome::failed,
+                  sets[s].filename().string() + " output " + std::to_string(i) + ": " + why};
+      }
+    }
+  } catch (const PhxError& e) {
+    const bool unsupported = e.status == PHX_STATUS_UNSUPPORTED;
+    return {r.test, unsupported ? Outcome::unsupported : Outcome::failed, reason_of(e.what())};
+  }
+  return r;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "phx-onnx-node-tests: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--data")
+      o.data = value();
+    else if (arg == "--device")
+      o.device = value();
+    else if (arg == "--filter")
+      o.filter = value();
+    else if (arg == "--min-passed")
+      o.min_passed = std::stoul(value());
+    else if (arg == "--verbose")
+      o.verbose = true;
+    else if (arg == "--markdown")
+      o.markdown = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: phx-onnx-node-tests [--data DIR] [--device NAME|INDEX] [--filter S]\n"
+                   "                           [--min-passed N] [--verbose] [--markdown]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+size_t find_device(phx_context context, const std::string& spec) {
+  size_t count = 0;
+  check(phx_device_count(context, &count), "counting devices");
+  for (size_t d = 0; d < count; ++d) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    check(phx_device_get(context, d, &info), "describing a device");
+    if (spec == std::to_string(d) || spec == info.plugin || spec == info.name ||
+        spec == phx_device_type_name(info.type))
+      return d;
+  }
+  throw PhxError(PHX_STATUS_NOT_FOUND, "no device named '" + spec + "'");
+}
+
+int run(phx_context context, const Options& o) {
+  const size_t device = find_device(context, o.device), cpu = find_device(context, "cpu");
+  std::vector<size_t> devices = {device};
+  if (cpu != device) devices.push_back(cpu);
+  std::vector<fs::path> tests;
+  for (const auto& entry : fs::directory_iterator(o.data))
+    if (entry.is_directory() && fs::exists(entry.path() / "model.onnx") &&
+        entry.path().filename().string().find(o.filter) != std::string::npos)
+      tests.push_back(entry.path());
+  std::sort(tests.begin(), tests.end());
+  const bool progress = isatty(STDERR_FILENO) != 0;
+  size_t counts[3] = {};
+  for (size_t i = 0; i < tests.size(); ++i) {
+    if (progress)
+      std::fprintf(stderr, "\r%zu/%zu %-60s", i + 1, tests.size(), tests[i].filename().c_str());
+    const Result r = run_test(context, tests[i], devices);
+    ++counts[static_cast<int>(r.outcome)];
+    if (r.outcome == Outcome::failed)
+      std::printf("FAILED %s: %s\n", r.test.c_str(), r.reason.c_str());
+    if (r.outcome == Outcome::unsupported && o.verbose)
+      std::printf("unsupported %s: %s\n", r.test.c_str(), r.reason.c_str());
+    if (r.outcome == Outcome::passed && o.verbose) std::printf("passed %s\n", r.test.c_str());
+  }
+  if (progress) std::fprintf(stderr, "\r%80s\r", "");
+  phx_device_info info = PHX_DEVICE_INFO_INIT;
+  check(phx_device_get(context, device, &info), "describing a device");
+  if (o.markdown)
+    std::printf("| %s | %zu | %zu | %zu | %zu |\n", info.plugin, tests.size(), counts[0], counts[1],
+                counts[2]);
+  else
+    std::printf("%s: %zu node tests: %zu passed, %zu failed, %zu unsupported\n", info.plugin,
+                tests.size(), counts[0], counts[1], counts[2]);
+  if (counts[1] != 0) return 1;
+  if (counts[0] < o.min_passed) {
+    std::printf("fewer than %zu passed\n", o.min_passed);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  phx_context context = nullptr;
+  if (phx_context_create(nullptr, &context) != PHX_STATUS_OK) {
+    std::fprintf(stderr, "phx-onnx-node-tests: %s\n", phx_last_error());
+    return 3;
+  }
+  int rc = 3;
+  try {
+    rc = run(context, options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "phx-onnx-node-tests: %s\n", e.what());
+  }
+  phx_context_destroy(context);
+  return rc;
+}

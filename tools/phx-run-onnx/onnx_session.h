@@ -1,0 +1,87 @@
+// What phx-run-onnx and the ONNX conformance runner share: a model loaded through
+// libphynexus_onnx, compiled for a device (with others for what it lacks), run on host
+// tensors, and outputs compared with expected ones within the dtype's tolerance.
+#pragma once
+
+#include <phynexus/onnx.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace phx_tools {
+
+// A failed phx_ call: its status and phx_last_error's message.
+class PhxError : public std::runtime_error {
+ public:
+  PhxError(phx_status status, const std::string& message)
+      : std::runtime_error(message), status(status) {}
+  phx_status status;
+};
+
+// Throws PhxError when status is not OK, with doing before the library's message.
+void check(phx_status status, const std::string& doing);
+
+struct HostTensor {
+  std::string name;
+  phx_dtype dtype = PHX_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+// A TensorProto file (test_data_set_N/input_0.pb), narrowed as onnx.h says.
+HostTensor read_tensor_file(const std::string& path);
+void write_tensor_file(const std::string& path, const HostTensor& tensor);
+
+// Random values for an input: floats uniform in [-1, 1), integers in [0, 4) (indices
+// stay in range of small dimensions), from seed.
+HostTensor random_tensor(const phx_value_info& input, uint64_t seed);
+
+struct NodePlacement {
+  std::string name;
+  std::string op;
+  size_t device;
+};
+
+class OnnxSession {
+ public:
+  // Loads the model at path and compiles it for devices[0], with devices[1..] for the
+  // nodes devices[0] lacks. input_values become constants of the model (by name:
+  // phx_onnx_options.input_values); the session's inputs are the others. Throws PhxError.
+  OnnxSession(phx_context context, const std::string& path, const std::vector<size_t>& devices,
+              const std::vector<HostTensor>& input_values = {});
+  ~OnnxSession();
+  OnnxSession(const OnnxSession&) = delete;
+  OnnxSession& operator=(const OnnxSession&) = delete;
+
+  size_t input_count() const { return input_count_; }
+  phx_value_info input(size_t i) const;
+  size_t output_count() const { return output_count_; }
+  std::vector<NodePlacement> placement() const;
+
+  // Runs the executable on inputs (one per input, of its dtype) and returns the outputs.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+  // The mean time of a run (inputs and outputs on the device, uploads excluded) over
+  // repeats runs after one warm-up, in ns.
+  double time_runs(const std::vector<HostTensor>& inputs, int repeats);
+
+ private:
+  std::vector<phx_tensor> upload(const std::vector<HostTensor>& inputs);
+  std::vector<phx_tensor> make_outputs(const std::vector<phx_tensor>& inputs);
+
+  phx_context context_;
+  size_t device_;
+  phx_graph graph_ = nullptr;
+  phx_executable executable_ = nullptr;
+  phx_stream stream_ = nullptr;
+  size_t input_count_ = 0;
+  size_t output_count_ = 0;
+};
+
+// Whether got matches expected: the same dtype and shape, and every element within
+// the dtype's tolerance (onnx_session.cpp says which). On a mismatch, *why says what
+// differs (the worst element for values).
+bool outputs_match(const HostTensor& got, const HostTensor& expected, std::string* why);
+
+}  // namespace phx_tools
