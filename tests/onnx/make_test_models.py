@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Writes the ONNX models of phx_onnx_import_test into a folder (argument 1): small
+models built with python3-onnx, each with a test_data_set_0 of inputs and of outputs
+computed in float64 with numpy where the model runs, and the broken or refused models the
+importer must answer with a clear status."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def save(folder, name, model, inputs=None, outputs=None, check=True):
+    if check:
+        onnx.checker.check_model(model)
+    path = os.path.join(folder, name)
+    os.makedirs(path, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    data = os.path.join(path, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    for prefix, tensors in (("input", inputs or []), ("output", outputs or [])):
+        for i, t in enumerate(tensors):
+            with open(os.path.join(data, f"{prefix}_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(t).SerializeToString())
+
+
+def mlp(folder, rng):
+    """Gemm + Relu + Gemm + Softmax with a dynamic batch named "batch"."""
+    w1 = rng.uniform(-1, 1, (16, 32)).astype(np.float32)
+    b1 = rng.uniform(-1, 1, (32,)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (10, 32)).astype(np.float32)
+    b2 = rng.uniform(-1, 1, (10,)).astype(np.float32)
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Gemm", ["r", "w2", "b2"], ["z"], name="fc2", transB=1),
+        helper.make_node("Softmax", ["z"], ["y"], name="softmax", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))])
+    x = rng.uniform(-1, 1, (5, 16)).astype(np.float32)
+    h = np.maximum(x.astype(np.float64) @ w1 + b1, 0)
+    z = h @ w2.astype(np.float64).T + b2
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    y = e / e.sum(axis=-1, keepdims=True)
+    save(folder, "mlp", helper.make_model(graph, opset_imports=OPSET), [x], [y.astype(np.float32)])
+
+
+def single_node(folder, name, node, inputs, outputs, initializers=(), opset=17, check=True):
+    graph = helper.make_graph([node], name, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    save(folder, name, model, check=check)
+
+
+def refused(folder):
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    single_node(folder, "unsupported_op", helper.make_node("Hardmax", ["x"], ["y"], name="hm"),
+                [vi("x", f, [2, 3])], [vi("y", f, [2, 3])])
+    single_node(folder, "old_opset", helper.make_node("Relu", ["x"], ["y"], name="r"),
+                [vi("x", f, [2, 3])], [vi("y", f, [2, 3])], opset=6)
+    single_node(folder, "double_input", helper.make_node("Relu", ["x"], ["y"], name="r"),
+                [vi("x", TensorProto.DOUBLE, [2])], [vi("y", TensorProto.DOUBLE, [2])])
+    # K of 3 against 4: the checker passes it (it infers no shapes), the graph's rules do not.
+    single_node(folder, "shape_mismatch", helper.make_node("MatMul", ["a", "b"], ["y"], name="mm"),
+                [vi("a", f, [2, 3]), vi("b", f, [4, 5])], [vi("y", f, [2, 5])])
+    big = numpy_helper.from_array(np.array([1 << 40, 2], dtype=np.int64), "big")
+    single_node(folder, "int64_overflow", helper.make_node("Add", ["x", "big"], ["y"], name="add"),
+                [vi("x", TensorProto.INT64, [2])], [vi("y", TensorProto.INT64, [2])], [big])
+    # Names an input no node defines: the checker refuses it.
+    single_node(folder, "dangling_input", helper.make_node("Relu", ["nowhere"], ["y"], name="r"),
+                [vi("x", f, [2])], [vi("y", f, [2])], check=False)
+    # Reduction axes fed as an input: taken only with the input's value given at import.
+    single_node(folder, "axes_input",
+                helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=0),
+                [vi("x", f, [2, 3]), vi("axes", TensorProto.INT64, [1])], [vi("y", f, [2])])
+
+
+def main():
+    folder = sys.argv[1]
+    rng = np.random.default_rng(2026)
+    mlp(folder, rng)
+    refused(folder)
+    with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
+        whole = f.read()
+    with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
+        f.write(whole[: len(whole) // 2])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+// phx_model_load_onnx and the tensor files of onnx.h: a model runs with the results of
+// float64 numpy (make_test_models.py), and every broken or refused model gets its status
+// and a message naming what is wrong, with *out_graph untouched.
+#include <gtest/gtest.h>
+#include <phynexus/onnx.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kModels = PHX_ONNX_TEST_MODELS;
+
+std::string model_path(const std::string& name) { return kModels + "/" + name + "/model.onnx"; }
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class OnnxImport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+    const char* paths[] = {PHX_TEST_DEFAULT_PLUGIN_DIR};
+    options.plugin_paths = paths;
+    options.plugin_path_count = 1;
+    options.use_default_search_path = 0;
+    ASSERT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
+  }
+  void TearDown() override { phx_context_destroy(context_); }
+
+  // Loads name and expects status, *out_graph untouched and a message containing each
+  // of words.
+  void expect_refused(const std::string& name, phx_status status,
+                      std::initializer_list<const char*> words,
+                      const phx_onnx_options* o = nullptr) {
+    phx_graph graph = reinterpret_cast<phx_graph>(0x1);
+    const std::string path = name.ends_with(".onnx") ? kModels + "/" + name : model_path(name);
+    EXPECT_EQ(phx_model_load_onnx(context_, path.c_str(), o, &graph), status) << phx_last_error();
+    EXPECT_EQ(graph, reinterpret_cast<phx_graph>(0x1));
+    const std::string message = phx_last_error();
+    EXPECT_TRUE(message.starts_with("phx_model_load_onnx: ")) << message;
+    for (const char* word : words) EXPECT_NE(message.find(word), std::string::npos) << message;
+  }
+
+  phx_context context_ = nullptr;
+};
+
+phx_onnx_tensor read_tensor(const std::string& path) {
+  phx_onnx_tensor t = PHX_ONNX_TENSOR_INIT;
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_OK) << phx_last_error();
+  return t;
+}
+
+// Runs graph on the first device with x and returns output 0's values.
+std::vector<float> run(phx_context context, phx_graph graph, const phx_onnx_tensor& x) {
+  phx_executable exe = nullptr;
+  EXPECT_EQ(phx_graph_compile(context, graph, nullptr, &exe), PHX_STATUS_OK) << phx_last_error();
+  phx_stream stream = nullptr;
+  EXPECT_EQ(phx_stream_create(context, 0, &stream), PHX_STATUS_OK);
+  phx_tensor in = nullptr, out = nullptr;
+  EXPECT_EQ(phx_tensor_create(context, 0, x.dtype, x.rank, x.shape, &in), PHX_STATUS_OK);
+  EXPECT_EQ(phx_tensor_upload(in, 0, x.data, x.size), PHX_STATUS_OK);
+  phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+  EXPECT_EQ(phx_executable_output_desc(exe, &in, 1, 0, &desc), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_tensor_create(context, 0, desc.dtype, desc.rank, desc.shape, &out), PHX_STATUS_OK);
+  EXPECT_EQ(phx_executable_run(stream, exe, &in, 1, &out, 1, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  std::vector<float> values(desc.element_count);
+  EXPECT_EQ(phx_tensor_download(out, 0, values.data(), desc.byte_size), PHX_STATUS_OK);
+  phx_tensor_destroy(in);
+  phx_tensor_destroy(out);
+  phx_stream_destroy(stream);
+  phx_executable_destroy(exe);
+  return values;
+}
+
+TEST_F(OnnxImport, MlpMatchesFloat64Reference) {
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("mlp").c_str(), nullptr, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_value_info x_info = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_graph_value_info(graph, 0, &x_info), PHX_STATUS_OK);
+  EXPECT_STREQ(x_info.name, "x");
+  EXPECT_EQ(x_info.shape[0], PHX_DIM_DYNAMIC);  // "batch"
+  phx_onnx_tensor x = read_tensor(kModels + "/mlp/test_data_set_0/input_0.pb");
+  phx_onnx_tensor y = read_tensor(kModels + "/mlp/test_data_set_0/output_0.pb");
+  const std::vector<float> got = run(context_, graph, x);
+  ASSERT_EQ(got.size() * 4, y.size);
+  // Softmax outputs in [0, 1] after two f32 products of K = 16 and 32 with |values| <= 1:
+  // each logit is off by at most about K * 2^-24 * sum|terms| (< 32 * 2^-24 * 40), which
+  // moves a probability by at most as much; 1e-5 holds it with room.
+  const auto* want = static_cast<const float*>(y.data);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  phx_onnx_tensor_free(&x);
+  phx_onnx_tensor_free(&y);
+  phx_graph_destroy(graph);
+}
+
+TEST_F(OnnxImport, FromMemoryAsFromFile) {
+  const std::vector<char> bytes = read_bytes(model_path("mlp"));
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx_memory(context_, bytes.data(), bytes.size(), nullptr, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_onnx_tensor x = read_tensor(kModels + "/mlp/test_data_set_0/input_0.pb");
+  phx_graph from_file = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("mlp").c_str(), nullptr, &from_file),
+            PHX_STATUS_OK);
+  EXPECT_EQ(run(context_, graph, x), run(context_, from_file, x));
+  phx_onnx_tensor_free(&x);
+  phx_graph_destroy(graph);
+  phx_graph_destroy(from_file);
+}
+
+TEST_F(OnnxImport, NamedDimensionTakesTheGivenSize) {
+  const char* names[] = {"batch"};
+  const int64_t sizes[] = {5};
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.dim_names = names;
+  options.dim_sizes = sizes;
+  options.dim_count = 1;
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("mlp").c_str(), &options, &graph),
+            PHX_STATUS_OK);
+  phx_value_info info = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_graph_value_info(graph, 0, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.shape[0], 5);
+  phx_graph_destroy(graph);
+  // Sizes below 1 are refused.
+  const int64_t zero[] = {0};
+  options.dim_sizes = zero;
+  expect_refused("mlp", PHX_STATUS_INVALID_ARGUMENT, {"dim_sizes[0]"}, &options);
+}
+
+TEST_F(OnnxImport, InputValueMakesAnInputKnown) {
+  expect_refused("axes_input", PHX_STATUS_UNSUPPORTED, {"'sum'", "ReduceSum", "axes"});
+  const int32_t axis = 1;
+  phx_onnx_tensor axes = PHX_ONNX_TENSOR_INIT;
+  axes.name = "axes";
+  axes.dtype = PHX_DTYPE_I32;
+  axes.rank = 1;
+  axes.shape[0] = 1;
+  axes.data = const_cast<int32_t*>(&axis);
+  axes.size = sizeof axis;
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.input_values = &axes;
+  options.input_value_count = 1;
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("axes_input").c_str(), &options, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  const float x_values[6] = {1, 2, 3, 4, 5, 6};
+  phx_onnx_tensor x = PHX_ONNX_TENSOR_INIT;
+  x.dtype = PHX_DTYPE_F32;
+  x.rank = 2;
+  x.shape[0] = 2;
+  x.shape[1] = 3;
+  x.data = const_cast<float*>(x_values);
+  x.size = sizeof x_values;
+  EXPECT_EQ(run(context_, graph, x), (std::vector<float>{6, 15}));
+  phx_graph_destroy(graph);
+  // A value of another shape, and a name the model lacks, are refused.
+  axes.shape[0] = 2;
+  expect_refused("axes_input", PHX_STATUS_INVALID_ARGUMENT, {"input 'axes'", "shape"}, &options);
+  axes.shape[0] = 1;
+  axes.name = "nothing";
+  expect_refused("axes_input", PHX_STATUS_INVALID_ARGUMENT, {"input_values[0]"}, &options);
+}
+
+TEST_F(OnnxImport, RefusedModelsSayWhy) {
+  expect_refused("unsupported_op", PHX_STATUS_UNSUPPORTED, {"node 'hm'", "Hardmax"});
+  expect_refused("old_opset", PHX_STATUS_UNSUPPORTED, {"opset", "6"});
+  expect_refused("double_input", PHX_STATUS_UNSUPPORTED, {"input 'x'", "DOUBLE"});
+  expect_refused("shape_mismatch", PHX_STATUS_INVALID_ARGUMENT, {"node 'mm'", "MatMul", "K"});
+  expect_refused("int64_overflow", PHX_STATUS_UNSUPPORTED, {"'big'", "1099511627776", "i32"});
+  expect_refused("dangling_input", PHX_STATUS_INVALID_ARGUMENT, {"checker"});
+  expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
+  expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
+}
+
+TEST_F(OnnxImport, SkippingTheCheckerStillRefusesADanglingInput) {
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.flags = PHX_ONNX_SKIP_CHECKER;
+  expect_refused("dangling_input", PHX_STATUS_INVALID_ARGUMENT, {"node 'r'", "nowhere"}, &options);
+}
+
+TEST_F(OnnxImport, BadArguments) {
+  phx_graph graph = nullptr;
+  const std::string path = model_path("mlp");
+  EXPECT_EQ(phx_model_load_onnx(nullptr, path.c_str(), nullptr, &graph),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_model_load_onnx(context_, nullptr, nullptr, &graph), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_model_load_onnx(context_, path.c_str(), nullptr, nullptr),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_model_load_onnx_memory(context_, nullptr, 4, nullptr, &graph),
+            PHX_STATUS_INVALID_ARGUMENT);
+  phx_onnx_options small = PHX_ONNX_OPTIONS_INIT;
+  small.struct_size = 4;
+  EXPECT_EQ(phx_model_load_onnx(context_, path.c_str(), &small, &graph),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(phx_last_error()).find("struct_size"), std::string::npos);
+  const char garbage[] = "\xff\xff\xff\xff not a model";
+  EXPECT_EQ(phx_model_load_onnx_memory(context_, garbage, sizeof garbage, nullptr, &graph),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(graph, nullptr);
+}
+
+TEST(OnnxTensorFile, WriteThenReadGivesTheSameTensor) {
+  const std::string path = ::testing::TempDir() + "/phx_onnx_tensor.pb";
+  const int16_t values[6] = {1, -2, 3, -4, 5, 32767};
+  const int64_t shape[2] = {3, 2};
+  ASSERT_EQ(
+      phx_onnx_tensor_write(path.c_str(), "t", PHX_DTYPE_I16, 2, shape, values, sizeof values),
+      PHX_STATUS_OK)
+      << phx_last_error();
+  phx_onnx_tensor t = read_tensor(path);
+  EXPECT_STREQ(t.name, "t");
+  EXPECT_EQ(t.dtype, PHX_DTYPE_I16);
+  ASSERT_EQ(t.rank, 2u);
+  EXPECT_EQ(t.shape[0], 3);
+  EXPECT_EQ(t.shape[1], 2);
+  ASSERT_EQ(t.size, sizeof values);
+  EXPECT_EQ(std::memcmp(t.data, values, sizeof values), 0);
+  phx_onnx_tensor_free(&t);
+  EXPECT_EQ(t.data, nullptr);
+  phx_onnx_tensor_free(&t);  // twice, and null: no-ops
+  phx_onnx_tensor_free(nullptr);
+  // The wrong byte size, an unknown dtype: refused, nothing written.
+  EXPECT_EQ(phx_onnx_tensor_write(path.c_str(), nullptr, PHX_DTYPE_I16, 2, shape, values, 4),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_onnx_tensor_write(path.c_str(), nullptr, static_cast<phx_dtype>(99), 2, shape,
+                                  values, sizeof values),
+            PHX_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(OnnxTensorFile, HostileFilesAreRefusedWithoutAllocating) {
+  const std::string path = ::testing::TempDir() + "/phx_onnx_hostile.pb";
+  // A TensorProto claiming dims [2^31, 2^31] of float and holding no data: field 1 (dims,
+  // varint) twice, field 2 (data_type) = 1.
+  const unsigned char claim[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x08, 0x08,
+                                 0x80, 0x80, 0x80, 0x80, 0x08, 0x10, 0x01};
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(claim), sizeof claim);
+  phx_onnx_tensor t = PHX_ONNX_TENSOR_INIT;
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(phx_last_error()).find("holds 0 values"), std::string::npos)
+      << phx_last_error();
+  EXPECT_EQ(t.data, nullptr);
+  EXPECT_EQ(phx_onnx_tensor_read("/nonexistent/t.pb", &t), PHX_STATUS_NOT_FOUND);
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), nullptr), PHX_STATUS_INVALID_ARGUMENT);
+}
+
+}  // namespace
