@@ -4,14 +4,14 @@
 # its corpus in the build folder. Exits non-zero on any crash, naming the input that
 # caused it. tests/fuzz/README.md explains the targets and how to keep a crash.
 #
-# Environment: PHX_FUZZ_SECONDS (per target), PHX_FUZZ_TARGETS (default: all five),
+# Environment: PHX_FUZZ_SECONDS (per target), PHX_FUZZ_TARGETS (default: all six),
 # PHX_FUZZ_JOBS (build jobs, default 2).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 seconds=${PHX_FUZZ_SECONDS:-60}
-targets=${PHX_FUZZ_TARGETS:-"fuzz_op_run fuzz_graph fuzz_executable_load fuzz_sim_config fuzz_pipeline_cache"}
+targets=${PHX_FUZZ_TARGETS:-"fuzz_op_run fuzz_graph fuzz_executable_load fuzz_onnx_load fuzz_sim_config fuzz_pipeline_cache"}
 
 cd "$root"
 cmake --preset fuzz

@@ -156,4 +156,46 @@ inline void expect_baseline_memory(const FuzzContext& fuzz) {
   }
 }
 
+// One run of exe on zero-filled inputs of the shapes it gives (dynamic dimensions 1), into
+// outputs of the shapes it says (at most 1 MiB each); any known status.
+inline void run_on_zero_inputs(FuzzContext& state, phx_executable exe,
+                               const phx_executable_info& info) {
+  std::vector<phx_tensor> inputs, outputs;
+  bool made = true;
+  for (size_t i = 0; made && i < info.input_count; ++i) {
+    phx_value_info input = PHX_VALUE_INFO_INIT;
+    made = check("phx_executable_input_info", phx_executable_input_info(exe, i, &input)) ==
+           PHX_STATUS_OK;
+    for (uint32_t d = 0; made && d < input.rank; ++d)
+      if (input.shape[d] == PHX_DIM_DYNAMIC) input.shape[d] = 1;
+    phx_tensor t = nullptr;
+    made = made && check("phx_tensor_create",
+                         phx_tensor_create(state.context, info.device, input.dtype, input.rank,
+                                           input.shape, &t)) == PHX_STATUS_OK;
+    if (t != nullptr) inputs.push_back(t);
+  }
+  for (size_t o = 0; made && o < info.output_count; ++o) {
+    phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+    made = check("phx_executable_output_desc",
+                 phx_executable_output_desc(exe, inputs.data(), inputs.size(), o, &desc)) ==
+           PHX_STATUS_OK;
+    phx_tensor t = nullptr;
+    made =
+        made && desc.byte_size <= (1u << 20) &&
+        check("phx_tensor_create", phx_tensor_create(state.context, info.device, desc.dtype,
+                                                     desc.rank, desc.shape, &t)) == PHX_STATUS_OK;
+    if (t != nullptr) outputs.push_back(t);
+  }
+  if (made) {
+    uint64_t ticket = 0;
+    phx_stream stream = state.streams[info.device];
+    if (check("phx_executable_run", phx_executable_run(stream, exe, inputs.data(), inputs.size(),
+                                                       outputs.data(), outputs.size(), &ticket)) ==
+        PHX_STATUS_OK)
+      check("phx_stream_wait", phx_stream_wait(stream, ticket));
+  }
+  for (phx_tensor t : inputs) phx_tensor_destroy(t);
+  for (phx_tensor t : outputs) phx_tensor_destroy(t);
+}
+
 }  // namespace phx::fuzz
