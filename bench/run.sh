@@ -7,7 +7,9 @@
 # node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
 # simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
 # against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
-# and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores).
+# and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for
+# bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
+# on the CPU device against the same network with OpenBLAS.
 #   PHX_BENCH_THREADS=N      threads for the CPU plugin and OpenBLAS alike (default: all)
 #   PHX_BENCH_MIN_TIME=S     seconds each repetition runs at least (default 0.5)
 #   PHX_BENCH_REPETITIONS=R  repetitions per benchmark (default 3)
@@ -18,6 +20,9 @@ cd "$(dirname "$0")/.."
 cmake --preset default >/dev/null
 targets=(bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim
          phx_plugin_npu_sim)
+# bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
+have_onnx=$(cmake --build --preset default --target help | grep -c '^bench_onnx:' || true)
+[ "$have_onnx" -gt 0 ] && targets+=(bench_onnx bench_onnx_models)
 # bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
 have_vulkan=$(cmake --build --preset default --target help | grep -c '^bench_vulkan:' || true)
 [ "$have_vulkan" -gt 0 ] && targets+=(bench_vulkan phx_plugin_vulkan)
@@ -38,6 +43,10 @@ echo
 build/bin/bench_tpu_sim "${options[@]}" "$@"
 echo
 build/bin/bench_npu_sim "${options[@]}" "$@"
+if [ "$have_onnx" -gt 0 ]; then
+  echo
+  build/bin/bench_onnx "${options[@]}" "$@"
+fi
 if [ "$have_vulkan" -gt 0 ]; then
   echo
   build/bin/bench_vulkan "${options[@]}" "$@"

@@ -8,7 +8,10 @@ bin_dir="$build_dir/bin"
 # Listed, not globbed, so that a missing example is an error instead of a silent skip.
 programs=(phx-devices phx_example_device_available phx_example_tensors phx_example_matmul
           phx_example_mlp phx_example_mlp_graph phx_example_attention
-          phx_example_quantized_linear phx_example_tpu_timing phx_example_npu_optimize)
+          phx_example_quantized_linear phx_example_tpu_timing phx_example_npu_optimize
+          phx_example_onnx_run)
+# Arguments of the examples that take some.
+declare -A arguments=([phx_example_onnx_run]="$build_dir/examples/onnx/mlp $build_dir/examples/onnx/cnn")
 
 for program in "${programs[@]}"; do
   if [ ! -x "$bin_dir/$program" ]; then
@@ -20,7 +23,8 @@ done
 for program in "${programs[@]}"; do
   echo "==> $program"
   status=0
-  "$bin_dir/$program" || status=$?
+  # shellcheck disable=SC2086 # the arguments are words
+  "$bin_dir/$program" ${arguments[$program]:-} || status=$?
   if [ "$status" -ne 0 ]; then
     echo "run_all: $program failed with exit status $status" >&2
     exit "$status"
