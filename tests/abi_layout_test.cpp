@@ -548,6 +548,42 @@ static_assert(kSame<decltype(&phx_calibrator_compute),
 
 // ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
 
+TEST_F(AbiLayout, Api_0_3_OpIds) {
+  EXPECT_EQ(PHX_OP_COUNT, 57);
+  const phx_op_id ops[] = {
+      PHX_OP_SIGMOID,      PHX_OP_TANH,       PHX_OP_EXP,         PHX_OP_LOG,
+      PHX_OP_SQRT,         PHX_OP_NEG,        PHX_OP_ABS,         PHX_OP_ERF,
+      PHX_OP_FLOOR,        PHX_OP_CEIL,       PHX_OP_RECIPROCAL,  PHX_OP_SIGN,
+      PHX_OP_SOFTPLUS,     PHX_OP_LEAKY_RELU, PHX_OP_ELU,         PHX_OP_SELU,
+      PHX_OP_CLIP,         PHX_OP_POW,        PHX_OP_MAX,         PHX_OP_MIN,
+      PHX_OP_PRELU,        PHX_OP_EQUAL,      PHX_OP_LESS,        PHX_OP_GREATER,
+      PHX_OP_WHERE,        PHX_OP_NOT,        PHX_OP_REDUCE_MEAN, PHX_OP_REDUCE_MIN,
+      PHX_OP_REDUCE_PROD,  PHX_OP_ARGMAX,     PHX_OP_LOG_SOFTMAX, PHX_OP_BATCH_NORM,
+      PHX_OP_INSTANCE_NORM};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_EQ(ops[i], int(24 + i));
+}
+
+TEST_F(AbiLayout, Api_0_3_OpParams) {
+  PHX_EXPECT_OFFSET(phx_elementwise_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_elementwise_params, alpha, 8);
+  PHX_EXPECT_OFFSET(phx_elementwise_params, beta, 12);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_elementwise_params, 16);
+  PHX_EXPECT_OFFSET(phx_argmax_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_argmax_params, axis, 8);
+  PHX_EXPECT_OFFSET(phx_argmax_params, keep_dims, 12);
+  PHX_EXPECT_OFFSET(phx_argmax_params, select_last_index, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_argmax_params, 20);
+  phx_elementwise_params elementwise = PHX_ELEMENTWISE_PARAMS_INIT(0.5f, 2.0f);
+  EXPECT_EQ(elementwise.struct_size, sizeof(phx_elementwise_params));
+  EXPECT_EQ(elementwise.alpha, 0.5f);
+  EXPECT_EQ(elementwise.beta, 2.0f);
+  phx_argmax_params argmax = PHX_ARGMAX_PARAMS_INIT;
+  EXPECT_EQ(argmax.struct_size, sizeof(phx_argmax_params));
+  EXPECT_EQ(argmax.axis, 0);
+  EXPECT_EQ(argmax.keep_dims, 1);
+  EXPECT_EQ(argmax.select_last_index, 0);
+}
+
 TEST_F(AbiLayout, Api_0_3_OpVariant) {
   PHX_EXPECT_OFFSET(phx_op_variant, struct_size, 0);
   PHX_EXPECT_OFFSET(phx_op_variant, op, 8);

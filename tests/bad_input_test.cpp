@@ -7,6 +7,7 @@
 #include <phynexus/phynexus.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -1100,6 +1101,91 @@ TEST_F(BadOpRules, Reductions) {
     cases.push_back({"params struct_size 0", op, &size_zero, {{{3, 4}}}, {{{4}}}, {}});
   }
   expect_rejected(cases);
+}
+
+TEST_F(BadOpRules, OpsOfApi03) {
+  const phx_elementwise_params elementwise_size_zero = {0, 0.5f, 1.0f};
+  const phx_elementwise_params nan_alpha = PHX_ELEMENTWISE_PARAMS_INIT(NAN, 1.0f);
+  const phx_argmax_params axis2 = {sizeof(phx_argmax_params), 2, 1, 0};
+  const phx_argmax_params axis_minus3 = {sizeof(phx_argmax_params), -3, 1, 0};
+  const phx_argmax_params argmax_size_zero = {0, 0, 1, 0};
+  const phx_argmax_params first_axis = PHX_ARGMAX_PARAMS_INIT;
+  const phx_softmax_params softmax_axis2 = {sizeof(phx_softmax_params), 2};
+  const phx_norm_params norm = PHX_NORM_PARAMS_INIT;
+  const phx_dtype u8 = PHX_DTYPE_U8, i32 = PHX_DTYPE_I32;
+  const Spec x{{3, 4}}, c{{4}};
+  expect_rejected({
+      {"params struct_size 0",
+       PHX_OP_LEAKY_RELU,
+       &elementwise_size_zero,
+       {x},
+       {x},
+       {"struct_size"}},
+      {"alpha NaN", PHX_OP_CLIP, &nan_alpha, {x}, {x}, {"NaN"}},
+      {"argmax axis 2 of rank 2", PHX_OP_ARGMAX, &axis2, {x}, {{{3, 4}, i32}}, {"axis 2"}},
+      {"argmax axis -3 of rank 2", PHX_OP_ARGMAX, &axis_minus3, {x}, {{{3, 4}, i32}}, {"axis -3"}},
+      {"argmax struct_size 0", PHX_OP_ARGMAX, &argmax_size_zero, {x}, {{{1, 4}, i32}}, {}},
+      {"argmax output f32", PHX_OP_ARGMAX, &first_axis, {x}, {{{1, 4}}}, {"i32"}},
+      {"argmax output drops the kept axis", PHX_OP_ARGMAX, &first_axis, {x}, {{{4}, i32}}, {}},
+      {"comparison output f32", PHX_OP_LESS, nullptr, {x, x}, {x}, {"u8"}},
+      {"comparison of f32 and i32",
+       PHX_OP_EQUAL,
+       nullptr,
+       {x, {{3, 4}, i32}},
+       {{{3, 4}, u8}},
+       {"a and b"}},
+      {"where's cond f32", PHX_OP_WHERE, nullptr, {x, x, x}, {x}, {"u8"}},
+      {"where's a and b differ",
+       PHX_OP_WHERE,
+       nullptr,
+       {{{3, 4}, u8}, x, {{3, 4}, i32}},
+       {x},
+       {"a and b"}},
+      {"where's shapes",
+       PHX_OP_WHERE,
+       nullptr,
+       {{{3}, u8}, {{4}}, {{4}}},
+       {{{4}}},
+       {"do not broadcast"}},
+      {"prelu slope wider than x", PHX_OP_PRELU, nullptr, {c, x}, {x}, {"slope"}},
+      {"prelu slope of another size", PHX_OP_PRELU, nullptr, {x, {{5}}}, {x}, {"slope"}},
+      {"not of f32", PHX_OP_NOT, nullptr, {x}, {x}, {"u8"}},
+      {"log_softmax axis 2 of rank 2", PHX_OP_LOG_SOFTMAX, &softmax_axis2, {x}, {x}, {"axis 2"}},
+      {"batch_norm of rank 1", PHX_OP_BATCH_NORM, &norm, {c, c, c, c, c}, {c}, {"rank >= 2"}},
+      {"batch_norm mean of another size",
+       PHX_OP_BATCH_NORM,
+       &norm,
+       {x, c, c, {{3}}, c},
+       {x},
+       {"mean"}},
+      {"batch_norm without var", PHX_OP_BATCH_NORM, &norm, {x, c, c, c}, {x}, {"5 inputs"}},
+      {"instance_norm of rank 2", PHX_OP_INSTANCE_NORM, &norm, {x, c, c}, {x}, {"rank >= 3"}},
+      {"instance_norm scale of another size",
+       PHX_OP_INSTANCE_NORM,
+       &norm,
+       {{{2, 3, 5}}, c, {{3}}},
+       {{{2, 3, 5}}},
+       {"scale"}},
+      {"reduce_mean of i32",
+       PHX_OP_REDUCE_MEAN,
+       nullptr,
+       {{{3, 4}, i32}},
+       {{{}, i32}},
+       {"defined for"}},
+      {"reduce_prod of u8",
+       PHX_OP_REDUCE_PROD,
+       nullptr,
+       {{{3, 4}, u8}},
+       {{{}, u8}},
+       {"defined for"}},
+      {"sigmoid of i32",
+       PHX_OP_SIGMOID,
+       nullptr,
+       {{{3, 4}, i32}},
+       {{{3, 4}, i32}},
+       {"defined for"}},
+      {"neg of u8", PHX_OP_NEG, nullptr, {{{3, 4}, u8}}, {{{3, 4}, u8}}, {"defined for"}},
+  });
 }
 
 TEST_F(BadOpRules, Cast) {

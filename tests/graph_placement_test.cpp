@@ -200,6 +200,58 @@ TEST_F(GraphPlacement, EveryNodeTheNpuLacksRunsOnTheCpu) {
   expect_same_bits(got, run_eagerly(cpu_, cpu_));
 }
 
+// The NPU claims none of the ops of API 0.3: in an f16 graph it runs the add it has, and
+// the CPU device the leaky_relu after it, the same bits as the CPU running both.
+TEST_F(GraphPlacement, AnOpOfApi03TheNpuLacksRunsOnTheCpu) {
+  ASSERT_EQ(phx_graph_create(context_, &graph_), PHX_STATUS_OK);
+  const int64_t shape[2] = {4, 8};
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F16;
+  input.rank = 2;
+  input.shape = shape;
+  phx_value x = 0;
+  ASSERT_EQ(phx_graph_add_input(graph_, &input, &x), PHX_STATUS_OK);
+  const phx_elementwise_params slope = PHX_ELEMENTWISE_PARAMS_INIT(0.25f, 0.0f);
+  const phx_value sum = node(PHX_OP_ADD, {x, x}, "sum");
+  const phx_value y = phx_test::add_node(graph_, PHX_OP_LEAKY_RELU, {sum}, "leaky", &slope);
+  ASSERT_EQ(phx_graph_add_output(graph_, y, "y"), PHX_STATUS_OK);
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = npu_;
+  options.other_devices = &cpu_;
+  options.other_device_count = 1;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  size_t add_device = SIZE_MAX, leaky_device = SIZE_MAX;
+  for (size_t i = 0; i < 2; ++i) {
+    phx_executable_node_info info = PHX_EXECUTABLE_NODE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe_node(exe, i, &info), PHX_STATUS_OK) << phx_last_error();
+    (info.op == PHX_OP_LEAKY_RELU ? leaky_device : add_device) = info.device;
+  }
+  EXPECT_EQ(add_device, npu_);
+  EXPECT_EQ(leaky_device, cpu_);
+
+  // x: +-0.5; x + x and leaky_relu of it are exact in f16.
+  std::vector<uint16_t> x_bits;
+  for (int i = 0; i < 32; ++i) x_bits.push_back(static_cast<uint16_t>(i % 2 ? 0x3800 : 0xB800));
+  phx_tensor in = nullptr, out = nullptr;
+  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_F16, 2, shape, &in), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_F16, 2, shape, &out), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_upload(in, 0, x_bits.data(), x_bits.size() * 2), PHX_STATUS_OK);
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(context_, npu_, &stream), PHX_STATUS_OK);
+  uint64_t ticket = 0;
+  ASSERT_EQ(phx_executable_run(stream, exe, &in, 1, &out, 1, &ticket), PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(phx_stream_wait(stream, ticket), PHX_STATUS_OK) << phx_last_error();
+  std::vector<uint16_t> y_bits(32);
+  ASSERT_EQ(phx_tensor_download(out, 0, y_bits.data(), y_bits.size() * 2), PHX_STATUS_OK);
+  for (size_t i = 0; i < y_bits.size(); ++i)  // 2 * 0.5 = 1 (0x3C00); 0.25 * 2 * -0.5 = -0.25
+    EXPECT_EQ(y_bits[i], i % 2 ? 0x3C00 : 0xB400) << i;
+  for (phx_tensor t : {in, out}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+}
+
 TEST_F(GraphPlacement, BadDeviceListsAreRefused) {
   ASSERT_NO_FATAL_FAILURE(build());
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;

@@ -38,10 +38,25 @@ uint32_t dtypes_the_rules_allow(phx_op_id op) {
     case PHX_OP_REDUCE_SUM:
     case PHX_OP_REDUCE_MAX:
     case PHX_OP_CAST:
+    case PHX_OP_CLIP:
+    case PHX_OP_MAX:
+    case PHX_OP_MIN:
+    case PHX_OP_EQUAL:
+    case PHX_OP_LESS:
+    case PHX_OP_GREATER:
+    case PHX_OP_REDUCE_MIN:
+    case PHX_OP_ARGMAX:
       return all;
     case PHX_OP_RELU:
+    case PHX_OP_NEG:
+    case PHX_OP_ABS:
+    case PHX_OP_SIGN:
+    case PHX_OP_REDUCE_PROD:
       return floats | PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) |
              PHX_DTYPE_BIT(PHX_DTYPE_I32);
+    case PHX_OP_WHERE:  // its first input is the condition
+    case PHX_OP_NOT:
+      return PHX_DTYPE_BIT(PHX_DTYPE_U8);
     case PHX_OP_QUANTIZE:
     case PHX_OP_DYNAMIC_QUANTIZE:
       return PHX_DTYPE_BIT(PHX_DTYPE_F32);

@@ -116,6 +116,28 @@ std::vector<OpForm> op_forms() {
        {x},
        {{{2, 3}, PHX_DTYPE_I8, false, true}, {{1}, PHX_DTYPE_F32}, {{1}, PHX_DTYPE_I32}},
        {}});
+  for (phx_op_id op :
+       {PHX_OP_SIGMOID, PHX_OP_TANH, PHX_OP_EXP, PHX_OP_LOG, PHX_OP_SQRT, PHX_OP_NEG, PHX_OP_ABS,
+        PHX_OP_ERF, PHX_OP_FLOOR, PHX_OP_CEIL, PHX_OP_RECIPROCAL, PHX_OP_SIGN, PHX_OP_SOFTPLUS,
+        PHX_OP_LEAKY_RELU, PHX_OP_ELU, PHX_OP_SELU, PHX_OP_CLIP, PHX_OP_LOG_SOFTMAX})
+    forms.push_back({op, {x}, {x}, {}});
+  for (phx_op_id op : {PHX_OP_POW, PHX_OP_MAX, PHX_OP_MIN, PHX_OP_PRELU})
+    forms.push_back({op, {x, x}, {x}, {}});
+  const Slot boolean{{2, 3}, PHX_DTYPE_U8};
+  for (phx_op_id op : {PHX_OP_EQUAL, PHX_OP_LESS, PHX_OP_GREATER})
+    forms.push_back({op, {x, x}, {boolean}, {}});
+  forms.push_back({PHX_OP_WHERE, {boolean, x, x}, {x}, {}});
+  forms.push_back({PHX_OP_NOT,
+                   {{{2, 3}, PHX_DTYPE_U8, false, true}},
+                   {{{2, 3}, PHX_DTYPE_U8, false, true}},
+                   {}});
+  for (phx_op_id op : {PHX_OP_REDUCE_MEAN, PHX_OP_REDUCE_MIN, PHX_OP_REDUCE_PROD})
+    forms.push_back({op, {x}, {{{}, PHX_DTYPE_F32, false, true}}, {}});
+  forms.push_back({PHX_OP_ARGMAX, {x}, {{{1, 3}, PHX_DTYPE_I32}}, {}});
+  const Slot channels{{3}, PHX_DTYPE_F32};  // x's dimension 1
+  forms.push_back({PHX_OP_BATCH_NORM, {x, channels, channels, channels, channels}, {x}, {}});
+  const Slot image3{{1, 3, 2}, PHX_DTYPE_F32, false, true};
+  forms.push_back({PHX_OP_INSTANCE_NORM, {image3, channels, channels}, {image3}, {}});
   return forms;
 }
 

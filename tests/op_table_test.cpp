@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -81,6 +82,79 @@ TEST(OpTable, EntriesSayWhatTheHeaderSays) {
   ASSERT_EQ(phx_op_info_get(PHX_OP_DYNAMIC_QUANTIZE, &dynamic), PHX_STATUS_OK);
   EXPECT_EQ(dynamic.output_count, 3u);
   EXPECT_STREQ(dynamic.params_struct, "");
+}
+
+// The ops of API 0.3, as phynexus.h names them: ids, names, parameter structs, inputs and
+// the dtypes of the first input (the ONNX importer builds its nodes from these).
+TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
+  constexpr uint32_t f =
+      PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
+  constexpr uint32_t s =
+      PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) | PHX_DTYPE_BIT(PHX_DTYPE_I32);
+  constexpr uint32_t u8 = PHX_DTYPE_BIT(PHX_DTYPE_U8);
+  constexpr uint32_t all = f | s | u8;
+  struct Row {
+    phx_op_id op;
+    int id;
+    const char* name;
+    const char* params;
+    std::vector<std::string> inputs;
+    uint32_t dtypes;
+  };
+  const Row rows[] = {
+      {PHX_OP_SIGMOID, 24, "sigmoid", "", {"x"}, f},
+      {PHX_OP_TANH, 25, "tanh", "", {"x"}, f},
+      {PHX_OP_EXP, 26, "exp", "", {"x"}, f},
+      {PHX_OP_LOG, 27, "log", "", {"x"}, f},
+      {PHX_OP_SQRT, 28, "sqrt", "", {"x"}, f},
+      {PHX_OP_NEG, 29, "neg", "", {"x"}, f | s},
+      {PHX_OP_ABS, 30, "abs", "", {"x"}, f | s},
+      {PHX_OP_ERF, 31, "erf", "", {"x"}, f},
+      {PHX_OP_FLOOR, 32, "floor", "", {"x"}, f},
+      {PHX_OP_CEIL, 33, "ceil", "", {"x"}, f},
+      {PHX_OP_RECIPROCAL, 34, "reciprocal", "", {"x"}, f},
+      {PHX_OP_SIGN, 35, "sign", "", {"x"}, f | s},
+      {PHX_OP_SOFTPLUS, 36, "softplus", "", {"x"}, f},
+      {PHX_OP_LEAKY_RELU, 37, "leaky_relu", "phx_elementwise_params", {"x"}, f},
+      {PHX_OP_ELU, 38, "elu", "phx_elementwise_params", {"x"}, f},
+      {PHX_OP_SELU, 39, "selu", "phx_elementwise_params", {"x"}, f},
+      {PHX_OP_CLIP, 40, "clip", "phx_elementwise_params", {"x"}, all},
+      {PHX_OP_POW, 41, "pow", "", {"a", "b"}, f},
+      {PHX_OP_MAX, 42, "max", "", {"a", "b"}, all},
+      {PHX_OP_MIN, 43, "min", "", {"a", "b"}, all},
+      {PHX_OP_PRELU, 44, "prelu", "", {"x", "slope"}, f},
+      {PHX_OP_EQUAL, 45, "equal", "", {"a", "b"}, all},
+      {PHX_OP_LESS, 46, "less", "", {"a", "b"}, all},
+      {PHX_OP_GREATER, 47, "greater", "", {"a", "b"}, all},
+      {PHX_OP_WHERE, 48, "where", "", {"cond", "a", "b"}, u8},
+      {PHX_OP_NOT, 49, "not", "", {"x"}, u8},
+      {PHX_OP_REDUCE_MEAN, 50, "reduce_mean", "phx_reduce_params", {"x"}, f},
+      {PHX_OP_REDUCE_MIN, 51, "reduce_min", "phx_reduce_params", {"x"}, all},
+      {PHX_OP_REDUCE_PROD, 52, "reduce_prod", "phx_reduce_params", {"x"}, f | s},
+      {PHX_OP_ARGMAX, 53, "argmax", "phx_argmax_params", {"x"}, all},
+      {PHX_OP_LOG_SOFTMAX, 54, "log_softmax", "phx_softmax_params", {"x"}, f},
+      {PHX_OP_BATCH_NORM,
+       55,
+       "batch_norm",
+       "phx_norm_params",
+       {"x", "scale", "bias", "mean", "var"},
+       f},
+      {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
+  };
+  EXPECT_EQ(PHX_OP_COUNT, 57);
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    EXPECT_EQ(int{row.op}, row.id);
+    phx_op_info info = PHX_OP_INFO_INIT;
+    ASSERT_EQ(phx_op_info_get(row.op, &info), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_STREQ(info.name, row.name);
+    EXPECT_STREQ(info.params_struct, row.params);
+    ASSERT_EQ(info.input_count, row.inputs.size());
+    EXPECT_EQ(info.min_input_count, row.inputs.size()) << "no optional inputs";
+    for (size_t i = 0; i < row.inputs.size(); ++i) EXPECT_EQ(info.input_names[i], row.inputs[i]);
+    EXPECT_EQ(info.output_count, 1u);
+    EXPECT_EQ(info.dtype_mask, row.dtypes);
+  }
 }
 
 TEST(OpTable, BadQuestionsAreRefusedAndWriteNothing) {

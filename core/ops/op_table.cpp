@@ -1,6 +1,7 @@
 #include <phx/op_table.h>
 
 #include <initializer_list>
+#include <limits>
 
 namespace phx {
 namespace {
@@ -39,25 +40,36 @@ constexpr OpSchema binary(phx_op_id op, const char* name, uint32_t dtypes, const
           .summary = summary};
 }
 
-constexpr OpSchema unary(phx_op_id op, const char* name, uint32_t dtypes, const char* summary) {
+constexpr OpSchema unary(phx_op_id op, const char* name, uint32_t dtypes, const char* summary,
+                         ParamsKind params = ParamsKind::none) {
   return {.op = op,
           .name = name,
           .inputs = {"x"},
           .outputs = {"y"},
+          .params = params,
           .dtypes = dtypes,
           .summary = summary};
 }
 
-constexpr OpSchema reduction(phx_op_id op, const char* name, const char* summary) {
+// equal, less, greater: a u8 0 or 1 per element of the broadcast shape.
+constexpr OpSchema comparison(phx_op_id op, const char* name, const char* summary) {
+  OpSchema schema = binary(op, name, kAllDtypes, summary);
+  schema.dtype_rule = DtypeRule::compare;
+  return schema;
+}
+
+constexpr OpSchema reduction(phx_op_id op, const char* name, uint32_t dtypes, const char* summary) {
   return {.op = op,
           .name = name,
           .inputs = {"x"},
           .outputs = {"y"},
           .params = ParamsKind::reduce,
-          .dtypes = kAllDtypes,
+          .dtypes = dtypes,
           .shape_rule = ShapeRule::reduce,
           .summary = summary};
 }
+
+constexpr uint32_t kU8 = PHX_DTYPE_BIT(PHX_DTYPE_U8);
 
 constexpr OpSchema kOps[] = {
     {.op = PHX_OP_MATMUL,
@@ -112,8 +124,9 @@ constexpr OpSchema kOps[] = {
      .dtypes = kAllDtypes,
      .shape_rule = ShapeRule::transpose,
      .summary = "the dimensions of x permuted (reversed by default)"},
-    reduction(PHX_OP_REDUCE_SUM, "reduce_sum", "the sum over the axes; f32 sums for floats"),
-    reduction(PHX_OP_REDUCE_MAX, "reduce_max", "the largest value over the axes"),
+    reduction(PHX_OP_REDUCE_SUM, "reduce_sum", kAllDtypes,
+              "the sum over the axes; f32 sums for floats"),
+    reduction(PHX_OP_REDUCE_MAX, "reduce_max", kAllDtypes, "the largest value over the axes"),
     {.op = PHX_OP_CAST,
      .name = "cast",
      .inputs = {"x"},
@@ -181,6 +194,85 @@ constexpr OpSchema kOps[] = {
      .dtype_rule = DtypeRule::dynamic_quantize,
      .shape_rule = ShapeRule::dynamic_quantize,
      .summary = "quantization per tensor with the scale and zero point taken from x's range"},
+    unary(PHX_OP_SIGMOID, "sigmoid", kFloatDtypes, "1 / (1 + e^-x)"),
+    unary(PHX_OP_TANH, "tanh", kFloatDtypes, "tanh(x)"),
+    unary(PHX_OP_EXP, "exp", kFloatDtypes, "e^x"),
+    unary(PHX_OP_LOG, "log", kFloatDtypes, "the natural logarithm of x"),
+    unary(PHX_OP_SQRT, "sqrt", kFloatDtypes, "the square root of x"),
+    unary(PHX_OP_NEG, "neg", kFloatDtypes | kSignedIntDtypes, "-x; integers wrap around"),
+    unary(PHX_OP_ABS, "abs", kFloatDtypes | kSignedIntDtypes,
+          "the absolute value of x; integers wrap around"),
+    unary(PHX_OP_ERF, "erf", kFloatDtypes, "the error function of x"),
+    unary(PHX_OP_FLOOR, "floor", kFloatDtypes, "the largest integer not above x"),
+    unary(PHX_OP_CEIL, "ceil", kFloatDtypes, "the smallest integer not below x"),
+    unary(PHX_OP_RECIPROCAL, "reciprocal", kFloatDtypes, "1 / x"),
+    unary(PHX_OP_SIGN, "sign", kFloatDtypes | kSignedIntDtypes, "-1, 0 or 1 as x's sign"),
+    unary(PHX_OP_SOFTPLUS, "softplus", kFloatDtypes, "log(1 + e^x), without overflow"),
+    unary(PHX_OP_LEAKY_RELU, "leaky_relu", kFloatDtypes, "x < 0 ? alpha x : x",
+          ParamsKind::elementwise),
+    unary(PHX_OP_ELU, "elu", kFloatDtypes, "x < 0 ? alpha (e^x - 1) : x", ParamsKind::elementwise),
+    unary(PHX_OP_SELU, "selu", kFloatDtypes, "beta (x <= 0 ? alpha (e^x - 1) : x)",
+          ParamsKind::elementwise),
+    unary(PHX_OP_CLIP, "clip", kAllDtypes, "min(max(x, alpha), beta)", ParamsKind::elementwise),
+    binary(PHX_OP_POW, "pow", kFloatDtypes, "a^b, broadcast"),
+    binary(PHX_OP_MAX, "max", kAllDtypes, "the larger of a and b, broadcast; NaN if either is"),
+    binary(PHX_OP_MIN, "min", kAllDtypes, "the smaller of a and b, broadcast; NaN if either is"),
+    {.op = PHX_OP_PRELU,
+     .name = "prelu",
+     .inputs = {"x", "slope"},
+     .outputs = {"y"},
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::broadcast_to_first,
+     .summary = "x < 0 ? slope x : x, slope broadcast to x"},
+    comparison(PHX_OP_EQUAL, "equal", "a == b as u8 0 or 1, broadcast"),
+    comparison(PHX_OP_LESS, "less", "a < b as u8 0 or 1, broadcast"),
+    comparison(PHX_OP_GREATER, "greater", "a > b as u8 0 or 1, broadcast"),
+    {.op = PHX_OP_WHERE,
+     .name = "where",
+     .inputs = {"cond", "a", "b"},
+     .outputs = {"y"},
+     .dtypes = kU8,
+     .dtype_rule = DtypeRule::where,
+     .shape_rule = ShapeRule::where,
+     .summary = "cond != 0 ? a : b, the three broadcast"},
+    unary(PHX_OP_NOT, "not", kU8, "x == 0 ? 1 : 0"),
+    reduction(PHX_OP_REDUCE_MEAN, "reduce_mean", kFloatDtypes, "the mean over the axes; f32 sums"),
+    reduction(PHX_OP_REDUCE_MIN, "reduce_min", kAllDtypes, "the smallest value over the axes"),
+    reduction(PHX_OP_REDUCE_PROD, "reduce_prod", kFloatDtypes | kSignedIntDtypes,
+              "the product over the axes; f32 products for floats, integers wrap around"),
+    {.op = PHX_OP_ARGMAX,
+     .name = "argmax",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::argmax,
+     .dtypes = kAllDtypes,
+     .dtype_rule = DtypeRule::index,
+     .shape_rule = ShapeRule::argmax,
+     .summary = "the i32 index of the largest value along an axis; ties give the first"},
+    {.op = PHX_OP_LOG_SOFTMAX,
+     .name = "log_softmax",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::softmax,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::softmax,
+     .summary = "x - max - log(sum e^(x - max)) along one axis, sums in f32"},
+    {.op = PHX_OP_BATCH_NORM,
+     .name = "batch_norm",
+     .inputs = {"x", "scale", "bias", "mean", "var"},
+     .outputs = {"y"},
+     .params = ParamsKind::norm,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::batch_norm,
+     .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias per channel (dimension 1)"},
+    {.op = PHX_OP_INSTANCE_NORM,
+     .name = "instance_norm",
+     .inputs = {"x", "scale", "bias"},
+     .outputs = {"y"},
+     .params = ParamsKind::norm,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::instance_norm,
+     .summary = "each (n, c) normalized over the spatial dimensions, * scale + bias"},
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");
@@ -218,6 +310,9 @@ bool is_quantized_op(const OpSchema& schema) {
     case DtypeRule::matmul:
     case DtypeRule::cast:
     case DtypeRule::rope:
+    case DtypeRule::compare:
+    case DtypeRule::where:
+    case DtypeRule::index:
       return false;
   }
   return false;
@@ -245,6 +340,10 @@ size_t params_struct_size(ParamsKind params) {
       return sizeof(phx_rope_params);
     case ParamsKind::quantize:
       return sizeof(phx_quantize_params);
+    case ParamsKind::elementwise:
+      return sizeof(phx_elementwise_params);
+    case ParamsKind::argmax:
+      return sizeof(phx_argmax_params);
   }
   return 0;
 }
@@ -271,8 +370,29 @@ const char* params_struct_name(ParamsKind params) {
       return "phx_rope_params";
     case ParamsKind::quantize:
       return "phx_quantize_params";
+    case ParamsKind::elementwise:
+      return "phx_elementwise_params";
+    case ParamsKind::argmax:
+      return "phx_argmax_params";
   }
   return "";
+}
+
+phx_elementwise_params default_elementwise_params(phx_op_id op) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  switch (op) {
+    case PHX_OP_LEAKY_RELU:
+      return {sizeof(phx_elementwise_params), 0.01f, 0.0f};
+    case PHX_OP_ELU:
+      return {sizeof(phx_elementwise_params), 1.0f, 0.0f};
+    case PHX_OP_SELU:  // ONNX's Selu: the constants of Klambauer et al., rounded to f32
+      return {sizeof(phx_elementwise_params), 1.67326319217681884765625f,
+              1.05070102214813232421875f};
+    case PHX_OP_CLIP:
+      return {sizeof(phx_elementwise_params), -kMax, kMax};
+    default:
+      return {sizeof(phx_elementwise_params), 0.0f, 0.0f};
+  }
 }
 
 }  // namespace phx

@@ -190,6 +190,18 @@ void check_dtypes(const OpSchema& schema, const OpVariant& v) {
       dtype_is(op, v.outputs[1], PHX_DTYPE_F32, "the scale output");
       dtype_is(op, v.outputs[2], PHX_DTYPE_I32, "the zero point output");
       break;
+    case DtypeRule::compare:
+      same_dtype(op, x, in(1), "a and b");
+      dtype_is(op, y, PHX_DTYPE_U8, "the output");
+      break;
+    case DtypeRule::where:
+      dtype_in(op, in(1), kAllDtypes, "a");
+      same_dtype(op, in(1), in(2), "a and b");
+      same_dtype(op, in(1), y, "a and the output");
+      break;
+    case DtypeRule::index:
+      dtype_is(op, y, PHX_DTYPE_I32, "the output");
+      break;
   }
 }
 
@@ -213,6 +225,11 @@ void check_params(phx_op_id op, ParamsKind kind, const void* params) {
       if (!std::isfinite(p.scale)) broken(op, "scale must be finite");
       break;
     }
+    case ParamsKind::elementwise: {
+      auto& p = *static_cast<const phx_elementwise_params*>(params);
+      if (std::isnan(p.alpha) || std::isnan(p.beta)) broken(op, "alpha and beta cannot be NaN");
+      break;
+    }
     default:
       break;
   }
@@ -225,11 +242,58 @@ Shape check_elementwise_binary(phx_op_id op, const Operand& a, const Operand& b)
   return joined;
 }
 
-Shape check_softmax(const phx_softmax_params& p, const Operand& x) {
-  const int32_t axis = p.axis;
+// prelu's slope: broadcast to x, whose shape the output keeps.
+Shape check_broadcast_to_first(phx_op_id op, const OpSchema& schema, const Operand& x,
+                               const Operand& other) {
+  if (!broadcasts_to(shape_of(other), shape_of(x)))
+    broken(op, std::string(schema.inputs[1]) + " " + text(shape_of(other)) +
+                   " does not broadcast to " + schema.inputs[0] + "'s shape " + text(shape_of(x)));
+  return shape_of(x);
+}
+
+Shape check_where(const Operand& cond, const Operand& a, const Operand& b) {
+  Shape ab, joined;
+  if (!broadcast(shape_of(a), shape_of(b), ab) || !broadcast(shape_of(cond), ab, joined))
+    broken(PHX_OP_WHERE, "shapes " + text(shape_of(cond)) + ", " + text(shape_of(a)) + " and " +
+                             text(shape_of(b)) + " do not broadcast");
+  return joined;
+}
+
+// axis in [-rank, rank) (rank >= 1), as a dimension index.
+uint32_t check_axis(phx_op_id op, int32_t axis, const Operand& x) {
   const int32_t rank = static_cast<int32_t>(x.rank);
   if (rank < 1 || axis < -rank || axis >= rank)
-    broken(PHX_OP_SOFTMAX, "axis " + std::to_string(axis) + " is out of range for " + text(x));
+    broken(op, "axis " + std::to_string(axis) + " is out of range for " + text(x));
+  return static_cast<uint32_t>(axis < 0 ? axis + rank : axis);
+}
+
+Shape check_softmax(phx_op_id op, const phx_softmax_params& p, const Operand& x) {
+  check_axis(op, p.axis, x);
+  return shape_of(x);
+}
+
+Shape check_argmax(const phx_argmax_params& p, const Operand& x) {
+  const uint32_t axis = check_axis(PHX_OP_ARGMAX, p.axis, x);
+  Shape expected = shape_of(x);
+  if (p.keep_dims)
+    expected[axis] = 1;
+  else
+    expected.erase(expected.begin() + axis);
+  return expected;
+}
+
+// batch_norm and instance_norm: x [N, C, ...] of at least min_rank dimensions, and every
+// other input [C].
+Shape check_channel_norm(phx_op_id op, const OpSchema& schema, uint32_t min_rank,
+                         const Operand* const* in, size_t count) {
+  const Operand& x = *in[0];
+  if (x.rank < min_rank)
+    broken(op, "x needs rank >= " + std::to_string(min_rank) + " [N, C, ...], got " + text(x));
+  const Shape channels{x.shape[1]};
+  for (size_t i = 1; i < count; ++i)
+    if (shape_of(*in[i]) != channels)
+      broken(op, std::string(schema.inputs[i]) + " must be " + text(channels) +
+                     " (x's channels, dimension 1), got " + text(shape_of(*in[i])));
   return shape_of(x);
 }
 
@@ -501,6 +565,10 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
       return copy_params(user, params.rope, phx_rope_params PHX_ROPE_PARAMS_INIT, op);
     case ParamsKind::quantize:
       return copy_params(user, params.quantize, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT, op);
+    case ParamsKind::elementwise:
+      return copy_params(user, params.elementwise, default_elementwise_params(op), op);
+    case ParamsKind::argmax:
+      return copy_params(user, params.argmax, phx_argmax_params PHX_ARGMAX_PARAMS_INIT, op);
   }
   return nullptr;
 }
@@ -571,7 +639,8 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
                          size_t in_count, Shape* out, size_t out_count) {
   auto input = [&](size_t i) { return i < in_count ? in[i] : nullptr; };
   Shape& y = out[0];
-  switch (find_op_schema(op)->shape_rule) {
+  const OpSchema& schema = *find_op_schema(op);
+  switch (schema.shape_rule) {
     case ShapeRule::same:
       y = shape_of(*in[0]);
       break;
@@ -582,7 +651,7 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
       y = check_matmul(*static_cast<const phx_matmul_params*>(params), in[0], in[1], input(2));
       break;
     case ShapeRule::softmax:
-      y = check_softmax(*static_cast<const phx_softmax_params*>(params), *in[0]);
+      y = check_softmax(op, *static_cast<const phx_softmax_params*>(params), *in[0]);
       break;
     case ShapeRule::norm:
       y = check_norm(op, in, in_count);
@@ -614,6 +683,21 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
     case ShapeRule::dynamic_quantize:
       y = shape_of(*in[0]);
       break;
+    case ShapeRule::broadcast_to_first:
+      y = check_broadcast_to_first(op, schema, *in[0], *in[1]);
+      break;
+    case ShapeRule::where:
+      y = check_where(*in[0], *in[1], *in[2]);
+      break;
+    case ShapeRule::argmax:
+      y = check_argmax(*static_cast<const phx_argmax_params*>(params), *in[0]);
+      break;
+    case ShapeRule::batch_norm:
+      y = check_channel_norm(op, schema, 2, in, in_count);
+      break;
+    case ShapeRule::instance_norm:
+      y = check_channel_norm(op, schema, 3, in, in_count);
+      break;
   }
   // Outputs past the first are dynamic_quantize's scale and zero point: one element.
   for (size_t i = 1; i < out_count; ++i) out[i] = Shape{1};
@@ -628,6 +712,15 @@ void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, p
     case DtypeRule::matmul:
     case DtypeRule::rope:
       out[0] = in[0];
+      break;
+    case DtypeRule::compare:
+      out[0] = PHX_DTYPE_U8;
+      break;
+    case DtypeRule::where:
+      if (in_count > 1) out[0] = in[1];
+      break;
+    case DtypeRule::index:
+      out[0] = PHX_DTYPE_I32;
       break;
     case DtypeRule::dequantize:
       out[0] = PHX_DTYPE_F32;

@@ -465,9 +465,73 @@ typedef enum phx_op_id {
   /* Dynamic quantization of activations at run time, per tensor. in: x (f32); out: y
    * (u8: asymmetric over [min(0, min x), max(0, max x)]; i8 or i16: symmetric over
    * max |x|), scale (f32 [1]), zero_point (i32 [1]). */
-  PHX_OP_DYNAMIC_QUANTIZE = 23
+  PHX_OP_DYNAMIC_QUANTIZE = 23,
+  /* ---- Since API 0.3 ----
+   * Dtype sets below: "float" is f32, f16 and bf16; "sint" is i8, i16 and i32; "all" is
+   * float, sint and u8. A boolean is a u8 holding 0 or 1, as ONNX's bool. Float ops on
+   * f16 and bf16 compute in f32 and round once. */
+  /* Unary, no parameters; in: x; out: same shape and dtype. */
+  PHX_OP_SIGMOID = 24,    /* float: 1 / (1 + e^-x) */
+  PHX_OP_TANH = 25,       /* float */
+  PHX_OP_EXP = 26,        /* float */
+  PHX_OP_LOG = 27,        /* float: natural logarithm */
+  PHX_OP_SQRT = 28,       /* float */
+  PHX_OP_NEG = 29,        /* float, sint (integers wrap around: -(-128) is -128 in i8) */
+  PHX_OP_ABS = 30,        /* float, sint (integers wrap around, as neg) */
+  PHX_OP_ERF = 31,        /* float */
+  PHX_OP_FLOOR = 32,      /* float */
+  PHX_OP_CEIL = 33,       /* float */
+  PHX_OP_RECIPROCAL = 34, /* float: 1 / x */
+  PHX_OP_SIGN = 35,       /* float, sint: -1, 0 or 1 (NaN stays NaN) */
+  PHX_OP_SOFTPLUS = 36,   /* float: log(1 + e^x), computed without overflow */
+  /* Unary with phx_elementwise_params (null: the defaults named here); in: x; out: same
+   * shape and dtype. */
+  PHX_OP_LEAKY_RELU = 37, /* float: x < 0 ? alpha * x : x; alpha default 0.01 */
+  PHX_OP_ELU = 38,        /* float: x < 0 ? alpha * (e^x - 1) : x; alpha default 1 */
+  /* float: beta * (x <= 0 ? alpha * (e^x - 1) : x); defaults alpha
+   * 1.67326319217681884765625, beta 1.05070102214813232421875 (ONNX's Selu) */
+  PHX_OP_SELU = 39,
+  /* all: min(max(x, alpha), beta); defaults alpha -FLT_MAX, beta FLT_MAX. For integer
+   * dtypes the bounds are rounded toward the inside of the range (alpha up, beta down)
+   * and saturated to the dtype. alpha > beta gives beta everywhere, as ONNX's Clip. */
+  PHX_OP_CLIP = 40,
+  /* Binary; in: a, b (broadcast as in NumPy; one dtype); out: the broadcast shape. */
+  PHX_OP_POW = 41, /* float: a^b as C's powf */
+  PHX_OP_MAX = 42, /* all (a NaN in either input gives NaN) */
+  PHX_OP_MIN = 43, /* all (a NaN in either input gives NaN) */
+  /* float; in: x, slope (broadcast to x's shape); out: like x: x < 0 ? slope * x : x */
+  PHX_OP_PRELU = 44,
+  /* Comparisons; in: a, b (broadcast; one dtype, any of all); out: u8 0 or 1 of the
+   * broadcast shape. A NaN compares unequal, neither less nor greater. */
+  PHX_OP_EQUAL = 45,
+  PHX_OP_LESS = 46,
+  PHX_OP_GREATER = 47,
+  /* in: cond (u8), a, b (one dtype, any of all); the three broadcast together; out: a's
+   * dtype, the broadcast shape: cond != 0 ? a : b. */
+  PHX_OP_WHERE = 48,
+  PHX_OP_NOT = 49, /* in: x (u8); out: u8, x's shape: x == 0 ? 1 : 0 */
+  /* phx_reduce_params, as reduce_sum; in: x; out: reduced shape. */
+  PHX_OP_REDUCE_MEAN = 50, /* float; sums in f32 */
+  PHX_OP_REDUCE_MIN = 51,  /* all (a NaN in a reduced set gives NaN) */
+  PHX_OP_REDUCE_PROD = 52, /* float (products in f32), sint (wrapping around) */
+  /* phx_argmax_params; in: x (all); out: i32, x's shape without axis (1 there with
+   * keep_dims): the index of the largest element along axis. Ties give the first index
+   * (the last with select_last_index). A NaN counts as larger than every number (the
+   * first NaN, or the last with select_last_index, wins), as NumPy's argmax. */
+  PHX_OP_ARGMAX = 53,
+  /* phx_softmax_params; in: x (float); out: like x: x - max - log(sum e^(x - max))
+   * along axis, the sum in f32. */
+  PHX_OP_LOG_SOFTMAX = 54,
+  /* phx_norm_params; inference batch norm. in: x [N, C, ...] (rank >= 2), scale [C],
+   * bias [C], mean [C], var [C] (all required, x's dtype; float); out: like x:
+   * (x - mean) / sqrt(var + epsilon) * scale + bias along dimension 1. */
+  PHX_OP_BATCH_NORM = 55,
+  /* phx_norm_params; in: x [N, C, D1, ...] (rank >= 3), scale [C], bias [C] (x's dtype;
+   * float); out: like x: each (n, c) normalized over D1... with its mean and biased
+   * variance (divided by the count), sums in f32, then * scale + bias. */
+  PHX_OP_INSTANCE_NORM = 56
 } phx_op_id;
-#define PHX_OP_COUNT 24
+#define PHX_OP_COUNT 57
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
@@ -601,6 +665,27 @@ typedef struct phx_quantize_params {
 } phx_quantize_params;
 #define PHX_QUANTIZE_PARAMS_INIT \
   { sizeof(phx_quantize_params), 1 }
+
+/* Since API 0.3: the parameters of leaky_relu, elu, selu and clip. A null params
+ * pointer takes the op's defaults (see phx_op_id); a passed struct gives both values, so
+ * start from PHX_ELEMENTWISE_PARAMS_INIT with the op's defaults. Neither may be NaN. */
+typedef struct phx_elementwise_params {
+  size_t struct_size;
+  float alpha;
+  float beta; /* selu and clip only; ignored by the others */
+} phx_elementwise_params;
+#define PHX_ELEMENTWISE_PARAMS_INIT(alpha, beta) \
+  { sizeof(phx_elementwise_params), (alpha), (beta) }
+
+/* Since API 0.3: the parameters of argmax. */
+typedef struct phx_argmax_params {
+  size_t struct_size;
+  int32_t axis;          /* negative counts from the end; default 0, as ONNX's ArgMax */
+  int keep_dims;         /* non-zero (the default): the axis stays as 1 */
+  int select_last_index; /* non-zero: ties give the last index; default 0, the first */
+} phx_argmax_params;
+#define PHX_ARGMAX_PARAMS_INIT \
+  { sizeof(phx_argmax_params), 0, 1, 0 }
 
 typedef struct phx_op_desc {
   size_t struct_size;

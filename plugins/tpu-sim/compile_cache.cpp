@@ -34,10 +34,13 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
       break;
     }
     case PHX_OP_SOFTMAX:
+    case PHX_OP_LOG_SOFTMAX:
       append_fields(key, static_cast<const phx_softmax_params*>(params)->axis);
       break;
     case PHX_OP_LAYER_NORM:
     case PHX_OP_RMS_NORM:
+    case PHX_OP_BATCH_NORM:
+    case PHX_OP_INSTANCE_NORM:
       // the bits, not a decimal rendering that could merge two close values
       append_fields(key,
                     std::bit_cast<uint32_t>(static_cast<const phx_norm_params*>(params)->epsilon));
@@ -48,7 +51,10 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
       break;
     }
     case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX: {
+    case PHX_OP_REDUCE_MAX:
+    case PHX_OP_REDUCE_MEAN:
+    case PHX_OP_REDUCE_MIN:
+    case PHX_OP_REDUCE_PROD: {
       const auto& p = *static_cast<const phx_reduce_params*>(params);
       append_fields(key, p.axes_mask, p.keep_dims);
       break;
@@ -66,6 +72,19 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
       append_fields(key, static_cast<int>(p.layout), p.stride[0], p.stride[1], p.padding[0],
                     p.padding[1], p.padding[2], p.padding[3], p.dilation[0], p.dilation[1],
                     p.groups, static_cast<int>(p.activation));
+      break;
+    }
+    case PHX_OP_LEAKY_RELU:
+    case PHX_OP_ELU:
+    case PHX_OP_SELU:
+    case PHX_OP_CLIP: {
+      const auto& p = *static_cast<const phx_elementwise_params*>(params);
+      append_fields(key, std::bit_cast<uint32_t>(p.alpha), std::bit_cast<uint32_t>(p.beta));
+      break;
+    }
+    case PHX_OP_ARGMAX: {
+      const auto& p = *static_cast<const phx_argmax_params*>(params);
+      append_fields(key, p.axis, p.keep_dims, p.select_last_index);
       break;
     }
     default:

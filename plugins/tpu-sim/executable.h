@@ -20,8 +20,9 @@
 
 namespace phx::tpu_sim {
 
-// Every op the plugin claims has at most this many inputs and exactly one output.
-constexpr size_t kMaxNodeInputs = 3;
+// Every op the plugin claims has at most this many inputs (batch_norm's five) and exactly
+// one output.
+constexpr size_t kMaxNodeInputs = 5;
 
 struct ExecutableNode {
   phx_op_id op = PHX_OP_INVALID;

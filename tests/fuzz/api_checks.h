@@ -58,14 +58,20 @@ inline size_t params_size(int op) {
     case PHX_OP_QMATMUL:
       return sizeof(phx_matmul_params);
     case PHX_OP_SOFTMAX:
+    case PHX_OP_LOG_SOFTMAX:
       return sizeof(phx_softmax_params);
     case PHX_OP_LAYER_NORM:
     case PHX_OP_RMS_NORM:
+    case PHX_OP_BATCH_NORM:
+    case PHX_OP_INSTANCE_NORM:
       return sizeof(phx_norm_params);
     case PHX_OP_TRANSPOSE:
       return sizeof(phx_transpose_params);
     case PHX_OP_REDUCE_SUM:
     case PHX_OP_REDUCE_MAX:
+    case PHX_OP_REDUCE_MEAN:
+    case PHX_OP_REDUCE_MIN:
+    case PHX_OP_REDUCE_PROD:
       return sizeof(phx_reduce_params);
     case PHX_OP_CONV2D:
     case PHX_OP_QCONV2D:
@@ -77,6 +83,13 @@ inline size_t params_size(int op) {
     case PHX_OP_QUANTIZE:
     case PHX_OP_DEQUANTIZE:
       return sizeof(phx_quantize_params);
+    case PHX_OP_LEAKY_RELU:
+    case PHX_OP_ELU:
+    case PHX_OP_SELU:
+    case PHX_OP_CLIP:
+      return sizeof(phx_elementwise_params);
+    case PHX_OP_ARGMAX:
+      return sizeof(phx_argmax_params);
     default:
       return 0;
   }

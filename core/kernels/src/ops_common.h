@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "phx/kernels/convert.h"
 #include "phx/kernels/ops.h"
 #include "phx/kernels/thread_pool.h"
 
@@ -28,6 +29,24 @@ namespace phx::kernels::ops {
 void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
                 ThreadPool& pool);
 void run_unary(phx_op_id op, const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+// sigmoid ... softplus (params unused), leaky_relu, elu, selu, clip.
+void run_unary_math(phx_op_id op, const phx_elementwise_params& params, const HostTensor& x,
+                    const HostTensor& out, ThreadPool& pool);
+// equal, less, greater: out u8.
+void run_compare(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
+                 ThreadPool& pool);
+void run_where(const HostTensor& cond, const HostTensor& a, const HostTensor& b,
+               const HostTensor& out, ThreadPool& pool);
+void run_not(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+void run_argmax(const phx_argmax_params& params, const HostTensor& x, const HostTensor& out,
+                ThreadPool& pool);
+void run_log_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
+                     ThreadPool& pool);
+// in: x, scale, bias, mean, var.
+void run_batch_norm(const phx_norm_params& params, const HostTensor* in, const HostTensor& out,
+                    ThreadPool& pool);
+void run_instance_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& scale,
+                       const HostTensor& bias, const HostTensor& out, ThreadPool& pool);
 void run_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
                  ThreadPool& pool);
 void run_layer_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& gamma,
@@ -89,6 +108,27 @@ bool visit_int(phx_dtype d, F&& f) {
       return true;
     default:
       return false;
+  }
+}
+
+// Calls f(value) with value(data, index) giving an element of a dtype as comparisons see
+// it: f32 for float dtypes (16-bit ones widen exactly), the integer itself otherwise.
+template <class F>
+void visit_values(phx_dtype dtype, F&& f) {
+  switch (dtype) {
+    case PHX_DTYPE_F32:
+      return f([](const void* p, int64_t i) { return static_cast<const float*>(p)[i]; });
+    case PHX_DTYPE_F16:
+      return f(
+          [](const void* p, int64_t i) { return f16_to_f32(static_cast<const uint16_t*>(p)[i]); });
+    case PHX_DTYPE_BF16:
+      return f(
+          [](const void* p, int64_t i) { return bf16_to_f32(static_cast<const uint16_t*>(p)[i]); });
+    default:
+      visit_int(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        f([](const void* p, int64_t i) { return static_cast<const T*>(p)[i]; });
+      });
   }
 }
 
@@ -227,6 +267,9 @@ PHX_INLINE float sum_f32(const float* x, int64_t n) {
 
 // The larger of m and v, NaN if either is NaN (as NumPy's max).
 PHX_INLINE float max_nan(float m, float v) { return (v > m || v != v) ? v : m; }
+
+// The smaller of m and v, NaN if either is NaN (as NumPy's min).
+PHX_INLINE float min_nan(float m, float v) { return (v < m || v != v) ? v : m; }
 
 // The maximum of n floats, NaN if any is NaN; -inf for n == 0.
 PHX_INLINE float max_f32(const float* x, int64_t n) {

@@ -121,6 +121,62 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
                          pool);
       break;
     }
+    case PHX_OP_SIGMOID:
+    case PHX_OP_TANH:
+    case PHX_OP_EXP:
+    case PHX_OP_LOG:
+    case PHX_OP_SQRT:
+    case PHX_OP_NEG:
+    case PHX_OP_ABS:
+    case PHX_OP_ERF:
+    case PHX_OP_FLOOR:
+    case PHX_OP_CEIL:
+    case PHX_OP_RECIPROCAL:
+    case PHX_OP_SIGN:
+    case PHX_OP_SOFTPLUS:
+    case PHX_OP_LEAKY_RELU:
+    case PHX_OP_ELU:
+    case PHX_OP_SELU:
+    case PHX_OP_CLIP:
+      ops::run_unary_math(op, params_or(params, default_elementwise_params(op)), x, out, pool);
+      break;
+    case PHX_OP_POW:
+    case PHX_OP_MAX:
+    case PHX_OP_MIN:
+    case PHX_OP_PRELU:
+      ops::run_binary(op, x, in[1], out, pool);
+      break;
+    case PHX_OP_EQUAL:
+    case PHX_OP_LESS:
+    case PHX_OP_GREATER:
+      ops::run_compare(op, x, in[1], out, pool);
+      break;
+    case PHX_OP_WHERE:
+      ops::run_where(x, in[1], in[2], out, pool);
+      break;
+    case PHX_OP_NOT:
+      ops::run_not(x, out, pool);
+      break;
+    case PHX_OP_REDUCE_MEAN:
+    case PHX_OP_REDUCE_MIN:
+    case PHX_OP_REDUCE_PROD:
+      ops::run_reduce(op, params_or(params, phx_reduce_params PHX_REDUCE_PARAMS_INIT), x, out,
+                      pool);
+      break;
+    case PHX_OP_ARGMAX:
+      ops::run_argmax(params_or(params, phx_argmax_params PHX_ARGMAX_PARAMS_INIT), x, out, pool);
+      break;
+    case PHX_OP_LOG_SOFTMAX:
+      ops::run_log_softmax(params_or(params, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT), x, out,
+                           pool);
+      break;
+    case PHX_OP_BATCH_NORM:
+      ops::run_batch_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), in, out, pool);
+      break;
+    case PHX_OP_INSTANCE_NORM:
+      ops::run_instance_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x, in[1],
+                             in[2], out, pool);
+      break;
     case PHX_OP_INVALID:  // refused by op_supported; no default, so a new op needs a case
       break;
   }

@@ -1,8 +1,12 @@
-// add, sub, mul, div with NumPy broadcasting; relu, gelu, silu.
+// add, sub, mul, div, pow, max, min, prelu with NumPy broadcasting; relu, gelu, silu;
+// the unary math functions (sigmoid ... clip) in f32 with the C library's math.
 //
 // A binary op collapses its iteration space (ops_common.h) so that the innermost
 // dimension is one long run in which each operand is either contiguous or a single
 // broadcast value; the vector loops below handle such runs ("segments").
+#include <cmath>
+#include <type_traits>
+
 #include "ops_common.h"
 
 namespace phx::kernels::ops {
@@ -39,6 +43,19 @@ PHX_CLONES void binary_f32(phx_op_id op, const float* a, int64_t sa, const float
     case PHX_OP_MUL:
       binary_loop<float>([](float x, float y) { return x * y; }, a, sa, b, sb, out, n);
       break;
+    case PHX_OP_POW:
+      binary_loop<float>([](float x, float y) { return std::pow(x, y); }, a, sa, b, sb, out, n);
+      break;
+    case PHX_OP_MAX:
+      binary_loop<float>([](float x, float y) { return max_nan(x, y); }, a, sa, b, sb, out, n);
+      break;
+    case PHX_OP_MIN:
+      binary_loop<float>([](float x, float y) { return min_nan(x, y); }, a, sa, b, sb, out, n);
+      break;
+    case PHX_OP_PRELU:
+      binary_loop<float>([](float x, float y) { return x < 0.0f ? y * x : x; }, a, sa, b, sb, out,
+                         n);
+      break;
     default:  // PHX_OP_DIV
       binary_loop<float>([](float x, float y) { return x / y; }, a, sa, b, sb, out, n);
       break;
@@ -60,6 +77,12 @@ PHX_INLINE void binary_int_typed(phx_op_id op, const void* a, int64_t sa, const 
       break;
     case PHX_OP_SUB:
       binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) - u(y)); }, pa, sa, pb, sb, po, n);
+      break;
+    case PHX_OP_MAX:
+      binary_loop<T>([](T x, T y) { return x < y ? y : x; }, pa, sa, pb, sb, po, n);
+      break;
+    case PHX_OP_MIN:
+      binary_loop<T>([](T x, T y) { return y < x ? y : x; }, pa, sa, pb, sb, po, n);
       break;
     default:  // PHX_OP_MUL
       binary_loop<T>([&](T x, T y) { return static_cast<T>(u(x) * u(y)); }, pa, sa, pb, sb, po, n);
@@ -158,7 +181,156 @@ UnaryOp unary_of(phx_op_id op) {
   return op == PHX_OP_RELU ? UnaryOp::kRelu : op == PHX_OP_GELU ? UnaryOp::kGelu : UnaryOp::kSilu;
 }
 
+template <class F>
+PHX_INLINE void map_f32(const float* x, float* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// 1 / (1 + e^-x), through e^x / (1 + e^x) for x < 0, where e^-x would overflow.
+float sigmoid(float x) {
+  const float e = std::exp(-std::fabs(x));
+  return x < 0.0f ? e / (1.0f + e) : 1.0f / (1.0f + e);
+}
+
+// log(1 + e^x) = max(x, 0) + log(1 + e^-|x|): e^-|x| <= 1 never overflows, and log1p
+// keeps the digits of the small term. NaN stays NaN through both.
+float softplus(float x) { return std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+
+// -1, 0 or 1; NaN stays NaN.
+float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+
+// The unary math ops on f32 values (y may be x). alpha and beta are the op's parameters.
+void unary_math_f32(phx_op_id op, float alpha, float beta, const float* x, float* y, int64_t n) {
+  switch (op) {
+    case PHX_OP_SIGMOID:
+      return map_f32(x, y, n, sigmoid);
+    case PHX_OP_TANH:
+      return map_f32(x, y, n, [](float v) { return std::tanh(v); });
+    case PHX_OP_EXP:
+      return map_f32(x, y, n, [](float v) { return std::exp(v); });
+    case PHX_OP_LOG:
+      return map_f32(x, y, n, [](float v) { return std::log(v); });
+    case PHX_OP_SQRT:
+      return map_f32(x, y, n, [](float v) { return std::sqrt(v); });
+    case PHX_OP_NEG:
+      return map_f32(x, y, n, [](float v) { return -v; });
+    case PHX_OP_ABS:
+      return map_f32(x, y, n, [](float v) { return std::fabs(v); });
+    case PHX_OP_ERF:
+      return map_f32(x, y, n, [](float v) { return std::erf(v); });
+    case PHX_OP_FLOOR:
+      return map_f32(x, y, n, [](float v) { return std::floor(v); });
+    case PHX_OP_CEIL:
+      return map_f32(x, y, n, [](float v) { return std::ceil(v); });
+    case PHX_OP_RECIPROCAL:
+      return map_f32(x, y, n, [](float v) { return 1.0f / v; });
+    case PHX_OP_SIGN:
+      return map_f32(x, y, n, sign);
+    case PHX_OP_SOFTPLUS:
+      return map_f32(x, y, n, softplus);
+    case PHX_OP_LEAKY_RELU:
+      return map_f32(x, y, n, [alpha](float v) { return v < 0.0f ? alpha * v : v; });
+    case PHX_OP_ELU:
+      return map_f32(x, y, n, [alpha](float v) { return v < 0.0f ? alpha * std::expm1(v) : v; });
+    case PHX_OP_SELU:
+      return map_f32(x, y, n, [alpha, beta](float v) {
+        return beta * (v <= 0.0f ? alpha * std::expm1(v) : v);
+      });
+    default:  // PHX_OP_CLIP; a NaN x stays NaN (both comparisons are false)
+      return map_f32(x, y, n, [alpha, beta](float v) {
+        const float low = v < alpha ? alpha : v;
+        return low > beta ? beta : low;
+      });
+  }
+}
+
+// A clip bound for an integer dtype: rounded toward the inside of [alpha, beta] (up for
+// the lower bound, down for the upper one), then saturated to the dtype.
+template <class T>
+T int_bound(float bound, bool lower) {
+  const double rounded = lower ? std::ceil(double{bound}) : std::floor(double{bound});
+  const double low = std::numeric_limits<T>::min(), high = std::numeric_limits<T>::max();
+  return static_cast<T>(std::clamp(rounded, low, high));
+}
+
+// clip on integers: the bounds as int_bound gives them; with alpha > beta every element
+// becomes beta, as ONNX's Clip.
+template <class T>
+void clip_int_typed(float alpha, float beta, const void* x, void* y, int64_t n) {
+  const T* px = static_cast<const T*>(x);
+  T* py = static_cast<T*>(y);
+  const T low = int_bound<T>(alpha, true), high = int_bound<T>(beta, false);
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = px[i] < low ? low : px[i];
+    py[i] = v > high ? high : v;
+  }
+}
+
+// neg, abs and sign on signed integers. neg and abs wrap around as the dtype does
+// (computed in uint32_t, whose arithmetic is modular, then truncated).
+template <class T>
+void signed_unary_typed(phx_op_id op, const void* x, void* y, int64_t n) {
+  const T* px = static_cast<const T*>(x);
+  T* py = static_cast<T*>(y);
+  auto negate = [](T v) { return static_cast<T>(0u - static_cast<uint32_t>(v)); };
+  switch (op) {
+    case PHX_OP_NEG:
+      for (int64_t i = 0; i < n; ++i) py[i] = negate(px[i]);
+      break;
+    case PHX_OP_ABS:
+      for (int64_t i = 0; i < n; ++i) py[i] = px[i] < 0 ? negate(px[i]) : px[i];
+      break;
+    default:  // PHX_OP_SIGN
+      for (int64_t i = 0; i < n; ++i) py[i] = static_cast<T>((px[i] > 0) - (px[i] < 0));
+      break;
+  }
+}
+
 }  // namespace
+
+void run_unary_math(phx_op_id op, const phx_elementwise_params& params, const HostTensor& x,
+                    const HostTensor& out, ThreadPool& pool) {
+  const int64_t total = element_count(out);
+  const phx_dtype dtype = out.dtype;
+  const float alpha = params.alpha, beta = params.beta;
+  // The C library's functions cost tens of cycles an element: worth threads sooner.
+  constexpr int64_t kWork = 8;
+  if (dtype == PHX_DTYPE_F32) {
+    const float* px = static_cast<const float*>(x.data);
+    float* py = static_cast<float*>(out.data);
+    parallel_for(pool, total, kWork, [&](int64_t begin, int64_t end) {
+      unary_math_f32(op, alpha, beta, px + begin, py + begin, end - begin);
+    });
+  } else if (is_float(dtype)) {
+    const uint16_t* px = static_cast<const uint16_t*>(x.data);
+    uint16_t* py = static_cast<uint16_t*>(out.data);
+    parallel_for(pool, total, kWork, [&](int64_t begin, int64_t end) {
+      float buf[kBlock];
+      for (int64_t i = begin; i < end; i += kBlock) {
+        const int64_t len = std::min(kBlock, end - i);
+        to_f32(dtype, px + i, buf, len);
+        unary_math_f32(op, alpha, beta, buf, buf, len);
+        from_f32(dtype, buf, py + i, len);
+      }
+    });
+  } else {
+    const size_t bytes = dtype_bytes(dtype);
+    const char* px = static_cast<const char*>(x.data);
+    char* py = static_cast<char*>(out.data);
+    parallel_for(pool, total, 1, [&](int64_t begin, int64_t end) {
+      visit_int(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        const char* from = px + begin * bytes;
+        char* to = py + begin * bytes;
+        if (op == PHX_OP_CLIP) {
+          clip_int_typed<T>(alpha, beta, from, to, end - begin);
+        } else if constexpr (std::is_signed_v<T>) {  // u8 has clip only
+          signed_unary_typed<T>(op, from, to, end - begin);
+        }
+      });
+    });
+  }
+}
 
 void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
                 ThreadPool& pool) {

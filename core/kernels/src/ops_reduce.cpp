@@ -1,12 +1,15 @@
-// reduce_sum and reduce_max over any set of axes.
+// reduce_sum, reduce_max, reduce_mean, reduce_min and reduce_prod over any set of axes;
+// argmax along one axis.
 //
 // The axes are collapsed first: size-1 dimensions go, and neighbours that are both
 // reduced or both kept merge. What remains alternates kept and reduced dimensions; the
 // innermost one decides the inner loop: reduced -> each contiguous run folds into one
 // output element; kept -> each run is added (or max-ed) into a run of outputs.
 // Accumulation: f32 for float dtypes (16-bit values are widened exactly, the result is
-// rounded once), uint32_t for integer sums (wraps as the dtype does), int32_t for
-// integer maxima. The order of accumulation does not depend on the thread count.
+// rounded once; a mean divides the f32 sum by the count), uint32_t for integer sums and
+// products (wrap as the dtype does), int32_t for integer maxima and minima. The order of
+// accumulation does not depend on the thread count.
+#include <cmath>
 #include <vector>
 
 #include "ops_common.h"
@@ -23,6 +26,31 @@ PHX_CLONES void f32_add_into(const float* x, float* acc, int64_t n) {
 PHX_CLONES void f32_max_into(const float* x, float* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = max_nan(acc[i], x[i]);
 }
+PHX_CLONES float f32_row_min(const float* x, int64_t n) {
+  float m = std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) m = min_nan(m, x[i]);
+  return m;
+}
+PHX_CLONES void f32_min_into(const float* x, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = min_nan(acc[i], x[i]);
+}
+// In lanes, as sum_f32: the same order on every instruction set and thread count.
+PHX_CLONES float f32_row_prod(const float* x, int64_t n) {
+  float acc[kLanes];
+  for (int j = 0; j < kLanes; ++j) acc[j] = 1.0f;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] *= x[i + j];
+  for (; i < n; ++i) acc[0] *= x[i];
+  float total = 1.0f;
+  for (int j = 0; j < kLanes; ++j) total *= acc[j];
+  return total;
+}
+PHX_CLONES void f32_mul_into(const float* x, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] *= x[i];
+}
+
+enum class Fold { kSum, kMax, kMin, kProd };
 
 // ---- integer kernels ----
 template <class T>
@@ -47,6 +75,34 @@ PHX_INLINE int32_t int_row_max_typed(const void* x, int64_t n) {
 }
 
 template <class T>
+PHX_INLINE int32_t int_row_min_typed(const void* x, int64_t n) {
+  const T* p = static_cast<const T*>(x);
+  int32_t m = std::numeric_limits<int32_t>::max();
+  for (int64_t i = 0; i < n; ++i) m = std::min<int32_t>(m, p[i]);
+  return m;
+}
+
+template <class T>
+PHX_INLINE uint32_t int_row_prod_typed(const void* x, int64_t n) {
+  const T* p = static_cast<const T*>(x);
+  uint32_t acc = 1;
+  for (int64_t i = 0; i < n; ++i) acc *= static_cast<uint32_t>(p[i]);
+  return acc;
+}
+
+template <class T>
+PHX_INLINE void int_min_into_typed(const void* x, int32_t* acc, int64_t n) {
+  const T* p = static_cast<const T*>(x);
+  for (int64_t i = 0; i < n; ++i) acc[i] = std::min<int32_t>(acc[i], p[i]);
+}
+
+template <class T>
+PHX_INLINE void int_mul_into_typed(const void* x, uint32_t* acc, int64_t n) {
+  const T* p = static_cast<const T*>(x);
+  for (int64_t i = 0; i < n; ++i) acc[i] *= static_cast<uint32_t>(p[i]);
+}
+
+template <class T>
 PHX_INLINE void int_add_into_typed(const void* x, uint32_t* acc, int64_t n) {
   const T* p = static_cast<const T*>(x);
   for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<uint32_t>(p[i]);
@@ -58,63 +114,68 @@ PHX_INLINE void int_max_into_typed(const void* x, int32_t* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = std::max<int32_t>(acc[i], p[i]);
 }
 
-PHX_CLONES uint32_t int_row_sum(phx_dtype dtype, const void* x, int64_t n) {
+// The typed kernels chosen by dtype inside each clone. Modular folds (the sum, or the
+// product with !sum) accumulate in uint32_t; ordered ones (the maximum, or the minimum
+// with !max) in int32_t.
+PHX_CLONES uint32_t int_row_modular(phx_dtype dtype, bool sum, const void* x, int64_t n) {
   switch (dtype) {
     case PHX_DTYPE_I8:
-      return int_row_sum_typed<int8_t>(x, n);
+      return sum ? int_row_sum_typed<int8_t>(x, n) : int_row_prod_typed<int8_t>(x, n);
     case PHX_DTYPE_I16:
-      return int_row_sum_typed<int16_t>(x, n);
+      return sum ? int_row_sum_typed<int16_t>(x, n) : int_row_prod_typed<int16_t>(x, n);
     case PHX_DTYPE_I32:
-      return int_row_sum_typed<int32_t>(x, n);
-    default:
-      return int_row_sum_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
+      return sum ? int_row_sum_typed<int32_t>(x, n) : int_row_prod_typed<int32_t>(x, n);
+    default:  // PHX_DTYPE_U8
+      return sum ? int_row_sum_typed<uint8_t>(x, n) : int_row_prod_typed<uint8_t>(x, n);
   }
 }
 
-PHX_CLONES int32_t int_row_max(phx_dtype dtype, const void* x, int64_t n) {
+PHX_CLONES int32_t int_row_ordered(phx_dtype dtype, bool max, const void* x, int64_t n) {
   switch (dtype) {
     case PHX_DTYPE_I8:
-      return int_row_max_typed<int8_t>(x, n);
+      return max ? int_row_max_typed<int8_t>(x, n) : int_row_min_typed<int8_t>(x, n);
     case PHX_DTYPE_I16:
-      return int_row_max_typed<int16_t>(x, n);
+      return max ? int_row_max_typed<int16_t>(x, n) : int_row_min_typed<int16_t>(x, n);
     case PHX_DTYPE_I32:
-      return int_row_max_typed<int32_t>(x, n);
-    default:
-      return int_row_max_typed<uint8_t>(x, n);  // PHX_DTYPE_U8
+      return max ? int_row_max_typed<int32_t>(x, n) : int_row_min_typed<int32_t>(x, n);
+    default:  // PHX_DTYPE_U8
+      return max ? int_row_max_typed<uint8_t>(x, n) : int_row_min_typed<uint8_t>(x, n);
   }
 }
 
-PHX_CLONES void int_add_into(phx_dtype dtype, const void* x, uint32_t* acc, int64_t n) {
+PHX_CLONES void int_into_modular(phx_dtype dtype, bool sum, const void* x, uint32_t* acc,
+                                 int64_t n) {
   switch (dtype) {
     case PHX_DTYPE_I8:
-      int_add_into_typed<int8_t>(x, acc, n);
+      sum ? int_add_into_typed<int8_t>(x, acc, n) : int_mul_into_typed<int8_t>(x, acc, n);
       break;
     case PHX_DTYPE_I16:
-      int_add_into_typed<int16_t>(x, acc, n);
+      sum ? int_add_into_typed<int16_t>(x, acc, n) : int_mul_into_typed<int16_t>(x, acc, n);
       break;
     case PHX_DTYPE_I32:
-      int_add_into_typed<int32_t>(x, acc, n);
+      sum ? int_add_into_typed<int32_t>(x, acc, n) : int_mul_into_typed<int32_t>(x, acc, n);
       break;
-    default:
-      int_add_into_typed<uint8_t>(x, acc, n);
-      break;  // PHX_DTYPE_U8
+    default:  // PHX_DTYPE_U8
+      sum ? int_add_into_typed<uint8_t>(x, acc, n) : int_mul_into_typed<uint8_t>(x, acc, n);
+      break;
   }
 }
 
-PHX_CLONES void int_max_into(phx_dtype dtype, const void* x, int32_t* acc, int64_t n) {
+PHX_CLONES void int_into_ordered(phx_dtype dtype, bool max, const void* x, int32_t* acc,
+                                 int64_t n) {
   switch (dtype) {
     case PHX_DTYPE_I8:
-      int_max_into_typed<int8_t>(x, acc, n);
+      max ? int_max_into_typed<int8_t>(x, acc, n) : int_min_into_typed<int8_t>(x, acc, n);
       break;
     case PHX_DTYPE_I16:
-      int_max_into_typed<int16_t>(x, acc, n);
+      max ? int_max_into_typed<int16_t>(x, acc, n) : int_min_into_typed<int16_t>(x, acc, n);
       break;
     case PHX_DTYPE_I32:
-      int_max_into_typed<int32_t>(x, acc, n);
+      max ? int_max_into_typed<int32_t>(x, acc, n) : int_min_into_typed<int32_t>(x, acc, n);
       break;
-    default:
-      int_max_into_typed<uint8_t>(x, acc, n);
-      break;  // PHX_DTYPE_U8
+    default:  // PHX_DTYPE_U8
+      max ? int_max_into_typed<uint8_t>(x, acc, n) : int_min_into_typed<uint8_t>(x, acc, n);
+      break;
   }
 }
 
@@ -211,41 +272,61 @@ void reduce(const Plan& plan, const char* x, int64_t bytes, Acc* acc, Row&& row,
   });
 }
 
-void reduce_float(bool is_sum, const Plan& plan, const HostTensor& x, const HostTensor& out,
-                  ThreadPool& pool) {
+// The fold's f32 functions: its identity, a run into one value, a run into a run of
+// accumulators, and two values into one.
+struct FloatFold {
+  float init;
+  float (*row)(const float*, int64_t);
+  void (*into)(const float*, float*, int64_t);
+  float (*combine)(float, float);
+};
+
+FloatFold float_fold(Fold fold) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  switch (fold) {
+    case Fold::kSum:
+      return {0.0f, f32_row_sum, f32_add_into, [](float a, float b) { return a + b; }};
+    case Fold::kMax:
+      return {-kInf, f32_row_max, f32_max_into, [](float a, float b) { return max_nan(a, b); }};
+    case Fold::kMin:
+      return {kInf, f32_row_min, f32_min_into, [](float a, float b) { return min_nan(a, b); }};
+    case Fold::kProd:
+      break;
+  }
+  return {1.0f, f32_row_prod, f32_mul_into, [](float a, float b) { return a * b; }};
+}
+
+// divisor: the mean's count, 1 otherwise.
+void reduce_float(Fold fold, float divisor, const Plan& plan, const HostTensor& x,
+                  const HostTensor& out, ThreadPool& pool) {
   const phx_dtype dtype = x.dtype;
   const int64_t bytes = static_cast<int64_t>(dtype_bytes(dtype));
-  auto combine = [is_sum](float a, float b) { return is_sum ? a + b : max_nan(a, b); };
-  auto fold_row = [is_sum](const float* p, int64_t n) {
-    return is_sum ? f32_row_sum(p, n) : f32_row_max(p, n);
-  };
-  auto fold_into = [is_sum](const float* p, float* acc, int64_t n) {
-    is_sum ? f32_add_into(p, acc, n) : f32_max_into(p, acc, n);
-  };
-  const float init = is_sum ? 0.0f : -std::numeric_limits<float>::infinity();
-  std::vector<float> acc(static_cast<size_t>(element_count(out)), init);
+  const FloatFold f = float_fold(fold);
+  std::vector<float> acc(static_cast<size_t>(element_count(out)), f.init);
   // 16-bit runs are widened block by block.
   auto row = [&](const char* p, int64_t n) {
-    if (dtype == PHX_DTYPE_F32) return fold_row(reinterpret_cast<const float*>(p), n);
-    float result = init, buf[kBlock];
+    if (dtype == PHX_DTYPE_F32) return f.row(reinterpret_cast<const float*>(p), n);
+    float result = f.init, buf[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
       const int64_t len = std::min(kBlock, n - i);
       to_f32(dtype, p + i * bytes, buf, len);
-      result = combine(result, fold_row(buf, len));
+      result = f.combine(result, f.row(buf, len));
     }
     return result;
   };
   auto into = [&](const char* p, float* a, int64_t n) {
-    if (dtype == PHX_DTYPE_F32) return fold_into(reinterpret_cast<const float*>(p), a, n);
+    if (dtype == PHX_DTYPE_F32) return f.into(reinterpret_cast<const float*>(p), a, n);
     float buf[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
       const int64_t len = std::min(kBlock, n - i);
       to_f32(dtype, p + i * bytes, buf, len);
-      fold_into(buf, a + i, len);
+      f.into(buf, a + i, len);
     }
   };
-  reduce<float>(plan, static_cast<const char*>(x.data), bytes, acc.data(), row, into, combine,
+  reduce<float>(plan, static_cast<const char*>(x.data), bytes, acc.data(), row, into, f.combine,
                 pool);
+  if (divisor != 1.0f)
+    for (float& v : acc) v /= divisor;
   from_f32(dtype, acc.data(), out.data, static_cast<int64_t>(acc.size()));
 }
 
@@ -258,29 +339,55 @@ void store_ints(phx_dtype dtype, const std::vector<Acc>& acc, void* out) {
   });
 }
 
-void reduce_int(bool is_sum, const Plan& plan, const HostTensor& x, const HostTensor& out,
+// Integer sums and products in uint32_t (modular), maxima and minima in int32_t.
+void reduce_int(Fold fold, const Plan& plan, const HostTensor& x, const HostTensor& out,
                 ThreadPool& pool) {
   const phx_dtype dtype = x.dtype;
   const int64_t bytes = static_cast<int64_t>(dtype_bytes(dtype));
   const char* px = static_cast<const char*>(x.data);
   const size_t count = static_cast<size_t>(element_count(out));
-  if (is_sum) {
-    std::vector<uint32_t> acc(count, 0);
+  if (fold == Fold::kSum || fold == Fold::kProd) {
+    const bool sum = fold == Fold::kSum;
+    std::vector<uint32_t> acc(count, sum ? 0u : 1u);
     reduce<uint32_t>(
         plan, px, bytes, acc.data(),
-        [dtype](const char* p, int64_t n) { return int_row_sum(dtype, p, n); },
-        [dtype](const char* p, uint32_t* a, int64_t n) { int_add_into(dtype, p, a, n); },
-        [](uint32_t a, uint32_t b) { return a + b; }, pool);
+        [=](const char* p, int64_t n) { return int_row_modular(dtype, sum, p, n); },
+        [=](const char* p, uint32_t* a, int64_t n) { int_into_modular(dtype, sum, p, a, n); },
+        [sum](uint32_t a, uint32_t b) { return sum ? a + b : a * b; }, pool);
     store_ints(dtype, acc, out.data);
   } else {
-    std::vector<int32_t> acc(count, std::numeric_limits<int32_t>::min());
+    const bool max = fold == Fold::kMax;
+    std::vector<int32_t> acc(
+        count, max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max());
     reduce<int32_t>(
         plan, px, bytes, acc.data(),
-        [dtype](const char* p, int64_t n) { return int_row_max(dtype, p, n); },
-        [dtype](const char* p, int32_t* a, int64_t n) { int_max_into(dtype, p, a, n); },
-        [](int32_t a, int32_t b) { return std::max(a, b); }, pool);
+        [=](const char* p, int64_t n) { return int_row_ordered(dtype, max, p, n); },
+        [=](const char* p, int32_t* a, int64_t n) { int_into_ordered(dtype, max, p, a, n); },
+        [max](int32_t a, int32_t b) { return max ? std::max(a, b) : std::min(a, b); }, pool);
     store_ints(dtype, acc, out.data);
   }
+}
+
+Fold fold_of(phx_op_id op) {
+  switch (op) {
+    case PHX_OP_REDUCE_MAX:
+      return Fold::kMax;
+    case PHX_OP_REDUCE_MIN:
+      return Fold::kMin;
+    case PHX_OP_REDUCE_PROD:
+      return Fold::kProd;
+    default:  // PHX_OP_REDUCE_SUM, PHX_OP_REDUCE_MEAN
+      return Fold::kSum;
+  }
+}
+
+// Whether v replaces best as the argmax: larger, or equal when the last index is wanted.
+// A NaN is larger than every number and equal to another NaN.
+template <class V>
+bool replaces(V v, V best, bool last) {
+  if (v != v) return best == best || last;
+  if (best != best) return false;
+  return last ? v >= best : v > best;
 }
 
 }  // namespace
@@ -288,12 +395,44 @@ void reduce_int(bool is_sum, const Plan& plan, const HostTensor& x, const HostTe
 void run_reduce(phx_op_id op, const phx_reduce_params& params, const HostTensor& x,
                 const HostTensor& out, ThreadPool& pool) {
   const Plan plan = make_plan(x, params.axes_mask);
-  const bool is_sum = op == PHX_OP_REDUCE_SUM;
+  const Fold fold = fold_of(op);
   if (is_float(x.dtype)) {
-    reduce_float(is_sum, plan, x, out, pool);
+    const int64_t outputs = element_count(out);
+    const float divisor =
+        op == PHX_OP_REDUCE_MEAN && outputs > 0 ? static_cast<float>(plan.total / outputs) : 1.0f;
+    reduce_float(fold, divisor, plan, x, out, pool);
   } else {
-    reduce_int(is_sum, plan, x, out, pool);
+    reduce_int(fold, plan, x, out, pool);
   }
+}
+
+void run_argmax(const phx_argmax_params& params, const HostTensor& x, const HostTensor& out,
+                ThreadPool& pool) {
+  const int rank = static_cast<int>(x.rank);
+  const int axis = params.axis < 0 ? params.axis + rank : params.axis;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape[d];
+  for (int d = axis + 1; d < rank; ++d) inner *= x.shape[d];
+  const int64_t len = x.shape[axis];
+  const bool last = params.select_last_index != 0;
+  int32_t* y = static_cast<int32_t*>(out.data);
+  visit_values(x.dtype, [&](auto value) {
+    parallel_for(pool, outer * inner, len, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t base = (t / inner) * len * inner + t % inner;
+        auto best = value(x.data, base);
+        int32_t index = 0;
+        for (int64_t k = 1; k < len; ++k) {
+          const auto v = value(x.data, base + k * inner);
+          if (replaces(v, best, last)) {
+            best = v;
+            index = static_cast<int32_t>(k);
+          }
+        }
+        y[t] = index;
+      }
+    });
+  });
 }
 
 }  // namespace phx::kernels::ops

@@ -1,4 +1,5 @@
-// softmax (any axis), layer_norm and rms_norm (over the last dimension).
+// softmax and log_softmax (any axis), layer_norm and rms_norm (over the last dimension),
+// batch_norm (inference) and instance_norm (per channel, dimension 1).
 //
 // Everything is computed in f32. 16-bit rows are widened block by block into stack
 // buffers, once per pass, rather than into a heap row: no allocation inside the
@@ -102,9 +103,26 @@ void for_each_block(phx_dtype dtype, const void* row, int64_t n, F&& f) {
   }
 }
 
-// Softmax of one contiguous row.
-void softmax_row(phx_dtype dtype, const void* x, void* y, int64_t n) {
-  if (dtype == PHX_DTYPE_F32) {
+// y = (x - m) - log_sum: log_softmax's last step, in the order its definition gives.
+PHX_CLONES void shifted_log(const float* x, float m, float log_sum, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+}
+
+// y = (x - m) - l, elementwise.
+PHX_CLONES void shifted_log_columns(const float* x, const float* m, const float* l, float* y,
+                                    int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m[i]) - l[i];
+}
+
+// y = (x - mean) * rstd * scale + bias, one channel's four values.
+PHX_CLONES void normalize_channel(const float* x, float mean, float rstd, float scale, float bias,
+                                  float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * scale + bias;
+}
+
+// Softmax (or, with log, log_softmax) of one contiguous row.
+void softmax_row(phx_dtype dtype, bool log, const void* x, void* y, int64_t n) {
+  if (dtype == PHX_DTYPE_F32 && !log) {
     const float* px = static_cast<const float*>(x);
     float* py = static_cast<float*>(y);
     const float m = row_max(px, n);
@@ -112,27 +130,35 @@ void softmax_row(phx_dtype dtype, const void* x, void* y, int64_t n) {
     scale_row(py, 1.0f / s, n);
     return;
   }
-  // 16-bit: no f32 row to keep the exponentials in, so they are computed twice.
+  // 16-bit (and log_softmax): no f32 row to keep the exponentials in, so they are
+  // computed twice, a stack block at a time (an f32 row comes whole from for_each_block).
+  auto in_blocks = [&](auto&& f) {
+    for_each_block(dtype, x, n, [&](const float* b, int64_t i, int64_t len) {
+      for (int64_t j = 0; j < len; j += kBlock) f(b + j, i + j, std::min(kBlock, len - j));
+    });
+  };
   float m = -std::numeric_limits<float>::infinity();
-  for_each_block(dtype, x, n,
-                 [&](const float* b, int64_t, int64_t len) { m = max_nan(m, row_max(b, len)); });
+  in_blocks([&](const float* b, int64_t, int64_t len) { m = max_nan(m, row_max(b, len)); });
   double s = 0.0;
   float tmp[kBlock];
-  for_each_block(dtype, x, n, [&](const float* b, int64_t, int64_t len) {
-    s += exp_shifted_sum(b, m, tmp, len);
-  });
+  in_blocks([&](const float* b, int64_t, int64_t len) { s += exp_shifted_sum(b, m, tmp, len); });
   const float scale = static_cast<float>(1.0 / s);
-  uint16_t* py = static_cast<uint16_t*>(y);
-  for_each_block(dtype, x, n, [&](const float* b, int64_t i, int64_t len) {
-    exp_shifted_scaled(b, m, scale, tmp, len);
-    from_f32(dtype, tmp, py + i, len);
+  const float log_sum = std::log(static_cast<float>(s));
+  char* py = static_cast<char*>(y);
+  const int64_t bytes = static_cast<int64_t>(dtype_bytes(dtype));
+  in_blocks([&](const float* b, int64_t i, int64_t len) {
+    if (log)
+      shifted_log(b, m, log_sum, tmp, len);
+    else
+      exp_shifted_scaled(b, m, scale, tmp, len);
+    from_f32(dtype, tmp, py + i * bytes, len);
   });
 }
 
 // Softmax along a strided axis for columns [c0, c0 + width) of one outer slice: x is
 // [len, inner], row k at k * inner. Width is at most kBlock, so that the running
 // maximum and sum of each column live on the stack.
-void softmax_columns(phx_dtype dtype, const char* x, char* y, int64_t len, int64_t inner,
+void softmax_columns(phx_dtype dtype, bool log, const char* x, char* y, int64_t len, int64_t inner,
                      int64_t c0, int64_t width) {
   const size_t bytes = dtype_bytes(dtype);
   const int64_t row_bytes = inner * static_cast<int64_t>(bytes);
@@ -150,16 +176,17 @@ void softmax_columns(phx_dtype dtype, const char* x, char* y, int64_t len, int64
   }
   for (int64_t k = 0; k < len; ++k) max_into(load(k), m, width);
   for (int64_t k = 0; k < len; ++k) add_exp_shifted(load(k), m, s, width);
-  for (int64_t j = 0; j < width; ++j) s[j] = 1.0f / s[j];
+  // softmax multiplies by 1 / s, log_softmax subtracts log s.
+  for (int64_t j = 0; j < width; ++j) s[j] = log ? std::log(s[j]) : 1.0f / s[j];
   float out[kBlock];
   for (int64_t k = 0; k < len; ++k) {
     char* dst = y + k * row_bytes + c0 * static_cast<int64_t>(bytes);
-    if (dtype == PHX_DTYPE_F32) {
-      exp_shifted_times(load(k), m, s, reinterpret_cast<float*>(dst), width);
-    } else {
-      exp_shifted_times(load(k), m, s, out, width);
-      from_f32(dtype, out, dst, width);
-    }
+    float* result = dtype == PHX_DTYPE_F32 ? reinterpret_cast<float*>(dst) : out;
+    if (log)
+      shifted_log_columns(load(k), m, s, result, width);
+    else
+      exp_shifted_times(load(k), m, s, result, width);
+    if (dtype != PHX_DTYPE_F32) from_f32(dtype, out, dst, width);
   }
 }
 
@@ -218,10 +245,8 @@ void run_norm(bool center, float epsilon, const HostTensor& x, const HostTensor&
   });
 }
 
-}  // namespace
-
-void run_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
-                 ThreadPool& pool) {
+void softmax_any(bool log, const phx_softmax_params& params, const HostTensor& x,
+                 const HostTensor& out, ThreadPool& pool) {
   const int rank = static_cast<int>(x.rank);
   const int axis = rank == 0 ? 0 : (params.axis < 0 ? params.axis + rank : params.axis);
   int64_t outer = 1, inner = 1;
@@ -235,7 +260,7 @@ void run_softmax(const phx_softmax_params& params, const HostTensor& x, const Ho
   if (inner == 1) {
     parallel_for(pool, outer, len, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
-        softmax_row(dtype, px + r * len * bytes, py + r * len * bytes, len);
+        softmax_row(dtype, log, px + r * len * bytes, py + r * len * bytes, len);
     });
     return;
   }
@@ -245,10 +270,92 @@ void run_softmax(const phx_softmax_params& params, const HostTensor& x, const Ho
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t o = t / column_blocks, c0 = (t % column_blocks) * kBlock;
                    const int64_t slice = o * len * inner * bytes;
-                   softmax_columns(dtype, px + slice, py + slice, len, inner, c0,
+                   softmax_columns(dtype, log, px + slice, py + slice, len, inner, c0,
                                    std::min(kBlock, inner - c0));
                  }
                });
+}
+
+// y = (x - mean) * rstd * scale + bias over one channel's n contiguous elements.
+void normalize_channel_row(phx_dtype dtype, const void* x, float mean, float rstd, float scale,
+                           float bias, void* y, int64_t n) {
+  if (dtype == PHX_DTYPE_F32) {
+    normalize_channel(static_cast<const float*>(x), mean, rstd, scale, bias, static_cast<float*>(y),
+                      n);
+    return;
+  }
+  float out[kBlock];
+  uint16_t* py = static_cast<uint16_t*>(y);
+  for_each_block(dtype, x, n, [&](const float* b, int64_t i, int64_t len) {
+    normalize_channel(b, mean, rstd, scale, bias, out, len);
+    from_f32(dtype, out, py + i, len);
+  });
+}
+
+// Calls f(n, c, offset) for each (n, c) slice of x [N, C, ...] of `spatial` elements,
+// offset in elements, on the pool.
+template <class F>
+void for_each_channel_slice(const HostTensor& x, ThreadPool& pool, F&& f) {
+  const int64_t channels = x.shape[1];
+  int64_t spatial = 1;
+  for (uint32_t d = 2; d < x.rank; ++d) spatial *= x.shape[d];
+  parallel_for(pool, x.shape[0] * channels, spatial, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) f(t % channels, t * spatial, spatial);
+  });
+}
+
+}  // namespace
+
+void run_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
+                 ThreadPool& pool) {
+  softmax_any(false, params, x, out, pool);
+}
+
+void run_log_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
+                     ThreadPool& pool) {
+  softmax_any(true, params, x, out, pool);
+}
+
+void run_batch_norm(const phx_norm_params& params, const HostTensor* in, const HostTensor& out,
+                    ThreadPool& pool) {
+  const HostTensor& x = in[0];
+  // scale, bias, mean and var as f32, each [C].
+  std::vector<float> storage[4];
+  const float* channel[4];
+  for (int i = 0; i < 4; ++i) channel[i] = f32_view(in[i + 1], storage[i]);
+  const int64_t bytes = static_cast<int64_t>(dtype_bytes(x.dtype));
+  const char* px = static_cast<const char*>(x.data);
+  char* py = static_cast<char*>(out.data);
+  for_each_channel_slice(x, pool, [&](int64_t c, int64_t offset, int64_t n) {
+    const float rstd = 1.0f / std::sqrt(channel[3][c] + params.epsilon);
+    normalize_channel_row(x.dtype, px + offset * bytes, channel[2][c], rstd, channel[0][c],
+                          channel[1][c], py + offset * bytes, n);
+  });
+}
+
+void run_instance_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& scale,
+                       const HostTensor& bias, const HostTensor& out, ThreadPool& pool) {
+  std::vector<float> scale_storage, bias_storage;
+  const float* s = f32_view(scale, scale_storage);
+  const float* b = f32_view(bias, bias_storage);
+  const phx_dtype dtype = x.dtype;
+  const int64_t bytes = static_cast<int64_t>(dtype_bytes(dtype));
+  const char* px = static_cast<const char*>(x.data);
+  char* py = static_cast<char*>(out.data);
+  for_each_channel_slice(x, pool, [&](int64_t c, int64_t offset, int64_t n) {
+    const char* row = px + offset * bytes;
+    // The mean, then the squares of x - mean (as layer_norm: no cancellation).
+    double sum = 0.0, squares = 0.0;
+    for_each_block(dtype, row, n,
+                   [&](const float* blk, int64_t, int64_t len) { sum += row_sum(blk, len); });
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    for_each_block(dtype, row, n, [&](const float* blk, int64_t, int64_t len) {
+      squares += centered_square_sum(blk, mean, len);
+    });
+    const float variance = static_cast<float>(squares / static_cast<double>(n));
+    const float rstd = 1.0f / std::sqrt(variance + params.epsilon);
+    normalize_channel_row(dtype, row, mean, rstd, s[c], b[c], py + offset * bytes, n);
+  });
 }
 
 void run_layer_norm(const phx_norm_params& params, const HostTensor& x, const HostTensor& gamma,

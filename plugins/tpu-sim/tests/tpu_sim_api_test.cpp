@@ -542,8 +542,8 @@ TEST(TpuSim, ClaimsBf16AttentionAndF16) {
 }
 
 // The claims follow the op table: every op but the quantized ones, which have no timing
-// model here, on every float dtype (attention on bf16 only, above), and never a quantized
-// op on any dtype.
+// model here, on every float dtype the table defines it for (attention on bf16 only,
+// above), and never a quantized op on any dtype.
 TEST(TpuSim, ClaimsEveryFloatOpOfTheTable) {
   Sim sim("");
   const std::set<phx_op_id> quantized = {PHX_OP_QUANTIZE, PHX_OP_DEQUANTIZE, PHX_OP_QMATMUL,
@@ -553,7 +553,10 @@ TEST(TpuSim, ClaimsEveryFloatOpOfTheTable) {
     if (op == PHX_OP_ATTENTION) continue;
     for (phx_dtype dtype : {PHX_DTYPE_F32, PHX_DTYPE_BF16, PHX_DTYPE_F16, PHX_DTYPE_I8}) {
       if (dtype == PHX_DTYPE_I8 && !quantized.count(op)) continue;  // as the host kernels
-      EXPECT_EQ(supports(sim, op, dtype), !quantized.count(op))
+      phx_op_info info = PHX_OP_INFO_INIT;
+      ASSERT_EQ(phx_op_info_get(op, &info), PHX_STATUS_OK);
+      const bool defined = (info.dtype_mask & PHX_DTYPE_BIT(dtype)) != 0;
+      EXPECT_EQ(supports(sim, op, dtype), !quantized.count(op) && defined)
           << phx_op_name(op) << " on " << phx_dtype_name(dtype);
     }
   }

@@ -35,7 +35,9 @@ enum class ParamsKind {
   conv2d,
   attention,
   rope,
-  quantize
+  quantize,
+  elementwise,
+  argmax,
 };
 
 // How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
@@ -48,6 +50,9 @@ enum class DtypeRule {
   dequantize,         // scale f32, zero point i32, the output f32
   quantized_product,  // qmatmul, qconv2d: i8 weights, f32 scales, i32 zero points and bias
   dynamic_quantize,   // outputs: a quantized dtype, its f32 scale and i32 zero point
+  compare,            // b as a; the output u8 (0 or 1)
+  where,              // cond u8; a any of kAllDtypes, b and the output a's
+  index,              // the output i32 (argmax's indices)
 };
 
 // Which shapes an op accepts and what its output shape is (op_rules.cpp).
@@ -66,6 +71,11 @@ enum class ShapeRule {
   qmatmul,
   qconv2d,
   dynamic_quantize,
+  broadcast_to_first,  // the second input broadcasts to the first's shape, the output's
+  where,               // the three inputs broadcast together
+  argmax,
+  batch_norm,
+  instance_norm,
 };
 
 struct OpSchema {
@@ -112,7 +122,13 @@ union OpParams {
   phx_attention_params attention;
   phx_rope_params rope;
   phx_quantize_params quantize;
+  phx_elementwise_params elementwise;
+  phx_argmax_params argmax;
 };
+
+// What leaky_relu, elu, selu and clip take for a null parameter pointer (phynexus.h);
+// {0, 0} for other ops.
+phx_elementwise_params default_elementwise_params(phx_op_id op);
 
 // Whether a table indexed by op (an entry per op, each with a member op) holds every op
 // in phx_op_id order, for a static_assert beside the table.
