@@ -752,6 +752,45 @@ TEST_F(GraphTest, MemoryPlanOfAnElementwiseChain) {
   EXPECT_EQ(a.back(), expected);
 }
 
+// Layout nodes change their output's shape: reshape x [4, 6] to [2, 12], concatenate it
+// with itself along 0 ([4, 12]), slice rows 1 and 2 and every third column from 2 ([2, 4]),
+// then add the slice to itself. The rules infer each shape; the plan sizes each value by
+// it; planned and unplanned runs give the reference's values exactly.
+TEST_F(GraphTest, LayoutNodesRunWithAndWithoutAMemoryPlan) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {4, 6});
+  const phx_reshape_params to_2x12 = {sizeof(phx_reshape_params), 2, {2, -1}};
+  const phx_value r = node(g.get(), "reshape", PHX_OP_RESHAPE, &to_2x12, {x});
+  const phx_axis_params axis0 = PHX_AXIS_PARAMS_INIT;
+  const phx_value c = node(g.get(), "concat", PHX_OP_CONCAT, &axis0, {r, r});
+  phx_slice_params rows_and_columns = PHX_SLICE_PARAMS_INIT;
+  rows_and_columns.starts[0] = 1;
+  rows_and_columns.ends[0] = -1;
+  rows_and_columns.steps[0] = 1;
+  rows_and_columns.starts[1] = 2;
+  rows_and_columns.ends[1] = INT64_MAX;
+  rows_and_columns.steps[1] = 3;
+  const phx_value s = node(g.get(), "slice", PHX_OP_SLICE, &rows_and_columns, {c});
+  const phx_value y = node(g.get(), "sum", PHX_OP_ADD, nullptr, {s, s});
+  ASSERT_EQ(phx_graph_add_output(g.get(), y, nullptr), kOk);
+  for (const auto& [value, shape] :
+       std::vector<std::pair<phx_value, Shape>>{{r, {2, 12}}, {c, {4, 12}}, {s, {2, 4}}}) {
+    const phx_value_info info = info_of(g.get(), value);
+    EXPECT_EQ(Shape(info.shape, info.shape + info.rank), shape);
+  }
+  const Executable planned = compile(g.get());
+  const Executable unplanned = compile(g.get(), PHX_COMPILE_NO_MEMORY_PLAN);
+  ASSERT_TRUE(planned && unplanned);
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i);
+  // concat row i is reshape row i % 2, that is x's elements 12 (i % 2) ..; slice rows 1, 2.
+  std::vector<float> expected;
+  for (int row = 1; row <= 2; ++row)
+    for (int col = 2; col < 12; col += 3) expected.push_back(2.0f * float(12 * (row % 2) + col));
+  EXPECT_EQ(run(planned.get(), {{4, 6}}, {xs}, {2, 4}), expected);
+  EXPECT_EQ(run(unplanned.get(), {{4, 6}}, {xs}, {2, 4}), expected);
+}
+
 // A 3-layer MLP, batch 64, widths 128 -> 256 -> 256 -> 64: its intermediates are the two
 // hidden layers, [64, 256] each, alive together while the second is computed.
 TEST_F(GraphTest, MemoryPlanOfAnMlp) {

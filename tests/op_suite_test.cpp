@@ -38,6 +38,14 @@ uint32_t dtypes_the_rules_allow(phx_op_id op) {
     case PHX_OP_REDUCE_SUM:
     case PHX_OP_REDUCE_MAX:
     case PHX_OP_CAST:
+    case PHX_OP_RESHAPE:
+    case PHX_OP_CONCAT:
+    case PHX_OP_SLICE:
+    case PHX_OP_GATHER:
+    case PHX_OP_EXPAND:
+    case PHX_OP_TILE:
+    case PHX_OP_PAD:
+    case PHX_OP_MAX_POOL:
       return all;
     case PHX_OP_RELU:
       return floats | PHX_DTYPE_BIT(PHX_DTYPE_I8) | PHX_DTYPE_BIT(PHX_DTYPE_I16) |

@@ -1,5 +1,7 @@
 #include "profiles.h"
 
+#include <phx/op_table.h>
+
 namespace phx::npu_sim {
 namespace {
 
@@ -98,12 +100,8 @@ constexpr Profile kProfiles[] = {
 }  // namespace
 
 const char* op_name(phx_op_id op) {
-  static constexpr const char* kNames[PHX_OP_COUNT] = {
-      "invalid",   "matmul",     "add",        "sub",     "mul",        "div",
-      "relu",      "gelu",       "silu",       "softmax", "layer_norm", "rms_norm",
-      "transpose", "reduce_sum", "reduce_max", "cast",    "conv2d",     "attention",
-      "rope",      "quantize",   "dequantize", "qmatmul", "qconv2d",    "dynamic_quantize"};
-  return op > PHX_OP_INVALID && op < PHX_OP_COUNT ? kNames[op] : "unknown";
+  const OpSchema* schema = find_op_schema(op);
+  return schema != nullptr ? schema->name : "unknown";
 }
 
 const char* dtype_name(phx_dtype dtype) {

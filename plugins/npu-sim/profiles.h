@@ -49,7 +49,7 @@ const char* known_profiles();
 uint32_t supported_dtypes(const Profile& profile, phx_op_id op);
 
 // The C API's names of ops and dtypes ("qmatmul", "i8"): a plugin calls no function of
-// libphynexus (phx_op_name), so it keeps its own for its messages.
+// libphynexus (phx_op_name): the op names come from the op table it links.
 const char* op_name(phx_op_id op);
 const char* dtype_name(phx_dtype dtype);
 

@@ -77,6 +77,23 @@ inline size_t params_size(int op) {
     case PHX_OP_QUANTIZE:
     case PHX_OP_DEQUANTIZE:
       return sizeof(phx_quantize_params);
+    case PHX_OP_RESHAPE:
+    case PHX_OP_EXPAND:
+      return sizeof(phx_reshape_params);
+    case PHX_OP_CONCAT:
+    case PHX_OP_GATHER:
+      return sizeof(phx_axis_params);
+    case PHX_OP_SLICE:
+      return sizeof(phx_slice_params);
+    case PHX_OP_TILE:
+      return sizeof(phx_tile_params);
+    case PHX_OP_PAD:
+      return sizeof(phx_pad_params);
+    case PHX_OP_MAX_POOL:
+    case PHX_OP_AVG_POOL:
+      return sizeof(phx_pool_params);
+    case PHX_OP_CONV_TRANSPOSE2D:
+      return sizeof(phx_conv_transpose2d_params);
     default:
       return 0;
   }

@@ -35,7 +35,14 @@ enum class ParamsKind {
   conv2d,
   attention,
   rope,
-  quantize
+  quantize,
+  reshape,  // reshape and expand: the target shape
+  axis,     // concat and gather
+  slice,
+  tile,
+  pad,
+  pool,
+  conv_transpose2d,
 };
 
 // How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
@@ -48,6 +55,7 @@ enum class DtypeRule {
   dequantize,         // scale f32, zero point i32, the output f32
   quantized_product,  // qmatmul, qconv2d: i8 weights, f32 scales, i32 zero points and bias
   dynamic_quantize,   // outputs: a quantized dtype, its f32 scale and i32 zero point
+  gather,             // indices i32; the output data's
 };
 
 // Which shapes an op accepts and what its output shape is (op_rules.cpp).
@@ -66,6 +74,15 @@ enum class ShapeRule {
   qmatmul,
   qconv2d,
   dynamic_quantize,
+  reshape,
+  concat,
+  slice,
+  gather,
+  expand,
+  tile,
+  pad,
+  pool,  // max and average pooling
+  conv_transpose2d,
 };
 
 struct OpSchema {
@@ -75,6 +92,8 @@ struct OpSchema {
   uint32_t optional_inputs = 0;           // bit i: input i may be null (or left off the end)
   const char* outputs[kMaxOpOutputs] = {};
   ParamsKind params = ParamsKind::none;
+  // The op has no default parameters: null params are refused (reshape's target shape).
+  bool params_required = false;
   uint32_t dtypes = 0;  // PHX_DTYPE_BIT of each first-input dtype the op is defined for
   DtypeRule dtype_rule = DtypeRule::same;
   ShapeRule shape_rule = ShapeRule::same;
@@ -112,6 +131,13 @@ union OpParams {
   phx_attention_params attention;
   phx_rope_params rope;
   phx_quantize_params quantize;
+  phx_reshape_params reshape;
+  phx_axis_params axis;
+  phx_slice_params slice;
+  phx_tile_params tile;
+  phx_pad_params pad;
+  phx_pool_params pool;
+  phx_conv_transpose2d_params conv_transpose2d;
 };
 
 // Whether a table indexed by op (an entry per op, each with a member op) holds every op
