@@ -693,6 +693,40 @@ TEST_F(GraphTest, NodesOfConstantsAreFoldedUnlessTurnedOff) {
   EXPECT_EQ(run(unfolded.get(), {{4}}, {{1, -1, 0, 2}}, {4}), expected);
 }
 
+// Layout nodes of constants fold too, into values of their own shape: a [2, 3] table
+// gathered at rows {1, 0, 1}, then sliced to its first two columns, is a [3, 2] constant
+// that the one node left reads.
+TEST_F(GraphTest, LayoutNodesOfConstantsAreFolded) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {3, 2});
+  const phx_value table = constant(g.get(), {2, 3}, {1, 2, 3, 4, 5, 6});
+  phx_value rows = PHX_VALUE_NONE;
+  const int64_t rows_shape[] = {3};
+  const int32_t row_indices[] = {1, 0, -1};
+  ASSERT_EQ(phx_graph_add_constant(g.get(), "rows", PHX_DTYPE_I32, 1, rows_shape, row_indices,
+                                   sizeof row_indices, &rows),
+            kOk)
+      << phx_last_error();
+  const phx_value gathered = node(g.get(), "gather", PHX_OP_GATHER, nullptr, {table, rows});
+  phx_slice_params two_columns = PHX_SLICE_PARAMS_INIT;
+  two_columns.ends[1] = 2;
+  two_columns.steps[1] = 1;
+  const phx_value sliced = node(g.get(), "slice", PHX_OP_SLICE, &two_columns, {gathered});
+  ASSERT_EQ(phx_graph_add_output(g.get(), node(g.get(), "sum", PHX_OP_ADD, nullptr, {x, sliced}),
+                                 nullptr),
+            kOk);
+  const std::vector<float> expected = {4 + 1, 5 + 2, 1 + 3, 2 + 4, 4 + 5, 5 + 6};
+  const Executable folded = compile(g.get());
+  const Executable unfolded = compile(g.get(), PHX_COMPILE_NO_CONSTANT_FOLDING);
+  ASSERT_TRUE(folded && unfolded);
+  EXPECT_EQ(describe(folded.get()).folded_nodes, 2u);
+  EXPECT_EQ(describe(folded.get()).node_count, 1u);
+  EXPECT_EQ(describe(unfolded.get()).node_count, 3u);
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(run(folded.get(), {{3, 2}}, {xs}, {3, 2}), expected);
+  EXPECT_EQ(run(unfolded.get(), {{3, 2}}, {xs}, {3, 2}), expected);
+}
+
 // The room an intermediate of this many bytes takes in the block (docs/graphs.md, "Memory
 // planning"): rounded up to 256 bytes, and 256 more when that is a multiple of 4 KiB.
 uint64_t room(uint64_t bytes) {
