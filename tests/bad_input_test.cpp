@@ -1353,8 +1353,8 @@ TEST_F(BadOpRules, Pooling) {
   phx_pool_params p = PHX_POOL_PARAMS_INIT;
   p.kernel[0] = p.kernel[1] = 2;
   phx_pool_params no_kernel = PHX_POOL_PARAMS_INIT;
-  phx_pool_params big_pad = p;
-  big_pad.pad_begin[1] = 2;
+  phx_pool_params absurd_stride = p;
+  absurd_stride.stride[1] = 1u << 31;
   phx_pool_params too_big = p;
   too_big.kernel[0] = 9;
   std::vector<BadOp> cases;
@@ -1368,12 +1368,12 @@ TEST_F(BadOpRules, Pooling) {
                      {{{1, 2, 4, 4}}},
                      {"kernel[0]", "required"}});
     cases.push_back({"null params", op, nullptr, {{{1, 2, 4, 4}}}, {{{1, 2, 4, 4}}}, {"kernel"}});
-    cases.push_back({"a pad as long as the window",
+    cases.push_back({"an absurd stride",
                      op,
-                     &big_pad,
+                     &absurd_stride,
                      {{{1, 2, 4, 4}}},
-                     {{{1, 2, 3, 5}}},
-                     {"pad_begin[1]"}});
+                     {{{1, 2, 3, 1}}},
+                     {"stride", "[1]"}});
     cases.push_back(
         {"a window past x", op, &too_big, {{{1, 2, 4, 4}}}, {{{1, 2, 1, 3}}}, {"empty"}});
     cases.push_back(

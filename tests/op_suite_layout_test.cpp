@@ -351,6 +351,7 @@ std::vector<PoolCase> pool_cases() {
       {{1, 4, 9, 10}, {3, 3}, {1, 1}, {2, 1}, {0, 2}, {2, 1}},
       {{1, 2, 5, 6, 7}, {2, 3, 2}, {1, 2, 2}, {1, 1, 0}, {0, 2, 1}, {1, 1, 2}, true},
       {{2, 16, 64, 64}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},  // parallel
+      {{1, 2, 3}, {2}, {2}, {3}, {4}, {1}},                       // windows of padding only: 0
   };
 }
 
@@ -424,7 +425,7 @@ TEST_P(OpSuite, MaxPoolOver1To3SpatialDimensions) {
       const Shape out_shape = pool_output_shape(c);
       Expected expected;
       for_each_window(c, out_shape, [&](const std::vector<int64_t>& offsets, int64_t) {
-        double m = -INFINITY;
+        double m = offsets.empty() ? 0.0 : -INFINITY;
         for (int64_t at : offsets) m = std::max(m, x.at(at));
         expected.add(m, 0.0);
       });
@@ -452,10 +453,10 @@ TEST_P(OpSuite, AvgPoolWithAndWithoutThePadding) {
           }
           const double count =
               include_pad ? static_cast<double>(padded) : static_cast<double>(offsets.size());
-          const double ref = sum / count;
-          expected.add(ref,
-                       (static_cast<double>(offsets.size()) + 2) * kF32Epsilon * abs_sum / count +
-                           kF32Epsilon * std::fabs(ref) + final_rounding(dt, ref));
+          const double ref = count == 0 ? 0.0 : sum / count;
+          expected.add(ref, (static_cast<double>(offsets.size()) + 2) * kF32Epsilon * abs_sum /
+                                    std::max(count, 1.0) +
+                                kF32Epsilon * std::fabs(ref) + final_rounding(dt, ref));
         });
         const phx_pool_params params = pool_params(c, include_pad);
         check_op(std::string(phx_dtype_name(dt)) + shape_string(c.x) + " to " +

@@ -163,17 +163,13 @@ Shape check_pool(phx_op_id op, const phx_pool_params& p, const Operand& x) {
       broken(op, "kernel, stride or dilation" + at + " is absurd");
     const int64_t stride = std::max<uint32_t>(p.stride[i], 1);
     const int64_t extent = int64_t{std::max<uint32_t>(p.dilation[i], 1)} * (p.kernel[i] - 1) + 1;
-    if (p.pad_begin[i] >= extent || p.pad_end[i] >= extent)
-      broken(op, "pad_begin" + at + " and pad_end" + at + " must be below the window's extent " +
-                     str(extent) + ", got " + std::to_string(p.pad_begin[i]) + " and " +
-                     std::to_string(p.pad_end[i]));
     y[i + 2] = pool_output_size(x.shape[i + 2], p.pad_begin[i], p.pad_end[i], extent, stride,
                                 p.ceil_mode != 0);
     if (y[i + 2] < 1)
       broken(op, "the output would be empty: dimension " + std::to_string(i + 2) + " of x " +
                      text(x) + " is shorter than the window's extent " + str(extent));
   }
-  return y;
+  return bounded(op, y);
 }
 
 Shape check_conv_transpose2d(const phx_conv_transpose2d_params& p, const Operand& x,

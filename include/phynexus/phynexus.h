@@ -711,9 +711,9 @@ typedef struct phx_pool_params {
   size_t struct_size;
   uint32_t kernel[3];    /* >= 1 for each spatial dimension: required */
   uint32_t stride[3];    /* 0 means 1 */
-  uint32_t pad_begin[3]; /* each < the window's extent, dilation (kernel - 1) + 1 */
-  uint32_t pad_end[3];
-  uint32_t dilation[3]; /* 0 means 1 */
+  uint32_t pad_begin[3]; /* elements of padding before each spatial dimension */
+  uint32_t pad_end[3];   /* and after it */
+  uint32_t dilation[3];  /* 0 means 1 */
   int ceil_mode;
   /* Average pool: non-zero divides by the window's size clipped to the padded extent of
    * x; zero (the default) by the count of x's elements in the window. */
