@@ -549,7 +549,7 @@ static_assert(kSame<decltype(&phx_calibrator_compute),
 // ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
 
 TEST_F(AbiLayout, Api_0_3_OpIds) {
-  EXPECT_EQ(PHX_OP_COUNT, 57);
+  EXPECT_EQ(PHX_OP_COUNT, 67);
   const phx_op_id ops[] = {
       PHX_OP_SIGMOID,      PHX_OP_TANH,       PHX_OP_EXP,         PHX_OP_LOG,
       PHX_OP_SQRT,         PHX_OP_NEG,        PHX_OP_ABS,         PHX_OP_ERF,
@@ -608,6 +608,86 @@ TEST_F(AbiLayout, Api_0_3_OpInfo) {
   PHX_EXPECT_OFFSET(phx_op_info, output_names, 72);
   PHX_EXPECT_OFFSET(phx_op_info, dtype_mask, 80);
   PHX_EXPECT_SIZE_AT_LEAST(phx_op_info, 88);
+}
+
+// The layout, pooling and transposed-convolution ops: appended, in this order, after the
+// elementwise, reduction and norm ops of API 0.3.
+TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingOps) {
+  EXPECT_EQ(PHX_OP_RESHAPE, 57);
+  EXPECT_EQ(PHX_OP_CONCAT, PHX_OP_RESHAPE + 1);
+  EXPECT_EQ(PHX_OP_SLICE, PHX_OP_RESHAPE + 2);
+  EXPECT_EQ(PHX_OP_GATHER, PHX_OP_RESHAPE + 3);
+  EXPECT_EQ(PHX_OP_EXPAND, PHX_OP_RESHAPE + 4);
+  EXPECT_EQ(PHX_OP_TILE, PHX_OP_RESHAPE + 5);
+  EXPECT_EQ(PHX_OP_PAD, PHX_OP_RESHAPE + 6);
+  EXPECT_EQ(PHX_OP_MAX_POOL, PHX_OP_RESHAPE + 7);
+  EXPECT_EQ(PHX_OP_AVG_POOL, PHX_OP_RESHAPE + 8);
+  EXPECT_EQ(PHX_OP_CONV_TRANSPOSE2D, PHX_OP_RESHAPE + 9);
+  EXPECT_GE(PHX_OP_COUNT, PHX_OP_CONV_TRANSPOSE2D + 1);
+  EXPECT_EQ(sizeof(phx_pad_mode), 4u);
+  EXPECT_EQ(PHX_PAD_CONSTANT, 0);
+  EXPECT_EQ(PHX_PAD_REFLECT, 1);
+  EXPECT_EQ(PHX_PAD_EDGE, 2);
+}
+
+TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingParams) {
+  PHX_EXPECT_OFFSET(phx_reshape_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_reshape_params, rank, 8);
+  PHX_EXPECT_OFFSET(phx_reshape_params, shape, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_reshape_params, 80);
+  PHX_EXPECT_OFFSET(phx_axis_params, axis, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_axis_params, 12);
+  PHX_EXPECT_OFFSET(phx_slice_params, starts, 8);
+  PHX_EXPECT_OFFSET(phx_slice_params, ends, 72);
+  PHX_EXPECT_OFFSET(phx_slice_params, steps, 136);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_slice_params, 200);
+  PHX_EXPECT_OFFSET(phx_tile_params, repeats, 8);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_tile_params, 40);
+  PHX_EXPECT_OFFSET(phx_pad_params, mode, 8);
+  PHX_EXPECT_OFFSET(phx_pad_params, value, 12);
+  PHX_EXPECT_OFFSET(phx_pad_params, begin, 16);
+  PHX_EXPECT_OFFSET(phx_pad_params, end, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_pad_params, 80);
+  PHX_EXPECT_OFFSET(phx_pool_params, kernel, 8);
+  PHX_EXPECT_OFFSET(phx_pool_params, stride, 20);
+  PHX_EXPECT_OFFSET(phx_pool_params, pad_begin, 32);
+  PHX_EXPECT_OFFSET(phx_pool_params, pad_end, 44);
+  PHX_EXPECT_OFFSET(phx_pool_params, dilation, 56);
+  PHX_EXPECT_OFFSET(phx_pool_params, ceil_mode, 68);
+  PHX_EXPECT_OFFSET(phx_pool_params, count_include_pad, 72);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_pool_params, 76);
+  PHX_EXPECT_OFFSET(phx_conv_transpose2d_params, stride, 8);
+  PHX_EXPECT_OFFSET(phx_conv_transpose2d_params, padding, 16);
+  PHX_EXPECT_OFFSET(phx_conv_transpose2d_params, output_padding, 32);
+  PHX_EXPECT_OFFSET(phx_conv_transpose2d_params, dilation, 40);
+  PHX_EXPECT_OFFSET(phx_conv_transpose2d_params, groups, 48);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_conv_transpose2d_params, 52);
+}
+
+TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingInitMacros) {
+  phx_axis_params axis = PHX_AXIS_PARAMS_INIT;
+  EXPECT_EQ(axis.struct_size, sizeof axis);
+  EXPECT_EQ(axis.axis, 0);
+  phx_slice_params slice = PHX_SLICE_PARAMS_INIT;
+  EXPECT_EQ(slice.struct_size, sizeof slice);
+  EXPECT_EQ(slice.steps[PHX_MAX_RANK - 1], 0);
+  phx_tile_params tile = PHX_TILE_PARAMS_INIT;
+  EXPECT_EQ(tile.struct_size, sizeof tile);
+  for (uint32_t r : tile.repeats) EXPECT_EQ(r, 1u);
+  phx_pad_params pad = PHX_PAD_PARAMS_INIT;
+  EXPECT_EQ(pad.struct_size, sizeof pad);
+  EXPECT_EQ(pad.mode, PHX_PAD_CONSTANT);
+  EXPECT_EQ(pad.end[PHX_MAX_RANK - 1], 0u);
+  phx_pool_params pool = PHX_POOL_PARAMS_INIT;
+  EXPECT_EQ(pool.struct_size, sizeof pool);
+  EXPECT_EQ(pool.kernel[0], 0u);
+  EXPECT_EQ(pool.stride[2], 1u);
+  EXPECT_EQ(pool.dilation[2], 1u);
+  phx_conv_transpose2d_params transpose = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  EXPECT_EQ(transpose.struct_size, sizeof transpose);
+  EXPECT_EQ(transpose.stride[1], 1u);
+  EXPECT_EQ(transpose.dilation[1], 1u);
+  EXPECT_EQ(transpose.groups, 1u);
 }
 
 TEST_F(AbiLayout, PluginAbi_1_2_OpVariant) {

@@ -1324,4 +1324,230 @@ TEST_F(BadOpRules, DtypesTheRulesForbid) {
   });
 }
 
+// ---- the layout, pooling and transposed-convolution ops (API 0.3) ----
+
+TEST_F(BadOpRules, ReshapeAndExpand) {
+  const phx_reshape_params to_5x3 = {sizeof(phx_reshape_params), 2, {5, 3}};
+  const phx_reshape_params two_inferred = {sizeof(phx_reshape_params), 2, {-1, -1}};
+  const phx_reshape_params minus_two = {sizeof(phx_reshape_params), 2, {-2, 6}};
+  const phx_reshape_params zero_past_rank = {sizeof(phx_reshape_params), 3, {2, 6, 0}};
+  const phx_reshape_params not_divisible = {sizeof(phx_reshape_params), 2, {5, -1}};
+  const phx_reshape_params rank_9 = {sizeof(phx_reshape_params), PHX_MAX_RANK + 1, {}};
+  const phx_reshape_params size_zero = {0, 2, {3, 4}};
+  const phx_reshape_params expand_zero = {sizeof(phx_reshape_params), 2, {0, 4}};
+  const phx_reshape_params expand_to_5 = {sizeof(phx_reshape_params), 2, {3, 5}};
+  const phx_reshape_params same = {sizeof(phx_reshape_params), 2, {3, 4}};
+  expect_rejected({
+      {"count mismatch", PHX_OP_RESHAPE, &to_5x3, {{{3, 4}}}, {{{5, 3}}}, {"5x3", "12"}},
+      {"two -1", PHX_OP_RESHAPE, &two_inferred, {{{3, 4}}}, {{{3, 4}}}, {"more than one -1"}},
+      {"an entry below -1", PHX_OP_RESHAPE, &minus_two, {{{3, 4}}}, {{{2, 6}}}, {"-2"}},
+      {"0 past x's rank", PHX_OP_RESHAPE, &zero_past_rank, {{{3, 4}}}, {{{2, 6, 1}}}, {"0"}},
+      {"-1 not inferable", PHX_OP_RESHAPE, &not_divisible, {{{3, 4}}}, {{{5, 2}}}, {"infer"}},
+      {"rank past the maximum", PHX_OP_RESHAPE, &rank_9, {{{3, 4}}}, {{{12}}}, {"PHX_MAX_RANK"}},
+      {"params null", PHX_OP_RESHAPE, nullptr, {{{3, 4}}}, {{{12}}}, {"phx_reshape_params"}},
+      {"params struct_size 0", PHX_OP_RESHAPE, &size_zero, {{{3, 4}}}, {{{3, 4}}}, {}},
+      {"output dtype differs", PHX_OP_RESHAPE, &same, {{{3, 4}}}, {{{3, 4}, PHX_DTYPE_I32}}, {}},
+      {"output of another shape", PHX_OP_RESHAPE, &same, {{{3, 4}}}, {{{4, 3}}}, {"3x4"}},
+      {"expand to a 0", PHX_OP_EXPAND, &expand_zero, {{{3, 4}}}, {{{3, 4}}}, {">= 1"}},
+      {"expand does not broadcast",
+       PHX_OP_EXPAND,
+       &expand_to_5,
+       {{{3, 4}}},
+       {{{3, 5}}},
+       {"do not broadcast"}},
+      {"expand params null",
+       PHX_OP_EXPAND,
+       nullptr,
+       {{{3, 4}}},
+       {{{3, 4}}},
+       {"phx_reshape_params"}},
+  });
+}
+
+TEST_F(BadOpRules, ConcatAndGather) {
+  const phx_axis_params axis1 = {sizeof(phx_axis_params), 1};
+  const phx_axis_params axis2 = {sizeof(phx_axis_params), 2};
+  const phx_axis_params axis_minus3 = {sizeof(phx_axis_params), -3};
+  const phx_axis_params size_huge = {kHugeSize, 0};
+  constexpr auto i32 = PHX_DTYPE_I32;
+  expect_rejected({
+      {"axis 2 of rank 2", PHX_OP_CONCAT, &axis2, {{{3, 4}}, {{3, 4}}}, {{{3, 8}}}, {"axis 2"}},
+      {"axis -3 of rank 2", PHX_OP_CONCAT, &axis_minus3, {{{3, 4}}, {{3, 4}}}, {{{6, 4}}}, {"-3"}},
+      {"other dims differ", PHX_OP_CONCAT, &axis1, {{{3, 4}}, {{2, 4}}}, {{{3, 8}}}, {"input 1"}},
+      {"ranks differ", PHX_OP_CONCAT, &axis1, {{{3, 4}}, {{3, 4, 1}}}, {{{3, 8}}}, {}},
+      {"dtypes differ", PHX_OP_CONCAT, &axis1, {{{3, 4}}, {{3, 4}, i32}}, {{{3, 8}}}, {}},
+      {"a gap",
+       PHX_OP_CONCAT,
+       &axis1,
+       {{{3, 4}}, Spec::absent(), {{3, 4}}},
+       {{{3, 8}}},
+       {"input 1", "gap"}},
+      {"output too short", PHX_OP_CONCAT, &axis1, {{{3, 4}}, {{3, 4}}}, {{{3, 7}}}, {"3x8"}},
+      {"a scalar", PHX_OP_CONCAT, nullptr, {Spec(Shape{}), Spec(Shape{})}, {{{2}}}, {"rank"}},
+      {"params struct_size huge", PHX_OP_CONCAT, &size_huge, {{{3, 4}}}, {{{3, 4}}}, {}},
+      {"gather axis 2 of rank 2",
+       PHX_OP_GATHER,
+       &axis2,
+       {{{3, 4}}, {{2}, i32}},
+       {{{3, 2}}},
+       {"axis 2"}},
+      {"f32 indices", PHX_OP_GATHER, nullptr, {{{3, 4}}, {{2}}}, {{{2, 4}}}, {"indices"}},
+      {"indices absent", PHX_OP_GATHER, nullptr, {{{3, 4}}, Spec::absent()}, {{{2, 4}}}, {}},
+      {"output rank past the maximum",
+       PHX_OP_GATHER,
+       nullptr,
+       {{{3, 4}}, {{1, 1, 1, 1, 1, 1, 1, 1}, i32}},
+       {{{1, 1, 1, 1, 1, 1, 1, 1}}},
+       {"PHX_MAX_RANK"}},
+      {"gather output of another dtype",
+       PHX_OP_GATHER,
+       nullptr,
+       {{{3, 4}}, {{2}, i32}},
+       {{{2, 4}, i32}},
+       {}},
+  });
+}
+
+TEST_F(BadOpRules, SliceTileAndPad) {
+  phx_slice_params empty = PHX_SLICE_PARAMS_INIT;
+  empty.starts[1] = 3;
+  empty.ends[1] = 1;
+  empty.steps[1] = 1;
+  phx_tile_params zero_repeat = PHX_TILE_PARAMS_INIT;
+  zero_repeat.repeats[1] = 0;
+  phx_pad_params reflect_too_far = PHX_PAD_PARAMS_INIT;
+  reflect_too_far.mode = PHX_PAD_REFLECT;
+  reflect_too_far.end[1] = 4;
+  phx_pad_params bad_mode = PHX_PAD_PARAMS_INIT;
+  set_enum_field(bad_mode.mode, 7);
+  phx_pad_params nan_value = PHX_PAD_PARAMS_INIT;
+  nan_value.value = std::numeric_limits<float>::quiet_NaN();
+  expect_rejected({
+      {"an empty slice", PHX_OP_SLICE, &empty, {{{3, 4}}}, {{{3, 1}}}, {"dimension 1", "empty"}},
+      {"slice output of another shape", PHX_OP_SLICE, nullptr, {{{3, 4}}}, {{{3, 3}}}, {}},
+      {"a repeat of 0", PHX_OP_TILE, &zero_repeat, {{{3, 4}}}, {{{3, 4}}}, {"repeats[1]"}},
+      {"tile output of another shape", PHX_OP_TILE, nullptr, {{{3, 4}}}, {{{3, 8}}}, {}},
+      {"a reflection past the dimension",
+       PHX_OP_PAD,
+       &reflect_too_far,
+       {{{3, 4}}},
+       {{{3, 8}}},
+       {"dimension 1"}},
+      {"unknown pad mode", PHX_OP_PAD, &bad_mode, {{{3, 4}}}, {{{3, 4}}}, {"mode 7"}},
+      {"NaN into integers",
+       PHX_OP_PAD,
+       &nan_value,
+       {{{3, 4}, PHX_DTYPE_I32}},
+       {{{3, 4}, PHX_DTYPE_I32}},
+       {"finite"}},
+  });
+}
+
+TEST_F(BadOpRules, Pooling) {
+  phx_pool_params p = PHX_POOL_PARAMS_INIT;
+  p.kernel[0] = p.kernel[1] = 2;
+  phx_pool_params no_kernel = PHX_POOL_PARAMS_INIT;
+  phx_pool_params absurd_stride = p;
+  absurd_stride.stride[1] = 1u << 31;
+  phx_pool_params too_big = p;
+  too_big.kernel[0] = 9;
+  std::vector<BadOp> cases;
+  for (phx_op_id op : {PHX_OP_MAX_POOL, PHX_OP_AVG_POOL}) {
+    cases.push_back({"rank 2", op, &p, {{{3, 4}}}, {{{3, 4}}}, {"rank 3 to 5"}});
+    cases.push_back({"rank 6", op, &p, {{{1, 1, 2, 2, 2, 2}}}, {{{1, 1, 1, 1, 1, 1}}}, {}});
+    cases.push_back({"no kernel",
+                     op,
+                     &no_kernel,
+                     {{{1, 2, 4, 4}}},
+                     {{{1, 2, 4, 4}}},
+                     {"kernel[0]", "required"}});
+    cases.push_back({"null params", op, nullptr, {{{1, 2, 4, 4}}}, {{{1, 2, 4, 4}}}, {"kernel"}});
+    cases.push_back({"an absurd stride",
+                     op,
+                     &absurd_stride,
+                     {{{1, 2, 4, 4}}},
+                     {{{1, 2, 3, 1}}},
+                     {"stride", "[1]"}});
+    cases.push_back(
+        {"a window past x", op, &too_big, {{{1, 2, 4, 4}}}, {{{1, 2, 1, 3}}}, {"empty"}});
+    cases.push_back(
+        {"output of another shape", op, &p, {{{1, 2, 4, 4}}}, {{{1, 2, 2, 2}}}, {"1x2x3x3"}});
+  }
+  cases.push_back({"avg_pool of i32",
+                   PHX_OP_AVG_POOL,
+                   &p,
+                   {{{1, 2, 4, 4}, PHX_DTYPE_I32}},
+                   {{{1, 2, 3, 3}, PHX_DTYPE_I32}},
+                   {}});
+  expect_rejected(cases);
+}
+
+TEST_F(BadOpRules, ConvTranspose2d) {
+  const phx_conv_transpose2d_params plain = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  phx_conv_transpose2d_params groups3 = plain;
+  groups3.groups = 3;
+  phx_conv_transpose2d_params big_output_padding = plain;
+  big_output_padding.output_padding[0] = 1;
+  phx_conv_transpose2d_params stride0 = plain;
+  stride0.stride[1] = 0;
+  phx_conv_transpose2d_params padded_away = plain;
+  padded_away.padding[0] = padded_away.padding[1] = 2;
+  expect_rejected({
+      {"x of rank 3",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &plain,
+       {{{2, 3, 3}}, {{2, 2, 2, 2}}},
+       {{{2, 4, 4}}},
+       {"rank 4"}},
+      {"weight's C_in differs",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &plain,
+       {{{1, 2, 3, 3}}, {{3, 2, 2, 2}}},
+       {{{1, 2, 4, 4}}},
+       {"C_in 2"}},
+      {"groups do not divide C_in",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &groups3,
+       {{{1, 2, 3, 3}}, {{2, 2, 2, 2}}},
+       {{{1, 6, 4, 4}}},
+       {"groups 3"}},
+      {"output_padding not below the stride",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &big_output_padding,
+       {{{1, 2, 3, 3}}, {{2, 2, 2, 2}}},
+       {{{1, 2, 5, 4}}},
+       {"output_padding"}},
+      {"stride 0",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &stride0,
+       {{{1, 2, 3, 3}}, {{2, 2, 2, 2}}},
+       {{{1, 2, 4, 4}}},
+       {"stride"}},
+      {"padding takes the whole output",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &padded_away,
+       {{{1, 2, 1, 3}}, {{2, 2, 2, 2}}},
+       {{{1, 2, 1, 4}}},
+       {"empty"}},
+      {"bias of the wrong size",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &plain,
+       {{{1, 2, 3, 3}}, {{2, 2, 2, 2}}, {{3}}},
+       {{{1, 2, 4, 4}}},
+       {"bias"}},
+      {"output of another shape",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &plain,
+       {{{1, 2, 3, 3}}, {{2, 2, 2, 2}}},
+       {{{1, 2, 3, 3}}},
+       {"1x2x4x4"}},
+      {"i8",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &plain,
+       {{{1, 2, 3, 3}, PHX_DTYPE_I8}, {{2, 2, 2, 2}, PHX_DTYPE_I8}},
+       {{{1, 2, 4, 4}, PHX_DTYPE_I8}},
+       {}},
+  });
+}
+
 }  // namespace

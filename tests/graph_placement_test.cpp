@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -250,6 +251,77 @@ TEST_F(GraphPlacement, AnOpOfApi03TheNpuLacksRunsOnTheCpu) {
   for (phx_tensor t : {in, out}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
   EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+}
+
+// The layout ops run on the CPU device only: compiled for tpu-sim (or the NPU), a graph's
+// reshape, concat and slice nodes go to the CPU, the relus around them stay, and the
+// result is the reference's; without another device the compile names the first one.
+TEST_F(GraphPlacement, LayoutNodesTheSimulatorsLackRunOnTheCpu) {
+  ASSERT_EQ(phx_graph_create(context_, &graph_), PHX_STATUS_OK);
+  const int64_t shape[2] = {4, 6};
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = 2;
+  input.shape = shape;
+  phx_value x = 0;
+  ASSERT_EQ(phx_graph_add_input(graph_, &input, &x), PHX_STATUS_OK);
+  const phx_reshape_params flat = {sizeof(phx_reshape_params), 1, {-1}};
+  const phx_axis_params axis0 = PHX_AXIS_PARAMS_INIT;
+  phx_slice_params reversed = PHX_SLICE_PARAMS_INIT;
+  reversed.starts[0] = -1;
+  reversed.ends[0] = INT64_MIN;
+  reversed.steps[0] = -1;
+  const phx_value a = node(PHX_OP_RELU, {x}, "relu_in");
+  const phx_value r = phx_test::add_node(graph_, PHX_OP_RESHAPE, {a}, "reshape", &flat);
+  const phx_value c = phx_test::add_node(graph_, PHX_OP_CONCAT, {r, r}, "concat", &axis0);
+  const phx_value s = phx_test::add_node(graph_, PHX_OP_SLICE, {c}, "slice", &reversed);
+  const phx_value y = node(PHX_OP_RELU, {s}, "relu_out");
+  ASSERT_EQ(phx_graph_add_output(graph_, y, "y"), PHX_STATUS_OK);
+
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = tpu_;
+  phx_executable exe = nullptr;
+  EXPECT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(phx_last_error()).find("node 'reshape'"), std::string::npos)
+      << phx_last_error();
+
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) - 10.0f;
+  std::vector<float> expected;  // relu(x) flattened twice, reversed
+  for (int i = 47; i >= 0; --i) expected.push_back(std::max(xs[static_cast<size_t>(i % 24)], 0.0f));
+  for (size_t home : {tpu_, npu_}) {
+    SCOPED_TRACE(home == tpu_ ? "tpu-sim" : "npu-sim");
+    options.device = home;
+    options.other_devices = &cpu_;
+    options.other_device_count = 1;
+    ASSERT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_OK)
+        << phx_last_error();
+    phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+    for (size_t n = 0; n < info.node_count; ++n) {
+      phx_executable_node_info node_info = PHX_EXECUTABLE_NODE_INFO_INIT;
+      ASSERT_EQ(phx_executable_describe_node(exe, n, &node_info), PHX_STATUS_OK);
+      const std::string name = node_info.name;
+      if (name == "reshape" || name == "concat" || name == "slice") {
+        EXPECT_EQ(node_info.device, cpu_) << name;
+      } else if (home == tpu_) {
+        EXPECT_EQ(node_info.device, tpu_) << name << ": tpu-sim runs f32 relu";
+      }
+    }
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(context_, home, &stream), PHX_STATUS_OK);
+    const phx_tensor in = tensor(home, {4, 6}), out = tensor(home, {48});
+    ASSERT_EQ(phx_tensor_upload(in, 0, xs.data(), xs.size() * sizeof(float)), PHX_STATUS_OK);
+    uint64_t ticket = 0;
+    EXPECT_EQ(phx_executable_run(stream, exe, &in, 1, &out, 1, &ticket), PHX_STATUS_OK)
+        << phx_last_error();
+    EXPECT_EQ(phx_stream_wait(stream, ticket), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_EQ(download(out, 48), expected);
+    for (phx_tensor t : {in, out}) phx_tensor_destroy(t);
+    EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+    EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+    exe = nullptr;
+  }
 }
 
 TEST_F(GraphPlacement, BadDeviceListsAreRefused) {

@@ -693,6 +693,40 @@ TEST_F(GraphTest, NodesOfConstantsAreFoldedUnlessTurnedOff) {
   EXPECT_EQ(run(unfolded.get(), {{4}}, {{1, -1, 0, 2}}, {4}), expected);
 }
 
+// Layout nodes of constants fold too, into values of their own shape: a [2, 3] table
+// gathered at rows {1, 0, 1}, then sliced to its first two columns, is a [3, 2] constant
+// that the one node left reads.
+TEST_F(GraphTest, LayoutNodesOfConstantsAreFolded) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {3, 2});
+  const phx_value table = constant(g.get(), {2, 3}, {1, 2, 3, 4, 5, 6});
+  phx_value rows = PHX_VALUE_NONE;
+  const int64_t rows_shape[] = {3};
+  const int32_t row_indices[] = {1, 0, -1};
+  ASSERT_EQ(phx_graph_add_constant(g.get(), "rows", PHX_DTYPE_I32, 1, rows_shape, row_indices,
+                                   sizeof row_indices, &rows),
+            kOk)
+      << phx_last_error();
+  const phx_value gathered = node(g.get(), "gather", PHX_OP_GATHER, nullptr, {table, rows});
+  phx_slice_params two_columns = PHX_SLICE_PARAMS_INIT;
+  two_columns.ends[1] = 2;
+  two_columns.steps[1] = 1;
+  const phx_value sliced = node(g.get(), "slice", PHX_OP_SLICE, &two_columns, {gathered});
+  ASSERT_EQ(phx_graph_add_output(g.get(), node(g.get(), "sum", PHX_OP_ADD, nullptr, {x, sliced}),
+                                 nullptr),
+            kOk);
+  const std::vector<float> expected = {4 + 1, 5 + 2, 1 + 3, 2 + 4, 4 + 5, 5 + 6};
+  const Executable folded = compile(g.get());
+  const Executable unfolded = compile(g.get(), PHX_COMPILE_NO_CONSTANT_FOLDING);
+  ASSERT_TRUE(folded && unfolded);
+  EXPECT_EQ(describe(folded.get()).folded_nodes, 2u);
+  EXPECT_EQ(describe(folded.get()).node_count, 1u);
+  EXPECT_EQ(describe(unfolded.get()).node_count, 3u);
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(run(folded.get(), {{3, 2}}, {xs}, {3, 2}), expected);
+  EXPECT_EQ(run(unfolded.get(), {{3, 2}}, {xs}, {3, 2}), expected);
+}
+
 // The room an intermediate of this many bytes takes in the block (docs/graphs.md, "Memory
 // planning"): rounded up to 256 bytes, and 256 more when that is a multiple of 4 KiB.
 uint64_t room(uint64_t bytes) {
@@ -750,6 +784,45 @@ TEST_F(GraphTest, MemoryPlanOfAnElementwiseChain) {
   }
   EXPECT_EQ(a.front(), expected);
   EXPECT_EQ(a.back(), expected);
+}
+
+// Layout nodes change their output's shape: reshape x [4, 6] to [2, 12], concatenate it
+// with itself along 0 ([4, 12]), slice rows 1 and 2 and every third column from 2 ([2, 4]),
+// then add the slice to itself. The rules infer each shape; the plan sizes each value by
+// it; planned and unplanned runs give the reference's values exactly.
+TEST_F(GraphTest, LayoutNodesRunWithAndWithoutAMemoryPlan) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {4, 6});
+  const phx_reshape_params to_2x12 = {sizeof(phx_reshape_params), 2, {2, -1}};
+  const phx_value r = node(g.get(), "reshape", PHX_OP_RESHAPE, &to_2x12, {x});
+  const phx_axis_params axis0 = PHX_AXIS_PARAMS_INIT;
+  const phx_value c = node(g.get(), "concat", PHX_OP_CONCAT, &axis0, {r, r});
+  phx_slice_params rows_and_columns = PHX_SLICE_PARAMS_INIT;
+  rows_and_columns.starts[0] = 1;
+  rows_and_columns.ends[0] = -1;
+  rows_and_columns.steps[0] = 1;
+  rows_and_columns.starts[1] = 2;
+  rows_and_columns.ends[1] = INT64_MAX;
+  rows_and_columns.steps[1] = 3;
+  const phx_value s = node(g.get(), "slice", PHX_OP_SLICE, &rows_and_columns, {c});
+  const phx_value y = node(g.get(), "sum", PHX_OP_ADD, nullptr, {s, s});
+  ASSERT_EQ(phx_graph_add_output(g.get(), y, nullptr), kOk);
+  for (const auto& [value, shape] :
+       std::vector<std::pair<phx_value, Shape>>{{r, {2, 12}}, {c, {4, 12}}, {s, {2, 4}}}) {
+    const phx_value_info info = info_of(g.get(), value);
+    EXPECT_EQ(Shape(info.shape, info.shape + info.rank), shape);
+  }
+  const Executable planned = compile(g.get());
+  const Executable unplanned = compile(g.get(), PHX_COMPILE_NO_MEMORY_PLAN);
+  ASSERT_TRUE(planned && unplanned);
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i);
+  // concat row i is reshape row i % 2, that is x's elements 12 (i % 2) ..; slice rows 1, 2.
+  std::vector<float> expected;
+  for (int row = 1; row <= 2; ++row)
+    for (int col = 2; col < 12; col += 3) expected.push_back(2.0f * float(12 * (row % 2) + col));
+  EXPECT_EQ(run(planned.get(), {{4, 6}}, {xs}, {2, 4}), expected);
+  EXPECT_EQ(run(unplanned.get(), {{4, 6}}, {xs}, {2, 4}), expected);
 }
 
 // A 3-layer MLP, batch 64, widths 128 -> 256 -> 256 -> 64: its intermediates are the two

@@ -46,6 +46,14 @@ uint32_t dtypes_the_rules_allow(phx_op_id op) {
     case PHX_OP_GREATER:
     case PHX_OP_REDUCE_MIN:
     case PHX_OP_ARGMAX:
+    case PHX_OP_RESHAPE:
+    case PHX_OP_CONCAT:
+    case PHX_OP_SLICE:
+    case PHX_OP_GATHER:
+    case PHX_OP_EXPAND:
+    case PHX_OP_TILE:
+    case PHX_OP_PAD:
+    case PHX_OP_MAX_POOL:
       return all;
     case PHX_OP_RELU:
     case PHX_OP_NEG:

@@ -138,6 +138,28 @@ std::vector<OpForm> op_forms() {
   forms.push_back({PHX_OP_BATCH_NORM, {x, channels, channels, channels, channels}, {x}, {}});
   const Slot image3{{1, 3, 2}, PHX_DTYPE_F32, false, true};
   forms.push_back({PHX_OP_INSTANCE_NORM, {image3, channels, channels}, {image3}, {}});
+  phx_reshape_params reshape = {sizeof reshape, 2, {3, 2}};
+  forms.push_back(
+      {PHX_OP_RESHAPE, {x}, {{{3, 2}, PHX_DTYPE_F32, false, true}}, {bytes_of(reshape)}});
+  // Concat's output is sized for the inputs given (concat_output_shape).
+  std::vector<Slot> concat_inputs = {x, x};
+  for (int i = 2; i < PHX_MAX_OP_INPUTS; ++i)
+    concat_inputs.push_back({{2, 3}, PHX_DTYPE_F32, true});
+  concat_inputs[1].optional = true;
+  forms.push_back({PHX_OP_CONCAT, concat_inputs, {{{18, 3}, PHX_DTYPE_F32, false, true}}, {}});
+  for (phx_op_id op : {PHX_OP_SLICE, PHX_OP_TILE, PHX_OP_PAD}) forms.push_back({op, {x}, {x}, {}});
+  forms.push_back({PHX_OP_GATHER, {x, {{2}, PHX_DTYPE_I32}}, {x}, {}});
+  phx_reshape_params expand = {sizeof expand, 3, {2, 2, 3}};
+  forms.push_back(
+      {PHX_OP_EXPAND, {x}, {{{2, 2, 3}, PHX_DTYPE_F32, false, true}}, {bytes_of(expand)}});
+  phx_pool_params pool = PHX_POOL_PARAMS_INIT;
+  pool.kernel[0] = pool.kernel[1] = 2;
+  for (phx_op_id op : {PHX_OP_MAX_POOL, PHX_OP_AVG_POOL})
+    forms.push_back({op, {image}, {conv_out}, {bytes_of(pool)}});
+  forms.push_back({PHX_OP_CONV_TRANSPOSE2D,
+                   {image, weight, {{2}, PHX_DTYPE_F32, true}},
+                   {{{1, 2, 4, 4}, PHX_DTYPE_F32, false, true}},
+                   {}});
   return forms;
 }
 
@@ -195,6 +217,15 @@ std::vector<Variant> variants_of(const OpForm& form) {
     for (const Variant& v : out) with_params.push_back({v.inputs, v.outputs, &p});
   if (!form.params.empty()) out = std::move(with_params);
   return out;
+}
+
+// Concat's output, along axis 0, holds the inputs given (up to the first left out).
+Shape concat_output_shape(const OpForm& form, const Variant& v) {
+  Shape shape = form.outputs[0].shape;
+  shape[0] = 0;
+  for (size_t i = 0; i < v.inputs.size() && v.inputs[i] != PHX_DTYPE_INVALID; ++i)
+    shape[0] += form.inputs[i].shape[0];
+  return shape;
 }
 
 std::string describe(const OpForm& form, const Variant& v) {
@@ -336,7 +367,8 @@ TEST_P(OpSupport, TheAnswerIsWhatTheOpCallDoes) {
         in.push_back(v.inputs[i] == PHX_DTYPE_INVALID ? nullptr
                                                       : tensor(v.inputs[i], form.inputs[i].shape));
       for (size_t i = 0; i < v.outputs.size(); ++i)
-        out.push_back(tensor(v.outputs[i], form.outputs[i].shape));
+        out.push_back(tensor(v.outputs[i], form.op == PHX_OP_CONCAT ? concat_output_shape(form, v)
+                                                                    : form.outputs[i].shape));
       const phx_op_desc desc = {sizeof desc, form.op,    query.params, in.data(),
                                 in.size(),   out.data(), out.size()};
       const phx_status run = phx_op_run(stream_, &desc, nullptr);

@@ -141,7 +141,7 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
        f},
       {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
   };
-  EXPECT_EQ(PHX_OP_COUNT, 57);
+  EXPECT_EQ(PHX_OP_COUNT, 67);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     EXPECT_EQ(int{row.op}, row.id);
@@ -154,6 +154,42 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
     for (size_t i = 0; i < row.inputs.size(); ++i) EXPECT_EQ(info.input_names[i], row.inputs[i]);
     EXPECT_EQ(info.output_count, 1u);
     EXPECT_EQ(info.dtype_mask, row.dtypes);
+  }
+}
+
+// The layout, pooling and transposed-convolution ops of API 0.3, as phynexus.h states them.
+TEST(OpTable, LayoutAndPoolingEntriesSayWhatTheHeaderSays) {
+  constexpr uint32_t kFloats =
+      PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
+  struct Entry {
+    phx_op_id op;
+    const char* name;
+    const char* params;
+    size_t inputs, min_inputs;
+    uint32_t dtypes;
+  };
+  const Entry entries[] = {
+      {PHX_OP_RESHAPE, "reshape", "phx_reshape_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_CONCAT, "concat", "phx_axis_params", PHX_MAX_OP_INPUTS, 1, kEveryDtypeMask},
+      {PHX_OP_SLICE, "slice", "phx_slice_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_GATHER, "gather", "phx_axis_params", 2, 2, kEveryDtypeMask},
+      {PHX_OP_EXPAND, "expand", "phx_reshape_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_TILE, "tile", "phx_tile_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_PAD, "pad", "phx_pad_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_MAX_POOL, "max_pool", "phx_pool_params", 1, 1, kEveryDtypeMask},
+      {PHX_OP_AVG_POOL, "avg_pool", "phx_pool_params", 1, 1, kFloats},
+      {PHX_OP_CONV_TRANSPOSE2D, "conv_transpose2d", "phx_conv_transpose2d_params", 3, 2, kFloats},
+  };
+  for (const Entry& e : entries) {
+    SCOPED_TRACE(e.name);
+    phx_op_info info = PHX_OP_INFO_INIT;
+    ASSERT_EQ(phx_op_info_get(e.op, &info), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_STREQ(info.name, e.name);
+    EXPECT_STREQ(info.params_struct, e.params);
+    EXPECT_EQ(info.input_count, e.inputs);
+    EXPECT_EQ(info.min_input_count, e.min_inputs);
+    EXPECT_EQ(info.output_count, 1u);
+    EXPECT_EQ(info.dtype_mask, e.dtypes);
   }
 }
 

@@ -31,6 +31,10 @@ double flops(const Node& node, const std::vector<Operand>& operands) {
       const Operand& w = operands[node.inputs[1]];
       return 2 * elements(out) * double(w.shape[1] * w.shape[2] * w.shape[3]);
     }
+    case PHX_OP_CONV_TRANSPOSE2D: {  // each input pixel meets C_out / groups kernels
+      const Operand& w = operands[node.inputs[1]];
+      return 2 * elements(a) * double(w.shape[1] * w.shape[2] * w.shape[3]);
+    }
     case PHX_OP_ATTENTION: {
       const Operand& k = operands[node.inputs[1]];
       return 4 * elements(out) * double(k.shape[k.rank - 2]);

@@ -273,6 +273,93 @@ constexpr OpSchema kOps[] = {
      .dtypes = kFloatDtypes,
      .shape_rule = ShapeRule::instance_norm,
      .summary = "each (n, c) normalized over the spatial dimensions, * scale + bias"},
+    {.op = PHX_OP_RESHAPE,
+     .name = "reshape",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::reshape,
+     .params_required = true,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::reshape,
+     .summary = "x's elements in another shape (0 copies a dimension, -1 is inferred)"},
+    {.op = PHX_OP_CONCAT,
+     .name = "concat",
+     .inputs = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"},
+     .optional_inputs = optional({1, 2, 3, 4, 5, 6, 7, 8}),
+     .outputs = {"y"},
+     .params = ParamsKind::axis,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::concat,
+     .summary = "1 to 9 tensors joined along an axis"},
+    {.op = PHX_OP_SLICE,
+     .name = "slice",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::slice,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::slice,
+     .summary = "x[start:end:step] per dimension, as ONNX's Slice"},
+    {.op = PHX_OP_GATHER,
+     .name = "gather",
+     .inputs = {"data", "indices"},
+     .outputs = {"y"},
+     .params = ParamsKind::axis,
+     .dtypes = kAllDtypes,
+     .dtype_rule = DtypeRule::gather,
+     .shape_rule = ShapeRule::gather,
+     .summary = "the slices of data along an axis at i32 indices; zeros for an index out of "
+                "range"},
+    {.op = PHX_OP_EXPAND,
+     .name = "expand",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::reshape,
+     .params_required = true,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::expand,
+     .summary = "x broadcast with a target shape, as ONNX's Expand"},
+    {.op = PHX_OP_TILE,
+     .name = "tile",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::tile,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::tile,
+     .summary = "x repeated along each dimension"},
+    {.op = PHX_OP_PAD,
+     .name = "pad",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::pad,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::pad,
+     .summary = "x padded with a constant, its reflection or its edge"},
+    {.op = PHX_OP_MAX_POOL,
+     .name = "max_pool",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::pool,
+     .dtypes = kAllDtypes,
+     .shape_rule = ShapeRule::pool,
+     .summary = "the largest value of each window over 1 to 3 spatial dimensions, NC..."},
+    {.op = PHX_OP_AVG_POOL,
+     .name = "avg_pool",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::pool,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::pool,
+     .summary = "the mean of each window over 1 to 3 spatial dimensions, NC..., sums in f32"},
+    {.op = PHX_OP_CONV_TRANSPOSE2D,
+     .name = "conv_transpose2d",
+     .inputs = {"x", "weight", "bias"},
+     .optional_inputs = optional({2}),
+     .outputs = {"y"},
+     .params = ParamsKind::conv_transpose2d,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::conv_transpose2d,
+     .summary = "2-D transposed convolution, NCHW, with stride, padding, output padding, "
+                "dilation and groups, f32 accumulation"},
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");
@@ -313,6 +400,7 @@ bool is_quantized_op(const OpSchema& schema) {
     case DtypeRule::compare:
     case DtypeRule::where:
     case DtypeRule::index:
+    case DtypeRule::gather:
       return false;
   }
   return false;
@@ -344,6 +432,20 @@ size_t params_struct_size(ParamsKind params) {
       return sizeof(phx_elementwise_params);
     case ParamsKind::argmax:
       return sizeof(phx_argmax_params);
+    case ParamsKind::reshape:
+      return sizeof(phx_reshape_params);
+    case ParamsKind::axis:
+      return sizeof(phx_axis_params);
+    case ParamsKind::slice:
+      return sizeof(phx_slice_params);
+    case ParamsKind::tile:
+      return sizeof(phx_tile_params);
+    case ParamsKind::pad:
+      return sizeof(phx_pad_params);
+    case ParamsKind::pool:
+      return sizeof(phx_pool_params);
+    case ParamsKind::conv_transpose2d:
+      return sizeof(phx_conv_transpose2d_params);
   }
   return 0;
 }
@@ -374,6 +476,20 @@ const char* params_struct_name(ParamsKind params) {
       return "phx_elementwise_params";
     case ParamsKind::argmax:
       return "phx_argmax_params";
+    case ParamsKind::reshape:
+      return "phx_reshape_params";
+    case ParamsKind::axis:
+      return "phx_axis_params";
+    case ParamsKind::slice:
+      return "phx_slice_params";
+    case ParamsKind::tile:
+      return "phx_tile_params";
+    case ParamsKind::pad:
+      return "phx_pad_params";
+    case ParamsKind::pool:
+      return "phx_pool_params";
+    case ParamsKind::conv_transpose2d:
+      return "phx_conv_transpose2d_params";
   }
   return "";
 }

@@ -7,9 +7,9 @@
 
 #include "abi_structs.h"
 #include "errors.h"
+#include "op_rules_layout.h"
 
 namespace phx {
-namespace {
 
 Shape shape_of(const Operand& t) { return Shape(t.shape, t.shape + t.rank); }
 
@@ -31,7 +31,6 @@ std::string text(const Operand& t) {
   fail(PHX_STATUS_INVALID_ARGUMENT, std::string(phx_op_name(op)) + ": " + rule);
 }
 
-// NumPy broadcasting of two shapes; false if they do not broadcast.
 bool broadcast(const Shape& a, const Shape& b, Shape& out) {
   size_t rank = std::max(a.size(), b.size());
   out.assign(rank, 1);
@@ -43,6 +42,8 @@ bool broadcast(const Shape& a, const Shape& b, Shape& out) {
   }
   return true;
 }
+
+namespace {
 
 // Whether from broadcasts to exactly to (from's dims are 1 or equal, right-aligned).
 bool broadcasts_to(const Shape& from, const Shape& to) {
@@ -202,7 +203,12 @@ void check_dtypes(const OpSchema& schema, const OpVariant& v) {
     case DtypeRule::index:
       dtype_is(op, y, PHX_DTYPE_I32, "the output");
       break;
+    case DtypeRule::gather:
+      dtype_is(op, in(1), PHX_DTYPE_I32, "indices");
+      same_dtype(op, x, y, "data and output");
+      break;
   }
+  if (schema.shape_rule == ShapeRule::concat) check_no_gaps(schema, v);
 }
 
 // What the rules say of a parameter struct's values, whatever the shapes (an unknown
@@ -231,6 +237,7 @@ void check_params(phx_op_id op, ParamsKind kind, const void* params) {
       break;
     }
     default:
+      check_layout_params(op, kind, params);
       break;
   }
 }
@@ -532,6 +539,9 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
                              OpParams& params) {
   const OpSchema* schema = find_op_schema(op);
   if (schema == nullptr) broken(op, "unknown op");
+  if (schema->params_required && user == nullptr)
+    broken(op, std::string("needs its parameters (") + params_struct_name(schema->params) +
+                   "); got null");
   switch (schema->params) {
     case ParamsKind::none:
       return nullptr;
@@ -569,6 +579,22 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
       return copy_params(user, params.elementwise, default_elementwise_params(op), op);
     case ParamsKind::argmax:
       return copy_params(user, params.argmax, phx_argmax_params PHX_ARGMAX_PARAMS_INIT, op);
+    case ParamsKind::reshape:  // required: the zeros are never used
+      return copy_params(user, params.reshape,
+                         phx_reshape_params{sizeof(phx_reshape_params), 0, {}}, op);
+    case ParamsKind::axis:
+      return copy_params(user, params.axis, phx_axis_params PHX_AXIS_PARAMS_INIT, op);
+    case ParamsKind::slice:
+      return copy_params(user, params.slice, phx_slice_params PHX_SLICE_PARAMS_INIT, op);
+    case ParamsKind::tile:
+      return copy_params(user, params.tile, phx_tile_params PHX_TILE_PARAMS_INIT, op);
+    case ParamsKind::pad:
+      return copy_params(user, params.pad, phx_pad_params PHX_PAD_PARAMS_INIT, op);
+    case ParamsKind::pool:
+      return copy_params(user, params.pool, phx_pool_params PHX_POOL_PARAMS_INIT, op);
+    case ParamsKind::conv_transpose2d:
+      return copy_params(user, params.conv_transpose2d,
+                         phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT, op);
   }
   return nullptr;
 }
@@ -698,6 +724,17 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
     case ShapeRule::instance_norm:
       y = check_channel_norm(op, schema, 3, in, in_count);
       break;
+    case ShapeRule::reshape:
+    case ShapeRule::concat:
+    case ShapeRule::slice:
+    case ShapeRule::gather:
+    case ShapeRule::expand:
+    case ShapeRule::tile:
+    case ShapeRule::pad:
+    case ShapeRule::pool:
+    case ShapeRule::conv_transpose2d:
+      y = check_layout_shapes(op, params, in, in_count);
+      break;
   }
   // Outputs past the first are dynamic_quantize's scale and zero point: one element.
   for (size_t i = 1; i < out_count; ++i) out[i] = Shape{1};
@@ -734,6 +771,9 @@ void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, p
         out[1] = PHX_DTYPE_F32;
         out[2] = PHX_DTYPE_I32;
       }
+      break;
+    case DtypeRule::gather:
+      out[0] = in[0];
       break;
     case DtypeRule::cast:
     case DtypeRule::quantize:

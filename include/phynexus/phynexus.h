@@ -529,9 +529,53 @@ typedef enum phx_op_id {
   /* phx_norm_params; in: x [N, C, D1, ...] (rank >= 3), scale [C], bias [C] (x's dtype;
    * float); out: like x: each (n, c) normalized over D1... with its mean and biased
    * variance (divided by the count), sums in f32, then * scale + bias. */
-  PHX_OP_INSTANCE_NORM = 56
+  PHX_OP_INSTANCE_NORM = 56,
+  /* Layout, pooling and transposed convolution. */
+  /* phx_reshape_params (required: null is refused); in: x (any dtype); out: the target
+   * shape, x's dtype and row-major data. A target entry 0 copies x's dimension at that
+   * index; one entry -1 is inferred from the element count, which must stay the same. */
+  PHX_OP_RESHAPE = 57,
+  /* phx_axis_params (default axis 0); in: 1 to PHX_MAX_OP_INPUTS tensors of one dtype
+   * (any) and rank, equal but along axis, with no gap (null) between them; out: their
+   * concatenation along axis. */
+  PHX_OP_CONCAT = 58,
+  /* phx_slice_params; in: x (any dtype); out: the elements start, start + step, ... (up to
+   * end, exclusive) of each dimension, as ONNX's Slice and Python's slicing. An empty
+   * result is refused. */
+  PHX_OP_SLICE = 59,
+  /* phx_axis_params (default axis 0); in: data (any dtype), indices (i32, any rank;
+   * negative ones count from the end of the axis); out: data.shape[:axis] +
+   * indices.shape + data.shape[axis + 1:] (rank <= PHX_MAX_RANK), data's dtype. An index
+   * outside [-n, n) (n the axis's size) cannot be refused before the op runs: its slice
+   * of the output is zeros. */
+  PHX_OP_GATHER = 60,
+  /* phx_reshape_params (required) as the target shape; in: x (any dtype); out: x
+   * broadcast with the target, as NumPy broadcasts two shapes (ONNX's Expand: either
+   * may have 1s; ranks aligned at the end). */
+  PHX_OP_EXPAND = 61,
+  /* phx_tile_params (default: all ones, a copy); in: x (any dtype); out: x repeated
+   * repeats[d] times along each dimension d. */
+  PHX_OP_TILE = 62,
+  /* phx_pad_params (default: no padding, a copy); in: x (any dtype); out: x with
+   * begin[d] and end[d] elements added before and after each dimension d: the constant
+   * value (converted to x's dtype), a reflection of x (pads < the dimension) or x's edge. */
+  PHX_OP_PAD = 63,
+  /* phx_pool_params (kernel required); in: x [N, C, D1..Dk], k = 1 to 3; out:
+   * [N, C, O1..Ok], each the largest value of its window, padding ignored. f32, f16,
+   * bf16, i8, i16, i32, u8. */
+  PHX_OP_MAX_POOL = 64,
+  /* phx_pool_params (kernel required); as max pool, each output the mean of its window
+   * (over its elements of x, or with count_include_pad over the window clipped to the
+   * padded extent), summed in f32. f32, f16, bf16. */
+  PHX_OP_AVG_POOL = 65,
+  /* phx_conv_transpose2d_params; NCHW: in: x [N, C_in, H, W], weight
+   * [C_in, C_out / groups, KH, KW], optional bias [C_out]; out: [N, C_out, Ho, Wo] with
+   * Ho = (H - 1) stride - pad_top - pad_bottom + dilation (KH - 1) + output_padding + 1,
+   * Wo likewise: the gradient of conv2d with respect to its input, as ONNX's
+   * ConvTranspose. f32, f16, bf16 (x, weight, bias and out alike), f32 accumulation. */
+  PHX_OP_CONV_TRANSPOSE2D = 66
 } phx_op_id;
-#define PHX_OP_COUNT 57
+#define PHX_OP_COUNT 67
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
@@ -686,6 +730,99 @@ typedef struct phx_argmax_params {
 } phx_argmax_params;
 #define PHX_ARGMAX_PARAMS_INIT \
   { sizeof(phx_argmax_params), 0, 1, 0 }
+/* ---- Since API 0.3: the parameters of the layout, pooling and transposed-convolution ops */
+
+/* Reshape's and expand's target shape. Reshape: entry 0 copies x's dimension at that
+ * index, one entry -1 is inferred. Expand: NumPy broadcasting with x's shape. No default:
+ * these ops refuse null parameters. */
+typedef struct phx_reshape_params {
+  size_t struct_size;
+  uint32_t rank; /* <= PHX_MAX_RANK */
+  int64_t shape[PHX_MAX_RANK];
+} phx_reshape_params;
+
+/* The axis of concat and gather. */
+typedef struct phx_axis_params {
+  size_t struct_size;
+  int32_t axis; /* negative counts from the end; default 0 */
+} phx_axis_params;
+#define PHX_AXIS_PARAMS_INIT \
+  { sizeof(phx_axis_params), 0 }
+
+/* Per dimension d < rank: a step of 0 takes dimension d whole (so a zeroed struct, the
+ * default, copies x). Otherwise as ONNX's Slice: a negative start or end counts from the
+ * end (adds the dimension), then both are clamped to [0, dim] for a positive step, to
+ * [-1, dim - 1] for a negative one; end is exclusive. INT64_MAX and INT64_MIN reach
+ * either end. */
+typedef struct phx_slice_params {
+  size_t struct_size;
+  int64_t starts[PHX_MAX_RANK];
+  int64_t ends[PHX_MAX_RANK];
+  int64_t steps[PHX_MAX_RANK];
+} phx_slice_params;
+#define PHX_SLICE_PARAMS_INIT                 \
+  {                                           \
+    sizeof(phx_slice_params), {0}, {0}, { 0 } \
+  }
+
+typedef struct phx_tile_params {
+  size_t struct_size;
+  uint32_t repeats[PHX_MAX_RANK]; /* >= 1 for each dimension of x; default 1 */
+} phx_tile_params;
+#define PHX_TILE_PARAMS_INIT                            \
+  {                                                     \
+    sizeof(phx_tile_params), { 1, 1, 1, 1, 1, 1, 1, 1 } \
+  }
+
+typedef enum phx_pad_mode {
+  PHX_PAD_CONSTANT = 0, /* the padding holds value */
+  PHX_PAD_REFLECT = 1,  /* x mirrored about its first and last element (excluded) */
+  PHX_PAD_EDGE = 2      /* x's first and last element repeated */
+} phx_pad_mode;
+
+typedef struct phx_pad_params {
+  size_t struct_size;
+  phx_pad_mode mode;
+  float value;                  /* CONSTANT: converted to x's dtype as cast converts */
+  uint32_t begin[PHX_MAX_RANK]; /* elements added before each dimension of x */
+  uint32_t end[PHX_MAX_RANK];   /* and after it; REFLECT needs both < the dimension */
+} phx_pad_params;
+#define PHX_PAD_PARAMS_INIT                                    \
+  {                                                            \
+    sizeof(phx_pad_params), PHX_PAD_CONSTANT, 0.0f, {0}, { 0 } \
+  }
+
+/* Max and average pooling over the k = rank - 2 spatial dimensions of x [N, C, D1..Dk]
+ * (k = 1 to 3; entries past k are ignored). Output size per dimension i, as ONNX's:
+ * (D + pad_begin + pad_end - dilation (kernel - 1) - 1) / stride + 1, rounded down, or up
+ * with ceil_mode, where a last window that would start in the end padding is dropped
+ * (as ONNX and PyTorch do). */
+typedef struct phx_pool_params {
+  size_t struct_size;
+  uint32_t kernel[3];    /* >= 1 for each spatial dimension: required */
+  uint32_t stride[3];    /* 0 means 1 */
+  uint32_t pad_begin[3]; /* elements of padding before each spatial dimension */
+  uint32_t pad_end[3];   /* and after it */
+  uint32_t dilation[3];  /* 0 means 1 */
+  int ceil_mode;
+  /* Average pool: non-zero divides by the window's size clipped to the padded extent of
+   * x; zero (the default) by the count of x's elements in the window. */
+  int count_include_pad;
+} phx_pool_params;
+#define PHX_POOL_PARAMS_INIT \
+  { sizeof(phx_pool_params), {0, 0, 0}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 0, 0 }
+
+typedef struct phx_conv_transpose2d_params {
+  size_t struct_size;
+  uint32_t stride[2];         /* height, width; default 1, 1 */
+  uint32_t padding[4];        /* top, bottom, left, right, taken off the output; zeros */
+  uint32_t output_padding[2]; /* added at the bottom and right of the output; each < its
+                                 stride or dilation */
+  uint32_t dilation[2];       /* height, width; default 1, 1 */
+  uint32_t groups;            /* default 1; divides C_in and C_out */
+} phx_conv_transpose2d_params;
+#define PHX_CONV_TRANSPOSE2D_PARAMS_INIT \
+  { sizeof(phx_conv_transpose2d_params), {1, 1}, {0, 0, 0, 0}, {0, 0}, {1, 1}, 1 }
 
 typedef struct phx_op_desc {
   size_t struct_size;

@@ -174,15 +174,37 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
   return PHX_STATUS_OK;
 }
 
-// Every op of the table but the quantized ones, which have no timing model here (the MXU
-// and vector-unit models price the rest; an op they do not know is priced per element).
-// Attention only on bf16: its f32 or f16 inputs would enter the MXU rounded to bf16 at
-// the default precision, which the op's contract (f32-accurate scores) does not allow.
+// The ops the MXU and vector-unit models price and the compile cache keys by their
+// parameters (compile_cache.cpp); not the quantized ones, which have no timing model
+// here, nor the layout, pooling and transposed-convolution ops of API 0.3, which a graph
+// places on the CPU. Attention only on bf16: its f32 or f16 inputs would enter the MXU
+// rounded to bf16 at the default precision, which the op's contract (f32-accurate
+// scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {
-  const OpSchema* schema = find_op_schema(op);
-  if (schema == nullptr || is_quantized_op(*schema)) return false;
-  if (op == PHX_OP_ATTENTION) return dtype == PHX_DTYPE_BF16;
-  return true;
+  switch (op) {
+    case PHX_OP_MATMUL:
+    case PHX_OP_ADD:
+    case PHX_OP_SUB:
+    case PHX_OP_MUL:
+    case PHX_OP_DIV:
+    case PHX_OP_RELU:
+    case PHX_OP_GELU:
+    case PHX_OP_SILU:
+    case PHX_OP_SOFTMAX:
+    case PHX_OP_LAYER_NORM:
+    case PHX_OP_RMS_NORM:
+    case PHX_OP_TRANSPOSE:
+    case PHX_OP_REDUCE_SUM:
+    case PHX_OP_REDUCE_MAX:
+    case PHX_OP_CAST:
+    case PHX_OP_CONV2D:
+    case PHX_OP_ROPE:
+      return true;
+    case PHX_OP_ATTENTION:
+      return dtype == PHX_DTYPE_BF16;
+    default:
+      return false;
+  }
 }
 
 phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out_supported) {

@@ -90,6 +90,23 @@ inline size_t params_size(int op) {
       return sizeof(phx_elementwise_params);
     case PHX_OP_ARGMAX:
       return sizeof(phx_argmax_params);
+    case PHX_OP_RESHAPE:
+    case PHX_OP_EXPAND:
+      return sizeof(phx_reshape_params);
+    case PHX_OP_CONCAT:
+    case PHX_OP_GATHER:
+      return sizeof(phx_axis_params);
+    case PHX_OP_SLICE:
+      return sizeof(phx_slice_params);
+    case PHX_OP_TILE:
+      return sizeof(phx_tile_params);
+    case PHX_OP_PAD:
+      return sizeof(phx_pad_params);
+    case PHX_OP_MAX_POOL:
+    case PHX_OP_AVG_POOL:
+      return sizeof(phx_pool_params);
+    case PHX_OP_CONV_TRANSPOSE2D:
+      return sizeof(phx_conv_transpose2d_params);
     default:
       return 0;
   }

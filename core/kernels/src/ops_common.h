@@ -81,6 +81,27 @@ void run_qmatmul(const phx_matmul_params& params, const HostTensor* in, const Ho
 void run_qconv2d(const phx_conv2d_params& params, const HostTensor* in, const HostTensor& out,
                  ThreadPool& pool);
 
+// Layout (ops_layout.cpp, ops_pad.cpp): in may hold concat's absent inputs (data null)
+// after the last one given.
+void run_reshape(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+void run_concat(const phx_axis_params& params, const HostTensor* in, size_t in_count,
+                const HostTensor& out, ThreadPool& pool);
+void run_slice(const phx_slice_params& params, const HostTensor& x, const HostTensor& out,
+               ThreadPool& pool);
+void run_gather(const phx_axis_params& params, const HostTensor& data, const HostTensor& indices,
+                const HostTensor& out, ThreadPool& pool);
+void run_expand(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+void run_tile(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
+void run_pad(const phx_pad_params& params, const HostTensor& x, const HostTensor& out,
+             ThreadPool& pool);
+void run_max_pool(const phx_pool_params& params, const HostTensor& x, const HostTensor& out,
+                  ThreadPool& pool);
+void run_avg_pool(const phx_pool_params& params, const HostTensor& x, const HostTensor& out,
+                  ThreadPool& pool);
+void run_conv_transpose2d(const phx_conv_transpose2d_params& params, const HostTensor& x,
+                          const HostTensor& weight, const HostTensor& bias, const HostTensor& out,
+                          ThreadPool& pool);
+
 // ---- dtypes ----
 inline bool is_float(phx_dtype d) {
   return d == PHX_DTYPE_F32 || d == PHX_DTYPE_F16 || d == PHX_DTYPE_BF16;

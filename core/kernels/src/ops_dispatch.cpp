@@ -177,6 +177,39 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
       ops::run_instance_norm(params_or(params, phx_norm_params PHX_NORM_PARAMS_INIT), x, in[1],
                              in[2], out, pool);
       break;
+    case PHX_OP_RESHAPE:  // the output's shape says all that reshape, expand and tile do
+      ops::run_reshape(x, out, pool);
+      break;
+    case PHX_OP_EXPAND:
+      ops::run_expand(x, out, pool);
+      break;
+    case PHX_OP_CONCAT:
+      ops::run_concat(params_or(params, phx_axis_params PHX_AXIS_PARAMS_INIT), in, in_count, out,
+                      pool);
+      break;
+    case PHX_OP_SLICE:
+      ops::run_slice(params_or(params, phx_slice_params PHX_SLICE_PARAMS_INIT), x, out, pool);
+      break;
+    case PHX_OP_GATHER:
+      ops::run_gather(params_or(params, phx_axis_params PHX_AXIS_PARAMS_INIT), x, in[1], out, pool);
+      break;
+    case PHX_OP_TILE:
+      ops::run_tile(x, out, pool);
+      break;
+    case PHX_OP_PAD:
+      ops::run_pad(params_or(params, phx_pad_params PHX_PAD_PARAMS_INIT), x, out, pool);
+      break;
+    case PHX_OP_MAX_POOL:
+      ops::run_max_pool(params_or(params, phx_pool_params PHX_POOL_PARAMS_INIT), x, out, pool);
+      break;
+    case PHX_OP_AVG_POOL:
+      ops::run_avg_pool(params_or(params, phx_pool_params PHX_POOL_PARAMS_INIT), x, out, pool);
+      break;
+    case PHX_OP_CONV_TRANSPOSE2D:
+      ops::run_conv_transpose2d(
+          params_or(params, phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT), x, in[1],
+          input_or_absent(in, in_count, 2), out, pool);
+      break;
     case PHX_OP_INVALID:  // refused by op_supported; no default, so a new op needs a case
       break;
   }

@@ -75,6 +75,16 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_LOG_SOFTMAX, nullptr},
     {PHX_OP_BATCH_NORM, nullptr},
     {PHX_OP_INSTANCE_NORM, nullptr},
+    {PHX_OP_RESHAPE, nullptr},
+    {PHX_OP_CONCAT, nullptr},
+    {PHX_OP_SLICE, nullptr},
+    {PHX_OP_GATHER, nullptr},
+    {PHX_OP_EXPAND, nullptr},
+    {PHX_OP_TILE, nullptr},
+    {PHX_OP_PAD, nullptr},
+    {PHX_OP_MAX_POOL, nullptr},
+    {PHX_OP_AVG_POOL, nullptr},
+    {PHX_OP_CONV_TRANSPOSE2D, nullptr},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");

@@ -38,6 +38,13 @@ enum class ParamsKind {
   quantize,
   elementwise,
   argmax,
+  reshape,  // reshape and expand: the target shape
+  axis,     // concat and gather
+  slice,
+  tile,
+  pad,
+  pool,
+  conv_transpose2d,
 };
 
 // How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
@@ -53,6 +60,7 @@ enum class DtypeRule {
   compare,            // b as a; the output u8 (0 or 1)
   where,              // cond u8; a any of kAllDtypes, b and the output a's
   index,              // the output i32 (argmax's indices)
+  gather,             // indices i32; the output data's
 };
 
 // Which shapes an op accepts and what its output shape is (op_rules.cpp).
@@ -76,6 +84,15 @@ enum class ShapeRule {
   argmax,
   batch_norm,
   instance_norm,
+  reshape,
+  concat,
+  slice,
+  gather,
+  expand,
+  tile,
+  pad,
+  pool,  // max and average pooling
+  conv_transpose2d,
 };
 
 struct OpSchema {
@@ -85,6 +102,8 @@ struct OpSchema {
   uint32_t optional_inputs = 0;           // bit i: input i may be null (or left off the end)
   const char* outputs[kMaxOpOutputs] = {};
   ParamsKind params = ParamsKind::none;
+  // The op has no default parameters: null params are refused (reshape's target shape).
+  bool params_required = false;
   uint32_t dtypes = 0;  // PHX_DTYPE_BIT of each first-input dtype the op is defined for
   DtypeRule dtype_rule = DtypeRule::same;
   ShapeRule shape_rule = ShapeRule::same;
@@ -124,6 +143,13 @@ union OpParams {
   phx_quantize_params quantize;
   phx_elementwise_params elementwise;
   phx_argmax_params argmax;
+  phx_reshape_params reshape;
+  phx_axis_params axis;
+  phx_slice_params slice;
+  phx_tile_params tile;
+  phx_pad_params pad;
+  phx_pool_params pool;
+  phx_conv_transpose2d_params conv_transpose2d;
 };
 
 // What leaky_relu, elu, selu and clip take for a null parameter pointer (phynexus.h);
