@@ -908,6 +908,53 @@ TEST_F(GraphTest, DynamicBatchRunsAtEverySize) {
   EXPECT_EQ(describe(exe.get()).run_count, 3u);
 }
 
+// Ops of API 0.3 as an importer chains them, with a dynamic batch: batch_norm, prelu,
+// reduce_mean over the last axis, then |m| as where(greater(m, 0), m, neg(m)).
+TEST_F(GraphTest, OpsOfApi03RunWithADynamicBatch) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {PHX_DIM_DYNAMIC, 3, 4}, {"batch", nullptr, nullptr}, "x");
+  const std::vector<float> scale = {0.5f, -1.0f, 2.0f}, bias = {0.25f, 0.0f, -1.0f};
+  const std::vector<float> mean = {1.0f, -0.5f, 0.0f}, var = {4.0f, 0.25f, 1.0f};
+  const std::vector<float> slope = {0.1f, 0.2f, 0.5f, 1.0f}, zero = {0.0f};
+  const phx_norm_params eps = {sizeof(phx_norm_params), 1e-3f};
+  const phx_value bn = node(g.get(), "bn", PHX_OP_BATCH_NORM, &eps,
+                            {x, constant(g.get(), {3}, scale), constant(g.get(), {3}, bias),
+                             constant(g.get(), {3}, mean), constant(g.get(), {3}, var)});
+  const phx_value p =
+      node(g.get(), "prelu", PHX_OP_PRELU, nullptr, {bn, constant(g.get(), {4}, slope)});
+  const phx_reduce_params last_axis = {sizeof(phx_reduce_params), 0b100, 0};
+  const phx_value m = node(g.get(), "mean", PHX_OP_REDUCE_MEAN, &last_axis, {p});
+  const phx_value positive =
+      node(g.get(), "positive", PHX_OP_GREATER, nullptr, {m, constant(g.get(), {1}, zero)});
+  const phx_value negated = node(g.get(), "neg", PHX_OP_NEG, nullptr, {m});
+  const phx_value y = node(g.get(), "abs", PHX_OP_WHERE, nullptr, {positive, m, negated});
+  EXPECT_EQ(info_of(g.get(), positive).dtype, PHX_DTYPE_U8);
+  EXPECT_EQ(info_of(g.get(), y).shape[0], PHX_DIM_DYNAMIC);
+  ASSERT_EQ(phx_graph_add_output(g.get(), y, nullptr), kOk);
+  const Executable exe = compile(g.get());
+  ASSERT_TRUE(exe);
+  for (int64_t batch : {2, 5}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const std::vector<float> xs = iota(batch * 12, -2.0f, 0.375f);
+    const std::vector<float> got = run(exe.get(), {{batch, 3, 4}}, {xs}, {batch, 3});
+    for (int64_t n = 0; n < batch; ++n) {
+      for (size_t c = 0; c < 3; ++c) {
+        double sum = 0.0;
+        for (size_t i = 0; i < 4; ++i) {
+          const double v = xs[static_cast<size_t>(n * 12) + c * 4 + i];
+          const double normalized =
+              (v - mean[c]) / std::sqrt(double{var[c]} + double{1e-3f}) * scale[c] + bias[c];
+          sum += normalized < 0 ? slope[i] * normalized : normalized;
+        }
+        // |values| < 8: batch_norm's 8 ulps of f32 and reduce_mean's 7 (n + 3, n = 4) of
+        // magnitudes below 8, under 2^-24 * 8 * 15 = 7.2e-6.
+        EXPECT_NEAR(got[static_cast<size_t>(n * 3) + c], std::fabs(sum / 4), 7.2e-6)
+            << n << ", " << c;
+      }
+    }
+  }
+}
+
 // A 3x3 convolution needs an input at least 3 high: a height a run gives below that
 // breaks the node's rule, which stand-in sizes at build time could not see. Refused naming
 // the node, and changes nothing. Exact in f32: small integers.
