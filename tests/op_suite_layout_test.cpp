@@ -288,10 +288,13 @@ TEST_P(OpSuite, PadWithAConstantReflectionOrEdge) {
   struct Case {
     Shape x;
     std::vector<uint32_t> begin, end;
+    // The constant, converted as cast converts: -2.5 rounds to -2 (ties to even) and
+    // saturates to 0 for u8; an infinity saturates an integer; NaN makes it 0.
+    float value = -2.5f;
   };
   const std::vector<Case> cases = {{{5}, {2}, {3}},
-                                   {{4, 5}, {1, 0}, {2, 4}},
-                                   {{3, 4, 5}, {2, 1, 0}, {0, 3, 4}},
+                                   {{4, 5}, {1, 0}, {2, 4}, INFINITY},
+                                   {{3, 4, 5}, {2, 1, 0}, {0, 3, 4}, NAN},
                                    {{2, 3}, {0, 0}, {0, 0}},
                                    {{200, 150}, {3, 7}, {5, 2}}};
   Random rng(206);
@@ -299,8 +302,7 @@ TEST_P(OpSuite, PadWithAConstantReflectionOrEdge) {
     for (phx_pad_mode mode : {PHX_PAD_CONSTANT, PHX_PAD_REFLECT, PHX_PAD_EDGE}) {
       for (const Case& c : cases) {
         const HostTensor x = layout_input(rng, dt, c.x);
-        // -2.5 rounds to -2 (ties to even) and saturates to 0 for u8, as cast does.
-        const float value = -2.5f;
+        const float value = c.value;
         Shape out_shape = c.x;
         for (size_t d = 0; d < c.x.size(); ++d) out_shape[d] += c.begin[d] + c.end[d];
         const Expected expected = picked(
@@ -491,6 +493,10 @@ std::vector<TransposeCase> transpose_cases() {
   cases.push_back(grouped);
   TransposeCase depthwise{2, 5, 7, 6, 5, 2, 2, {2, 2}, {0, 0, 0, 0}, {0, 0}, {1, 1}, 5, true};
   cases.push_back(depthwise);
+  // Output rows and columns no input reaches: the bias only.
+  TransposeCase wide_output_padding{1,      2,      3, 3,   2, 2, 2, {1, 1}, {0, 0, 0, 0},
+                                    {2, 1}, {1, 1}, 1, true};
+  cases.push_back(wide_output_padding);
   cases.push_back({1, 32, 16, 16, 16, 4, 4, {2, 2}, {1, 1, 1, 1}});  // K = 512, parallel
   return cases;
 }

@@ -816,8 +816,7 @@ typedef struct phx_conv_transpose2d_params {
   size_t struct_size;
   uint32_t stride[2];         /* height, width; default 1, 1 */
   uint32_t padding[4];        /* top, bottom, left, right, taken off the output; zeros */
-  uint32_t output_padding[2]; /* added at the bottom and right of the output; each < its
-                                 stride or dilation */
+  uint32_t output_padding[2]; /* added at the bottom and right of the output; zeros */
   uint32_t dilation[2];       /* height, width; default 1, 1 */
   uint32_t groups;            /* default 1; divides C_in and C_out */
 } phx_conv_transpose2d_params;

@@ -403,4 +403,64 @@ TEST_F(VulkanGraphs, RunsOnOtherTensorsAreRecordedAgainAndCorrect) {
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
 }
 
+// The layout ops have no Vulkan kernel: compiled for Vulkan with the CPU device beside it,
+// a graph's reshape, concat and slice nodes run on the CPU, the relus around them on
+// Vulkan, and the result is relu(x) flattened, twice, reversed: exact (relu and copies).
+TEST_F(VulkanGraphs, LayoutNodesRunOnTheCpuDevice) {
+  size_t cpu = SIZE_MAX, count = 0;
+  phx_device_count(context_, &count);
+  for (size_t i = 0; i < count; ++i) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    if (phx_device_get(context_, i, &info) == PHX_STATUS_OK && std::string(info.plugin) == "cpu")
+      cpu = i;
+  }
+  ASSERT_NE(cpu, SIZE_MAX);
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_graph_create(context_, &graph), PHX_STATUS_OK);
+  const int64_t shape[2] = {4, 6};
+  phx_graph_input_desc input = PHX_GRAPH_INPUT_DESC_INIT;
+  input.dtype = PHX_DTYPE_F32;
+  input.rank = 2;
+  input.shape = shape;
+  phx_value x = 0;
+  ASSERT_EQ(phx_graph_add_input(graph, &input, &x), PHX_STATUS_OK);
+  const phx_reshape_params flat = {sizeof(phx_reshape_params), 1, {-1}};
+  const phx_axis_params axis0 = PHX_AXIS_PARAMS_INIT;
+  phx_slice_params reversed = PHX_SLICE_PARAMS_INIT;
+  reversed.starts[0] = -1;
+  reversed.ends[0] = INT64_MIN;
+  reversed.steps[0] = -1;
+  using phx_test::add_node;
+  const phx_value a = add_node(graph, PHX_OP_RELU, {x}, "relu_in");
+  const phx_value r = add_node(graph, PHX_OP_RESHAPE, {a}, "reshape", &flat);
+  const phx_value c = add_node(graph, PHX_OP_CONCAT, {r, r}, "concat", &axis0);
+  const phx_value s = add_node(graph, PHX_OP_SLICE, {c}, "slice", &reversed);
+  ASSERT_EQ(phx_graph_add_output(graph, add_node(graph, PHX_OP_RELU, {s}, "relu_out"), "y"),
+            PHX_STATUS_OK);
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  options.device = device_;
+  options.other_devices = &cpu;
+  options.other_device_count = 1;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+  for (size_t n = 0; n < info.node_count; ++n) {
+    phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+    ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
+    const std::string name = node.name;
+    const bool layout = name == "reshape" || name == "concat" || name == "slice";
+    EXPECT_EQ(node.device, layout ? cpu : device_) << name;
+  }
+  const std::vector<float> xs = values(24, 0.1f);
+  const phx_tensor tx = tensor({4, 6}, &xs), ty = tensor({48});
+  ASSERT_EQ(phx_executable_run(stream_, exe, &tx, 1, &ty, 1, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  std::vector<float> expected;
+  for (int i = 47; i >= 0; --i) expected.push_back(std::max(xs[static_cast<size_t>(i % 24)], 0.0f));
+  EXPECT_EQ(download(ty, 48), expected);
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+}
+
 }  // namespace
