@@ -8,13 +8,6 @@
 namespace phx::onnx_import {
 namespace {
 
-// Integer division as ONNX's reference (NumPy's floor for the shape arithmetic that
-// exported models do, where operands are non-negative either way).
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
 void binary(Importer& im, const onnx::NodeProto& node, phx_op_id op,
             int64_t (*int_op)(int64_t, int64_t), double (*real_op)(double, double)) {
   const KnownValue* a = im.known_input(node, 0);
@@ -51,8 +44,37 @@ void convert_mul(Importer& im, const onnx::NodeProto& node) {
       [](double a, double b) { return a * b; });
 }
 
+// Integer division truncates, as ONNX's reference (NumPy's division, then astype). The
+// div op takes floats: integer operands go through f32 (exact below 2^24), the quotient
+// truncated toward zero.
 void convert_div(Importer& im, const onnx::NodeProto& node) {
-  binary(im, node, PHX_OP_DIV, floor_div, [](double a, double b) { return a / b; });
+  const KnownValue* a = im.known_input(node, 0);
+  const KnownValue* b = im.known_input(node, 1);
+  const bool folded = a != nullptr && b != nullptr && a->integral() && b->integral();
+  if (!folded && is_integral(im.input(node, 0).elem_type)) {
+    const phx_dtype dtype = im.info(im.graph_input(node, 0)).dtype;
+    auto f32 = [&](int i, const char* suffix) {
+      return im.add_node(node, PHX_OP_CAST, nullptr, {im.graph_input(node, i)}, 1, {PHX_DTYPE_F32},
+                         suffix)[0];
+    };
+    const phx_value q =
+        im.add_node(node, PHX_OP_DIV, nullptr, {f32(0, "a f32"), f32(1, "b f32")}, 1, {}, "f32")[0];
+    const phx_value down = im.add_node(node, PHX_OP_FLOOR, nullptr, {q}, 1, {}, "floor")[0];
+    const phx_value up = im.add_node(node, PHX_OP_CEIL, nullptr, {q}, 1, {}, "ceil")[0];
+    KnownValue zero;
+    zero.elem_type = onnx::TensorProto::FLOAT;
+    zero.reals = {0.0};
+    const phx_value negative = im.add_node(
+        node, PHX_OP_LESS, nullptr, {q, im.constant(zero, node.name() + " 0")}, 1, {}, "sign")[0];
+    const phx_value t =
+        im.add_node(node, PHX_OP_WHERE, nullptr, {negative, up, down}, 1, {}, "truncated")[0];
+    im.define(node, 0, im.add_node(node, PHX_OP_CAST, nullptr, {t}, 1, {dtype})[0],
+              im.input(node, 0).elem_type);
+    return;
+  }
+  binary(
+      im, node, PHX_OP_DIV, [](int64_t x, int64_t y) { return x / y; },
+      [](double x, double y) { return x / y; });
 }
 
 void convert_relu(Importer& im, const onnx::NodeProto& node) {
@@ -93,8 +115,9 @@ void convert_dropout(Importer& im, const onnx::NodeProto& node) {
   }
 }
 
-void convert_cast(Importer& im, const onnx::NodeProto& node) {
-  const int32_t to = static_cast<int32_t>(attr_int(node, "to", 0));
+namespace {
+
+void cast_to(Importer& im, const onnx::NodeProto& node, int32_t to) {
   const phx_dtype dtype = dtype_of(to);
   if (dtype == PHX_DTYPE_INVALID)
     im.unsupported(node, "casting to " + elem_type_name(to) + " is not taken");
@@ -108,9 +131,31 @@ void convert_cast(Importer& im, const onnx::NodeProto& node) {
     return;
   }
   const phx_value x = im.graph_input(node, 0);
-  if (to == onnx::TensorProto::BOOL && im.info(x).dtype != PHX_DTYPE_U8)
-    im.unsupported(node, "casting to BOOL from another type is not taken");
+  if (to == onnx::TensorProto::BOOL && in.elem_type != onnx::TensorProto::BOOL) {
+    // x != 0, as 0 or 1 (NaN is true, as in ONNX).
+    KnownValue zero;
+    zero.elem_type = in.elem_type;
+    if (is_integral(in.elem_type))
+      zero.ints = {0};
+    else
+      zero.reals = {0.0};
+    const phx_value equal = im.add_node(
+        node, PHX_OP_EQUAL, nullptr, {x, im.constant(zero, node.name() + " 0")}, 1, {}, "== 0")[0];
+    im.define(node, 0, im.add_node(node, PHX_OP_NOT, nullptr, {equal})[0], to);
+    return;
+  }
   im.define(node, 0, im.add_node(node, PHX_OP_CAST, nullptr, {x}, 1, {dtype})[0], to);
+}
+
+}  // namespace
+
+void convert_cast(Importer& im, const onnx::NodeProto& node) {
+  cast_to(im, node, static_cast<int32_t>(attr_int(node, "to", 0)));
+}
+
+// A cast to the element type of input 1.
+void convert_cast_like(Importer& im, const onnx::NodeProto& node) {
+  cast_to(im, node, im.input(node, 1).elem_type);
 }
 
 }  // namespace phx::onnx_import

@@ -16,6 +16,16 @@ void unary(Importer& im, const onnx::NodeProto& node, phx_op_id op, const void* 
             im.input(node, 0).elem_type);
 }
 
+// f of each element of a known integer input 0 (shape arithmetic); false otherwise.
+bool fold_integers(Importer& im, const onnx::NodeProto& node, int64_t (*f)(int64_t)) {
+  const KnownValue* x = im.known_input(node, 0);
+  if (x == nullptr || !x->integral()) return false;
+  KnownValue k = *x;
+  for (auto& v : k.ints) v = f(v);
+  im.define_known(node, 0, std::move(k));
+  return true;
+}
+
 void with_alpha_beta(Importer& im, const onnx::NodeProto& node, phx_op_id op, float alpha,
                      float beta) {
   const phx_elementwise_params params = PHX_ELEMENTWISE_PARAMS_INIT(alpha, beta);
@@ -60,8 +70,12 @@ void convert_tanh(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_
 void convert_exp(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_EXP); }
 void convert_log(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_LOG); }
 void convert_sqrt(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SQRT); }
-void convert_neg(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_NEG); }
-void convert_abs(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ABS); }
+void convert_neg(Importer& im, const onnx::NodeProto& n) {
+  if (!fold_integers(im, n, [](int64_t v) { return -v; })) unary(im, n, PHX_OP_NEG);
+}
+void convert_abs(Importer& im, const onnx::NodeProto& n) {
+  if (!fold_integers(im, n, [](int64_t v) { return v < 0 ? -v : v; })) unary(im, n, PHX_OP_ABS);
+}
 void convert_erf(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ERF); }
 void convert_floor(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_FLOOR); }
 void convert_ceil(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_CEIL); }
@@ -109,14 +123,20 @@ void convert_clip(Importer& im, const onnx::NodeProto& node) {
   with_alpha_beta(im, node, PHX_OP_CLIP, low, high);
 }
 
+// pow computes in floats: integer operands go through f32 (exact while the powers stay
+// below 2^24), and an exponent of another type than the base is cast to the base's.
 void convert_pow(Importer& im, const onnx::NodeProto& node) {
-  // The exponent may be of another type than the base (an int exponent of a float base).
-  phx_value exponent = im.graph_input(node, 1);
-  const phx_dtype base = im.info(im.graph_input(node, 0)).dtype;
-  if (im.info(exponent).dtype != base)
-    exponent = im.add_node(node, PHX_OP_CAST, nullptr, {exponent}, 1, {base}, "exponent")[0];
-  im.define(node, 0, im.add_node(node, PHX_OP_POW, nullptr, {im.graph_input(node, 0), exponent})[0],
-            im.input(node, 0).elem_type);
+  phx_value base = im.graph_input(node, 0), exponent = im.graph_input(node, 1);
+  const phx_dtype base_dtype = im.info(base).dtype;
+  const bool integral = is_integral(im.input(node, 0).elem_type);
+  const phx_dtype compute = integral ? PHX_DTYPE_F32 : base_dtype;
+  if (integral) base = im.add_node(node, PHX_OP_CAST, nullptr, {base}, 1, {compute}, "base")[0];
+  if (im.info(exponent).dtype != compute)
+    exponent = im.add_node(node, PHX_OP_CAST, nullptr, {exponent}, 1, {compute}, "exponent")[0];
+  phx_value y = im.add_node(node, PHX_OP_POW, nullptr, {base, exponent}, 1, {},
+                            integral ? "f32" : nullptr)[0];
+  if (integral) y = im.add_node(node, PHX_OP_CAST, nullptr, {y}, 1, {base_dtype})[0];
+  im.define(node, 0, y, im.input(node, 0).elem_type);
 }
 
 void convert_max(Importer& im, const onnx::NodeProto& node) {
@@ -175,6 +195,37 @@ void convert_where(Importer& im, const onnx::NodeProto& node) {
       im.add_node(node, PHX_OP_WHERE, nullptr,
                   {im.graph_input(node, 0), im.graph_input(node, 1), im.graph_input(node, 2)})[0],
       im.input(node, 1).elem_type);
+}
+
+// Booleans are u8 0 or 1: and is their min, or their max, xor their inequality.
+void convert_and(Importer& im, const onnx::NodeProto& node) {
+  chain(im, node, PHX_OP_MIN, onnx::TensorProto::BOOL);
+}
+
+void convert_or(Importer& im, const onnx::NodeProto& node) {
+  chain(im, node, PHX_OP_MAX, onnx::TensorProto::BOOL);
+}
+
+void convert_xor(Importer& im, const onnx::NodeProto& node) {
+  compare(
+      im, node, PHX_OP_EQUAL, [](int64_t a, int64_t b) { return a == b; }, true);
+}
+
+// The sum of the inputs times 1/n.
+void convert_mean(Importer& im, const onnx::NodeProto& node) {
+  if (node.input_size() == 1) {
+    convert_identity(im, node);
+    return;
+  }
+  phx_value sum = im.graph_input(node, 0);
+  for (int i = 1; i < node.input_size(); ++i)
+    sum = im.add_node(node, PHX_OP_ADD, nullptr, {sum, im.graph_input(node, i)}, 1, {}, "sum")[0];
+  KnownValue share;
+  share.elem_type = im.input(node, 0).elem_type;
+  share.reals = {1.0 / node.input_size()};
+  const phx_value factor = im.constant(share, node.name() + " 1/n");
+  im.define(node, 0, im.add_node(node, PHX_OP_MUL, nullptr, {sum, factor})[0],
+            im.input(node, 0).elem_type);
 }
 
 }  // namespace phx::onnx_import

@@ -68,7 +68,10 @@ void convert_conv_transpose(Importer& im, const onnx::NodeProto& node) {
           output_shape.empty() ? in * stride[d] : output_shape.at(output_shape.size() - k + d);
       const int64_t total =
           stride[d] * (in - 1) + output_padding[d] + (kernel[d] - 1) * dilation[d] + 1 - want;
-      if (total < 0) im.unsupported(node, "an output shape that needs negative padding");
+      if (total < 0) {  // an output longer than the windows reach: output padding
+        output_padding[d] -= total;
+        continue;
+      }
       const bool lower = auto_pad == "SAME_LOWER";
       begin[d] = static_cast<uint32_t>(lower ? total - total / 2 : total / 2);
       end[d] = static_cast<uint32_t>(total - begin[d]);

@@ -22,12 +22,24 @@ phx_value zero_point_input(Importer& im, const onnx::NodeProto& node, int i) {
   return im.add_node(node, PHX_OP_CAST, nullptr, {zp}, 1, {PHX_DTYPE_I32}, "zero point")[0];
 }
 
-phx_value one_f32(Importer& im, const onnx::NodeProto& node) {
+// A scale of 1 for an integer product's operand, of the shape of its zero point (which
+// the ops require of a scale's zero point), or [1] without one.
+phx_value unit_scale(Importer& im, const onnx::NodeProto& node, phx_value zero_point,
+                     const char* what) {
   KnownValue one;
   one.elem_type = onnx::TensorProto::FLOAT;
   one.dims = {1};
-  one.reals = {1.0};
-  return im.constant(one, node.name() + " unit scale");
+  if (zero_point != PHX_VALUE_NONE) {
+    const phx_value_info zi = im.info(zero_point);
+    one.dims.assign(zi.shape, zi.shape + zi.rank);
+  }
+  one.reals.assign(static_cast<size_t>(element_count(one.dims, what)), 1.0);
+  return im.constant(one, node.name() + " " + what);
+}
+
+// qmatmul takes b as a matrix: a batched b is refused.
+void require_matrix(Importer& im, const onnx::NodeProto& node, phx_value b) {
+  if (im.info(b).rank != 2) im.unsupported(node, "a batched (rank above 2) second operand");
 }
 
 // B of an integer product as i8, which qmatmul and qconv2d take: a known u8 B and its
@@ -119,9 +131,14 @@ void convert_dynamic_quantize_linear(Importer& im, const onnx::NodeProto& node) 
 void convert_matmul_integer(Importer& im, const onnx::NodeProto& node) {
   phx_value b = PHX_VALUE_NONE, b_zp = PHX_VALUE_NONE;
   signed_weights(im, node, 1, 3, b, b_zp);
-  const phx_value one = one_f32(im, node);
-  const std::vector<phx_value> inputs = {im.graph_input(node, 0),       b,   one,
-                                         zero_point_input(im, node, 2), one, b_zp};
+  require_matrix(im, node, b);
+  const phx_value a_zp = zero_point_input(im, node, 2);
+  const std::vector<phx_value> inputs = {im.graph_input(node, 0),
+                                         b,
+                                         unit_scale(im, node, a_zp, "a scale"),
+                                         a_zp,
+                                         unit_scale(im, node, b_zp, "b scale"),
+                                         b_zp};
   im.define(node, 0, im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {PHX_DTYPE_I32})[0],
             onnx::TensorProto::INT32);
 }
@@ -129,6 +146,7 @@ void convert_matmul_integer(Importer& im, const onnx::NodeProto& node) {
 void convert_qlinear_matmul(Importer& im, const onnx::NodeProto& node) {
   phx_value b = PHX_VALUE_NONE, b_zp = PHX_VALUE_NONE;
   signed_weights(im, node, 3, 5, b, b_zp);
+  require_matrix(im, node, b);
   const int32_t out_type = im.input(node, 7).elem_type;
   const std::vector<phx_value> inputs = {
       im.graph_input(node, 0),      b,    im.graph_input(node, 1), zero_point_input(im, node, 2),
@@ -145,8 +163,10 @@ void convert_conv_integer(Importer& im, const onnx::NodeProto& node) {
   if (im.info(x).rank != 4) im.unsupported(node, "an integer convolution that is not 2-D");
   phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
   conv_attributes(im, node, params);
-  const phx_value one = one_f32(im, node);
-  const std::vector<phx_value> inputs = {x, w, one, zero_point_input(im, node, 2), one, w_zp};
+  const phx_value x_zp = zero_point_input(im, node, 2);
+  const std::vector<phx_value> inputs = {
+      x,   w, unit_scale(im, node, x_zp, "x scale"), x_zp, unit_scale(im, node, w_zp, "w scale"),
+      w_zp};
   im.define(node, 0, im.add_node(node, PHX_OP_QCONV2D, &params, inputs, 1, {PHX_DTYPE_I32})[0],
             onnx::TensorProto::INT32);
 }

@@ -4,6 +4,7 @@
 #include "attributes.h"
 #include "converters.h"
 #include "known_ops.h"
+#include "tensor_proto.h"
 
 namespace phx::onnx_import {
 namespace {
@@ -99,6 +100,20 @@ void convert_arg_max(Importer& im, const onnx::NodeProto& node) {
   params.keep_dims = attr_int(node, "keepdims", 1) != 0;
   params.select_last_index = attr_int(node, "select_last_index", 0) != 0;
   im.define(node, 0, im.add_node(node, PHX_OP_ARGMAX, &params, {x})[0], onnx::TensorProto::INT64);
+}
+
+// argmin(x) is argmax(-x) for floats, ties and NaNs alike.
+void convert_arg_min(Importer& im, const onnx::NodeProto& node) {
+  if (is_integral(im.input(node, 0).elem_type))
+    im.unsupported(node, "ArgMin of integers (only of floats)");
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value negated = im.add_node(node, PHX_OP_NEG, nullptr, {x}, 1, {}, "negated")[0];
+  phx_argmax_params params = PHX_ARGMAX_PARAMS_INIT;
+  params.axis = static_cast<int32_t>(im.axis(node, attr_int(node, "axis", 0), im.info(x).rank));
+  params.keep_dims = attr_int(node, "keepdims", 1) != 0;
+  params.select_last_index = attr_int(node, "select_last_index", 0) != 0;
+  im.define(node, 0, im.add_node(node, PHX_OP_ARGMAX, &params, {negated})[0],
+            onnx::TensorProto::INT64);
 }
 
 void convert_global_average_pool(Importer& im, const onnx::NodeProto& node) {

@@ -14,6 +14,7 @@ void convert_relu(Importer&, const onnx::NodeProto&);
 void convert_identity(Importer&, const onnx::NodeProto&);
 void convert_dropout(Importer&, const onnx::NodeProto&);
 void convert_cast(Importer&, const onnx::NodeProto&);
+void convert_cast_like(Importer&, const onnx::NodeProto&);
 
 // convert_math.cpp
 void convert_sigmoid(Importer&, const onnx::NodeProto&);
@@ -45,6 +46,10 @@ void convert_greater(Importer&, const onnx::NodeProto&);
 void convert_less_or_equal(Importer&, const onnx::NodeProto&);
 void convert_greater_or_equal(Importer&, const onnx::NodeProto&);
 void convert_where(Importer&, const onnx::NodeProto&);
+void convert_and(Importer&, const onnx::NodeProto&);
+void convert_or(Importer&, const onnx::NodeProto&);
+void convert_xor(Importer&, const onnx::NodeProto&);
+void convert_mean(Importer&, const onnx::NodeProto&);
 
 // convert_nn.cpp
 void convert_matmul(Importer&, const onnx::NodeProto&);
@@ -68,6 +73,7 @@ void convert_reduce_l1(Importer&, const onnx::NodeProto&);
 void convert_reduce_l2(Importer&, const onnx::NodeProto&);
 void convert_reduce_log_sum(Importer&, const onnx::NodeProto&);
 void convert_arg_max(Importer&, const onnx::NodeProto&);
+void convert_arg_min(Importer&, const onnx::NodeProto&);
 void convert_global_average_pool(Importer&, const onnx::NodeProto&);
 void convert_global_max_pool(Importer&, const onnx::NodeProto&);
 

@@ -12,10 +12,13 @@ namespace {
 constexpr OperatorEntry kOperators[] = {
     {"Abs", convert_abs},
     {"Add", convert_add},
+    {"And", convert_and},
     {"ArgMax", convert_arg_max},
+    {"ArgMin", convert_arg_min},
     {"AveragePool", convert_average_pool},
     {"BatchNormalization", convert_batch_normalization},
     {"Cast", convert_cast},
+    {"CastLike", convert_cast_like},
     {"Ceil", convert_ceil},
     {"Clip", convert_clip},
     {"Concat", convert_concat},
@@ -53,10 +56,12 @@ constexpr OperatorEntry kOperators[] = {
     {"MatMulInteger", convert_matmul_integer},
     {"Max", convert_max},
     {"MaxPool", convert_max_pool},
+    {"Mean", convert_mean},
     {"Min", convert_min},
     {"Mul", convert_mul},
     {"Neg", convert_neg},
     {"Not", convert_not},
+    {"Or", convert_or},
     {"PRelu", convert_prelu},
     {"Pad", convert_pad},
     {"Pow", convert_pow},
@@ -93,6 +98,7 @@ constexpr OperatorEntry kOperators[] = {
     {"Transpose", convert_transpose},
     {"Unsqueeze", convert_unsqueeze},
     {"Where", convert_where},
+    {"Xor", convert_xor},
 };
 
 constexpr bool sorted() {

@@ -54,9 +54,11 @@ std::string reason_of(const std::string& message) {
   return at == std::string::npos ? message : message.substr(at + marker.size());
 }
 
-// Loads the model; when the importer refuses a setting it must know at import (a
-// Reshape's shape, axes, pads) that the test feeds as an input, loads it again with the
-// test's integer inputs as constants, as exported models have them.
+// Loads the model. When the importer refuses a setting it must know at import (a
+// Reshape's shape, axes, pads, a Clip's bounds, an integer product's weights) that the test
+// feeds as an input, loads it again with those inputs as constants, as an exported model
+// has them: first the integer inputs, then every input but the first. bound receives the
+// names of the inputs made constants.
 std::unique_ptr<OnnxSession> open_session(phx_context context, const fs::path& model,
                                           const std::vector<size_t>& devices,
                                           const std::vector<HostTensor>& inputs,
@@ -65,13 +67,24 @@ std::unique_ptr<OnnxSession> open_session(phx_context context, const fs::path& m
     return std::make_unique<OnnxSession>(context, model.string(), devices);
   } catch (const PhxError& e) {
     if (e.status != PHX_STATUS_UNSUPPORTED) throw;
-    std::vector<HostTensor> values;
-    for (const HostTensor& in : inputs)
-      if (in.dtype == PHX_DTYPE_I32 && !in.name.empty()) values.push_back(in);
-    if (values.empty()) throw;
-    for (const HostTensor& v : values) bound.push_back(v.name);
-    return std::make_unique<OnnxSession>(context, model.string(), devices, values);
   }
+  std::vector<HostTensor> integers, all_but_first;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].name.empty()) continue;
+    if (inputs[i].dtype == PHX_DTYPE_I32) integers.push_back(inputs[i]);
+    if (i > 0) all_but_first.push_back(inputs[i]);
+  }
+  for (const auto* values : {&integers, &all_but_first}) {
+    if (values->empty()) continue;
+    try {
+      auto session = std::make_unique<OnnxSession>(context, model.string(), devices, *values);
+      for (const HostTensor& v : *values) bound.push_back(v.name);
+      return session;
+    } catch (const PhxError& e) {
+      if (e.status != PHX_STATUS_UNSUPPORTED || values == &all_but_first) throw;
+    }
+  }
+  return std::make_unique<OnnxSession>(context, model.string(), devices);  // throws again
 }
 
 Result run_test(phx_context context, const fs::path& dir, const std::vector<size_t>& devices) {
