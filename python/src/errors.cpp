@@ -34,7 +34,12 @@ void register_errors(py::module_& module) {
   module.add_object("Error", py::handle(base));
   for (size_t status = 1; status < kErrorNames.size(); ++status) {
     std::string name = std::string("phynexus.") + kErrorNames[status];
-    error_classes[status] = PyErr_NewException(name.c_str(), base, nullptr);
+    // A bad argument is a ValueError too, as Python code expects of one.
+    PyObject* bases = status == PHX_STATUS_INVALID_ARGUMENT
+                          ? PyTuple_Pack(2, base, PyExc_ValueError)
+                          : PyTuple_Pack(1, base);
+    error_classes[status] = PyErr_NewException(name.c_str(), bases, nullptr);
+    Py_DECREF(bases);
     PyObject_SetAttrString(error_classes[status], "status",
                            py::str(phx_status_name(static_cast<phx_status>(status))).ptr());
     module.add_object(kErrorNames[status], py::handle(error_classes[status]));

@@ -11,13 +11,13 @@ py::buffer_info contiguous_buffer(const py::buffer& buffer, bool writable, uint6
   int64_t expected_stride = info.itemsize;
   for (ssize_t dim = info.ndim - 1; dim >= 0; --dim) {
     if (info.shape[dim] > 1 && info.strides[dim] != expected_stride)
-      throw py::value_error("phynexus: the buffer is not C-contiguous");
+      raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer is not C-contiguous");
     expected_stride *= info.shape[dim];
   }
   const uint64_t size = static_cast<uint64_t>(info.size) * static_cast<uint64_t>(info.itemsize);
   if (size != byte_size)
-    throw py::value_error("phynexus: the buffer holds " + std::to_string(size) +
-                          " bytes, the tensor " + std::to_string(byte_size));
+    raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer holds " + std::to_string(size) +
+                                                 " bytes, the tensor " + std::to_string(byte_size));
   return info;
 }
 
