@@ -19,5 +19,7 @@ from ._tensor import Tensor, empty, from_dlpack, tensor
 from . import ops
 from .ops import *  # noqa: F401,F403 - every op of the library, phynexus.matmul, ...
 from . import cpu, gpu, npu, tpu, vulkan
+from . import nn, safetensors
+from ._compile import Compiled, compile, load_compiled  # noqa: A004 - phynexus.compile
 
 api_version = _phynexus.api_version()

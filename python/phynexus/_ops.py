@@ -7,6 +7,7 @@ the struct's entry in _params.py when the struct is new.
 """
 
 from . import _dtypes, _params, _phynexus
+from ._trace import Symbol
 
 # Ops whose outputs' dtypes the caller chooses, with a dtype= keyword: the dtypes of all
 # outputs from it (dynamic_quantize's scale and zero point have fixed dtypes).
@@ -40,8 +41,9 @@ class Op:
     def _input_spelling(self):
         return [n + ("=None" if self.optional & (1 << i) else "") for i, n in enumerate(self.inputs)]
 
-    def tensors(self, args, kwargs):
-        """The op's inputs from positional and keyword arguments; the rest stay in kwargs."""
+    def tensors(self, args, kwargs, convert=True):
+        """The op's inputs from positional and keyword arguments; the rest stay in kwargs.
+        convert: numbers and arrays become tensors (else the graph recording takes them)."""
         if len(args) > len(self.inputs):
             raise _phynexus.InvalidArgumentError(
                 f"phynexus.{self.name}: {len(args)} inputs given, it takes {len(self.inputs)}")
@@ -54,19 +56,23 @@ class Op:
                 if not self.optional & (1 << i):
                     raise _phynexus.InvalidArgumentError(
                         f"phynexus.{self.name}: input {self.inputs[i]} is required")
-            elif not isinstance(value, _Tensor):
+            elif convert and not isinstance(value, _Tensor):
                 values[i] = _as_tensor(value, reference, self.name)
         return values
 
-    def __call__(self, *args, dtype=None, stream=None, **kwargs):
-        inputs = self.tensors(args, kwargs)
+    def __call__(self, *args, dtype=None, stream=None, name="", **kwargs):
+        symbol = next((a for a in list(args) + list(kwargs.values()) if isinstance(a, Symbol)),
+                      None)
+        inputs = self.tensors(args, kwargs, convert=symbol is None)
         params = _params.pack(self.params_struct, kwargs, inputs, self.name)
         output_dtypes = []
         if dtype is not None:
             chosen = _dtypes.dtype(dtype)
             rule = _OUTPUT_DTYPES.get(self.name)
             output_dtypes = rule(chosen) if rule else [chosen.id] * len(self.outputs)
-        if stream is None:
+        if symbol is not None:  # recording a graph: phynexus.compile
+            outputs = symbol.tracer.node(self, inputs, params, output_dtypes, name)
+        elif stream is None:
             outputs = _phynexus.run_op(self.id, params, inputs, output_dtypes)
         else:
             outputs = stream.run_op(self.id, params, inputs, output_dtypes)

@@ -42,7 +42,7 @@ def _padding(value, _inputs):
 
 def _rank(inputs):
     first = inputs[0] if inputs else None
-    return len(first.shape) if first is not None else _MAX_RANK
+    return len(getattr(first, "shape", ())) if first is not None else _MAX_RANK
 
 
 def _perm(value, inputs):
