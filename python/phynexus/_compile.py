@@ -54,6 +54,16 @@ def _examples(example_inputs, device):
             for x in example_inputs]
 
 
+def _default_device(model, example_inputs):
+    """The first example's device when it is a tensor, else the model's (its first
+    parameter's), else the CPU device."""
+    first = example_inputs[0] if isinstance(example_inputs, (tuple, list)) else example_inputs
+    if isinstance(first, _phynexus.Tensor):
+        return first.device
+    parameters = model.parameters() if hasattr(model, "parameters") else []
+    return parameters[0].device if parameters else _device("cpu")
+
+
 def record(model, examples, context):
     """The graph of model called on inputs shaped as examples."""
     tracer = Tracer(context)
@@ -72,13 +82,12 @@ def compile(model, example_inputs, device=None, other_devices="all", placement="
             flags=(), calibration_data=None):
     """model (a phynexus.nn module, or any callable of phynexus ops) recorded on inputs
     like example_inputs (a tensor or array, or a tuple of them) and compiled for device
-    (default: the first example's). Nodes the device lacks go to other_devices ("all":
+    (default: the first example's when it is a tensor, else the model's). Nodes the device lacks go to other_devices ("all":
     every other device of the context, in index order; or a list). flags: names of
     PHX_COMPILE_* flags ("no_fusion", "deterministic", ...). calibration_data: batches of
     inputs (each an input or a tuple of them) to calibrate with (docs/graphs.md)."""
-    target = _device(device) if device is not None else None
-    examples = _examples(example_inputs, target or _device("cpu"))
-    target = target or examples[0].device
+    target = _device(device) if device is not None else _default_device(model, example_inputs)
+    examples = _examples(example_inputs, target)
     context = target.context
     tracer = record(model, examples, context)
     if other_devices == "all":

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -33,7 +34,9 @@ struct StreamState;
 // A context and what its objects share. Every Tensor, Stream, Graph and Executable holds
 // a shared_ptr to it, so the context is destroyed after the last of them (or by close()).
 struct ContextState {
-  phx_context context = nullptr;
+  // Atomic: close() may run while other threads use the context (phynexus.h allows it);
+  // they then pass the destroyed handle, which the library answers INVALID_ARGUMENT.
+  std::atomic<phx_context> context{nullptr};
   std::mutex mutex;  // guards the maps below
   std::map<size_t, std::shared_ptr<StreamState>> default_streams;
   // Output descriptions of eager ops, keyed by op, parameters and input descriptions.

@@ -32,13 +32,15 @@ ContextPtr create_context(const std::vector<std::string>& plugin_paths,
   options.log_callback = log_to_stderr;
   options.flags = flags;
   options.num_threads = num_threads;
-  auto state = std::make_shared<ContextState>();
+  phx_context context = nullptr;
   phx_status status;
   {
     py::gil_scoped_release release;
-    status = phx_context_create(&options, &state->context);
+    status = phx_context_create(&options, &context);
   }
   check(status);
+  auto state = std::make_shared<ContextState>();
+  state->context = context;
   return state;
 }
 
@@ -155,21 +157,36 @@ bool supports_op(const ContextPtr& context, size_t device, uint32_t op, py::obje
   return supported != 0;
 }
 
+// sizeof of the parameter structs this build's header has: tests check that the layouts
+// of phynexus/_params.py give the same sizes (a struct missing here is not checked).
+py::dict params_struct_sizes() {
+  py::dict sizes;
+  sizes["phx_matmul_params"] = sizeof(phx_matmul_params);
+  sizes["phx_softmax_params"] = sizeof(phx_softmax_params);
+  sizes["phx_norm_params"] = sizeof(phx_norm_params);
+  sizes["phx_transpose_params"] = sizeof(phx_transpose_params);
+  sizes["phx_reduce_params"] = sizeof(phx_reduce_params);
+  sizes["phx_conv2d_params"] = sizeof(phx_conv2d_params);
+  sizes["phx_attention_params"] = sizeof(phx_attention_params);
+  sizes["phx_rope_params"] = sizeof(phx_rope_params);
+  sizes["phx_quantize_params"] = sizeof(phx_quantize_params);
+  return sizes;
+}
+
 }  // namespace
 
 ContextState::~ContextState() { close(); }
 
 void ContextState::close() {
-  if (context == nullptr) return;
+  phx_context closing = context.exchange(nullptr);
+  if (closing == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
     default_streams.clear();
-    output_desc_cache.clear();
   }
   // Destroys every object still alive in it; their Python wrappers then get
   // INVALID_ARGUMENT from the library, which detects destroyed handles.
-  phx_context_destroy(context);
-  context = nullptr;
+  phx_context_destroy(closing);
 }
 
 void bind_context(py::module_& module) {
@@ -179,6 +196,7 @@ void bind_context(py::module_& module) {
   module.def("dtype_name", [](int dtype) { return phx_dtype_name(static_cast<phx_dtype>(dtype)); });
   module.def("dtype_size", [](int dtype) { return phx_dtype_size(static_cast<phx_dtype>(dtype)); });
   module.def("op_table", &op_table);
+  module.def("params_struct_sizes", &params_struct_sizes);
   module.def("set_log_threshold", [](int level) { log_threshold.store(level); });
   module.def("log_threshold", [] { return log_threshold.load(); });
 

@@ -79,9 +79,9 @@ size_t output_count_of(uint32_t op) {
   return info.output_count;
 }
 
-const Descs& output_descs(ContextState& context, uint32_t op, const std::vector<uint64_t>& params,
-                          const std::vector<const Tensor*>& inputs,
-                          const std::vector<phx_dtype>& output_dtypes) {
+Descs output_descs(ContextState& context, uint32_t op, const std::vector<uint64_t>& params,
+                   const std::vector<const Tensor*>& inputs,
+                   const std::vector<phx_dtype>& output_dtypes) {
   std::string key = desc_key(op, params, inputs, output_dtypes);
   {
     std::lock_guard<std::mutex> lock(context.mutex);
@@ -97,8 +97,8 @@ const Descs& output_descs(ContextState& context, uint32_t op, const std::vector<
   Descs descs;
   check(infer_descs(context.context, node, inputs, output_count, descs));
   std::lock_guard<std::mutex> lock(context.mutex);
-  // Entries are never erased while the context lives, so the reference stays valid.
-  return context.output_desc_cache.emplace(std::move(key), std::move(descs)).first->second;
+  context.output_desc_cache.emplace(std::move(key), descs);
+  return descs;
 }
 
 std::vector<const Tensor*> tensors_of(const std::vector<TensorPtr>& inputs) {
@@ -145,7 +145,7 @@ std::vector<TensorPtr> run_op(Stream& self, uint32_t op, const py::object& param
   std::vector<uint64_t> params = params_from_bytes(params_object);
   std::vector<phx_dtype> output_dtypes;
   for (int dtype : output_dtype_ids) output_dtypes.push_back(static_cast<phx_dtype>(dtype));
-  const Descs& descs = output_descs(*self.owner, op, params, tensors_of(inputs), output_dtypes);
+  const Descs descs = output_descs(*self.owner, op, params, tensors_of(inputs), output_dtypes);
   std::vector<TensorPtr> outputs;
   for (const phx_tensor_desc& desc : descs)
     outputs.push_back(create_tensor(self.owner, self.state->device, desc.dtype,

@@ -211,3 +211,12 @@ def test_dynamic_quantize_recovers_its_input(context, rng):
         assert abs(s - np.max(np.abs(x)) / 127) <= 1e-6 * s + 1e-7
         assert int(zero_point.numpy()[0]) == 0
         assert np.max(np.abs(q.numpy() * s - x)) <= s / 2 * (1 + 1e-5)
+
+
+def test_parameter_struct_layouts_match_the_header():
+    sizes = phynexus._phynexus.params_struct_sizes()
+    for name, size in sizes.items():
+        assert _params.struct_size(name) == size, name
+    for op in (getattr(phynexus.ops, n) for n in phynexus.ops.names()):
+        if op.params_struct not in _params.STRUCTS and op.params_struct:
+            pytest.fail(f"{op.name}: {op.params_struct} has no entry in phynexus/_params.py")
