@@ -12,6 +12,7 @@ packages=(
   libopenblas-dev
   libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
   clang libclang-rt-dev llvm abigail-tools
+  python3-dev pybind11-dev python3-numpy python3-pytest libdlpack-dev
 )
 
 missing=()
