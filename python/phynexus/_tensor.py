@@ -67,12 +67,20 @@ def _to(self, device):
     return self.copy_to(target.index)
 
 
-def _dlpack(self, stream=None):
+def _dlpack(self, stream=None, *, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of a host copy of the tensor (the C API offers no mapping of a
-    tensor's memory, so this copies). stream: None or -1 (host memory needs none)."""
+    tensor's memory, so this copies). stream: None or -1 (host memory needs none).
+    The capsule is an unversioned one, which every DLPack consumer takes (max_version is
+    a consumer's upper bound); copy=False raises BufferError, as the protocol asks of a
+    producer that must copy; dl_device, when given, must be the host."""
     if stream not in (None, -1):
         raise _phynexus.InvalidArgumentError(
             "phynexus: __dlpack__: the copy is host memory; stream must be None")
+    if copy is False:
+        raise BufferError("phynexus: __dlpack__: a tensor is always copied (docs/python.md)")
+    if dl_device is not None and tuple(dl_device) != (_phynexus.DLPACK_CPU, 0):
+        raise BufferError("phynexus: __dlpack__: the copy is host memory only")
+    del max_version
     return _phynexus.to_dlpack(self)
 
 
@@ -117,7 +125,7 @@ def _install():
                              doc="The Device it lives on.")
     Tensor.ndim = property(lambda self: len(self.shape))
     Tensor.numpy = _numpy
-    Tensor.__array__ = lambda self, dtype=None: _numpy(self) if dtype is None \
+    Tensor.__array__ = lambda self, dtype=None, copy=None: _numpy(self) if dtype is None \
         else _numpy(self).astype(dtype)
     Tensor.to = _to
     Tensor.__dlpack__ = _dlpack

@@ -223,6 +223,13 @@ std::unique_lock<std::mutex> lock_without_gil(std::mutex& mutex) {
 std::vector<uint64_t> params_from_bytes(const py::object& params) {
   if (params.is_none()) return {};
   std::string bytes = params.cast<std::string>();
+  // The library reads struct_size bytes: they must all be here.
+  size_t struct_size = 0;
+  if (bytes.size() >= sizeof struct_size)
+    std::memcpy(&struct_size, bytes.data(), sizeof struct_size);
+  if (bytes.size() < sizeof struct_size || struct_size != bytes.size())
+    raise_error(PHX_STATUS_INVALID_ARGUMENT,
+                "phynexus: a parameter struct's bytes must begin with their own size");
   std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
   std::memcpy(aligned.data(), bytes.data(), bytes.size());
   return aligned;

@@ -59,6 +59,16 @@ def test_a_model_runs_eagerly_and_compiled_on_every_device(device_index, rng):
     assert np.max(np.abs(compiled(x).numpy() - reference)) <= bound
 
 
+def test_a_saved_executable_loads_and_gives_the_same_bits(rng):
+    model = _mlp()
+    x = rng.uniform(-1, 1, (3, 8)).astype(np.float32)
+    compiled = phynexus.compile(model, x)
+    loaded = phynexus.load_compiled(compiled.save())
+    np.testing.assert_array_equal(loaded(x).numpy(), compiled(x).numpy())
+    with pytest.raises(phynexus.InvalidArgumentError):
+        phynexus.load_compiled(b"not an executable")
+
+
 def test_conv2d_and_attention_modules_match_numpy(rng):
     conv = nn.Conv2d(2, 3, 3, padding=1, seed=7)
     x = rng.uniform(-1, 1, (1, 2, 5, 5)).astype(np.float32)

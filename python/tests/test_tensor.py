@@ -101,6 +101,9 @@ def test_dlpack_refuses_what_it_cannot_take():
         phynexus.from_dlpack(np.zeros(3, dtype=np.float64))
     with pytest.raises(phynexus.InvalidArgumentError):
         phynexus.tensor([1.0]).__dlpack__(stream=7)
+    with pytest.raises(BufferError):
+        phynexus.tensor([1.0]).__dlpack__(copy=False)
+    assert phynexus.from_dlpack(phynexus.tensor([1.0]).__dlpack__(max_version=(1, 0))).shape == (1,)
 
 
 def test_bad_input_raises_phynexus_errors(rng):
@@ -146,3 +149,19 @@ def test_every_op_unsupported_on_a_device_runs_with_fallback():
     x = phynexus.tensor(np.array([1.0, 2.0], np.float32), device="npu")
     np.testing.assert_array_equal((x + x).numpy(), [2.0, 4.0])
     assert phynexus.device("npu").stats()["fallback_ops"] >= 1
+
+
+def test_the_extension_refuses_malformed_calls():
+    a = phynexus.tensor(np.ones((2, 2), np.float32))
+    run = phynexus._phynexus.run_op
+    with pytest.raises(phynexus.NotFoundError):
+        run(999, None, [a], [])
+    for params in (b"", b"\x01", (1000).to_bytes(8, "little")):
+        with pytest.raises(phynexus.InvalidArgumentError):
+            run(phynexus.ops.softmax.id, params, [a], [])
+    with pytest.raises(phynexus.InvalidArgumentError):
+        run(phynexus.ops.add.id, None, [None, None], [])
+    with pytest.raises(phynexus.InvalidArgumentError):
+        run(phynexus.ops.relu.id, None, [a], [99])
+    with pytest.raises(TypeError):
+        a.download(None)
