@@ -67,6 +67,9 @@ def _default_device(model, example_inputs):
 def record(model, examples, context):
     """The graph of model called on inputs shaped as examples."""
     tracer = Tracer(context)
+    if hasattr(model, "named_modules"):
+        for path, module in model.named_modules():
+            object.__setattr__(module, "_path", path or type(module).__name__)
     symbols = [tracer.input(f"input{i}", x.dtype, x.shape) for i, x in enumerate(examples)]
     outputs = model(*symbols)
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)

@@ -16,6 +16,25 @@ class Tracer:
         self.context = context
         self.graph = _phynexus.Graph(context)
         self._constants = {}  # id(tensor) -> (tensor, value): each tensor added once
+        self._scopes = []  # the paths of the modules being recorded, outermost first
+        self._names = {}  # node name -> times used, to keep names apart
+
+    def enter(self, path):
+        self._scopes.append(path)
+
+    def leave(self):
+        self._scopes.pop()
+
+    def _node_name(self, op_name):
+        """"<module path>.<op>" (e.g. "0.matmul", "2.layer_norm"), numbered from the
+        second use of a name; "" (the library's "<op> N") outside any module."""
+        scope = next((s for s in reversed(self._scopes) if s), "")
+        if not scope:
+            return ""
+        name = f"{scope}.{op_name}"
+        count = self._names.get(name, 0)
+        self._names[name] = count + 1
+        return name if count == 0 else f"{name}{count + 1}"
 
     def input(self, name, dtype, shape):
         value = self.graph.add_input(name, dtype.id, list(shape))
@@ -35,6 +54,7 @@ class Tracer:
 
     def node(self, op, inputs, params, output_dtypes, name=""):
         values = [None if v is None else self._value_of(v, inputs) for v in inputs]
+        name = name or self._node_name(op.name)
         outputs = self.graph.add_node(name, op.id, params, values, output_dtypes,
                                       len(op.outputs))
         return [Symbol(self, v) for v in outputs]

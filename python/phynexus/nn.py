@@ -11,6 +11,7 @@ import numpy as np
 from . import _dtypes, _phynexus, ops
 from ._device import device as _device
 from ._tensor import tensor as _tensor
+from ._trace import Symbol
 
 
 class Module:
@@ -31,7 +32,21 @@ class Module:
         raise NotImplementedError(type(self).__name__ + ".forward")
 
     def __call__(self, *inputs):
-        return self.forward(*inputs)
+        tracer = next((x.tracer for x in inputs if isinstance(x, Symbol)), None)
+        if tracer is None:
+            return self.forward(*inputs)
+        # Recording (phynexus.compile): the nodes are named after the module's path.
+        tracer.enter(self.__dict__.get("_path", ""))
+        try:
+            return self.forward(*inputs)
+        finally:
+            tracer.leave()
+
+    def named_modules(self, prefix=""):
+        """(path, module) of this module ("" for itself) and every descendant."""
+        yield prefix.rstrip("."), self
+        for name, child in self._children.items():
+            yield from child.named_modules(f"{prefix}{name}.")
 
     def named_parameters(self, prefix=""):
         for name, value in self._parameters.items():

@@ -63,6 +63,8 @@ def test_a_saved_executable_loads_and_gives_the_same_bits(rng):
     model = _mlp()
     x = rng.uniform(-1, 1, (3, 8)).astype(np.float32)
     compiled = phynexus.compile(model, x)
+    # Nodes are named after the modules' paths; fusion joins the names.
+    assert compiled.nodes()[0]["name"].startswith("0.matmul + 1.gelu")
     loaded = phynexus.load_compiled(compiled.save())
     np.testing.assert_array_equal(loaded(x).numpy(), compiled(x).numpy())
     with pytest.raises(phynexus.InvalidArgumentError):
