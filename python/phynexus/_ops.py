@@ -63,11 +63,14 @@ class Op:
     def __call__(self, *args, dtype=None, stream=None, name="", **kwargs):
         # The common case first, kept short: tensors only, no parameters (a tiny op's
         # cost from Python is mostly this function).
-        if not kwargs and dtype is None and len(args) >= self.min_inputs and \
-                all(type(a) is _Tensor for a in args):
-            runner = _phynexus if stream is None else stream
-            outputs = runner.run_op(self.id, None, list(args), [])
-            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        if not kwargs and dtype is None and len(args) >= self.min_inputs:
+            for arg in args:
+                if type(arg) is not _Tensor:
+                    break
+            else:
+                runner = _phynexus if stream is None else stream
+                outputs = runner.run_op(self.id, None, args, ())
+                return outputs[0] if len(outputs) == 1 else tuple(outputs)
         symbol = next((a for a in list(args) + list(kwargs.values()) if isinstance(a, Symbol)),
                       None)
         inputs = self.tensors(args, kwargs, convert=symbol is None)
