@@ -8,6 +8,10 @@ See docs/python.md. The package binds the public C API (include/phynexus/phynexu
 """
 
 from . import _phynexus
+# The ops first: a later op whose name is also one of the package's (tensor, device...)
+# stays reachable as phynexus.ops.<name> and does not hide the package's function.
+from . import ops
+from .ops import *  # noqa: F401,F403 - every op of the library, phynexus.matmul, ...
 from ._phynexus import (CompilationError, DeviceUnavailableError, Error, IncompatibleError,
                         InternalError, InvalidArgumentError, NotFoundError, OutOfMemoryError,
                         PluginError, UnsupportedError)
@@ -16,8 +20,6 @@ from ._context import Context, default_context, set_log_level
 from ._device import Device, device, devices
 from ._stream import Stream
 from ._tensor import Tensor, empty, from_dlpack, tensor
-from . import ops
-from .ops import *  # noqa: F401,F403 - every op of the library, phynexus.matmul, ...
 from . import cpu, gpu, npu, tpu, vulkan
 from . import nn, safetensors
 from ._compile import Compiled, compile, load_compiled  # noqa: A004 - phynexus.compile

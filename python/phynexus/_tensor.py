@@ -132,6 +132,9 @@ def _install():
     Tensor.__dlpack_device__ = _dlpack_device
     Tensor.__repr__ = _repr
     Tensor.__neg__ = _neg
+    # numpy_array + tensor: numpy gives way, so that the tensor's reflected operator runs
+    # the op on the device instead of numpy converting the tensor.
+    Tensor.__array_ufunc__ = None
     for dunder, op_name in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
                             ("truediv", "div"), ("matmul", "matmul")):
         setattr(Tensor, f"__{dunder}__", _binary(op_name))

@@ -165,3 +165,10 @@ def test_the_extension_refuses_malformed_calls():
         run(phynexus.ops.relu.id, None, [a], [99])
     with pytest.raises(TypeError):
         a.download(None)
+
+
+def test_numpy_on_the_left_runs_the_op_on_the_device():
+    t = phynexus.tensor(np.array([1.0, 2.0], np.float32), device="tpu")
+    result = np.array([3.0, 4.0], np.float32) - t
+    assert isinstance(result, phynexus.Tensor) and result.device.type == "tpu"
+    np.testing.assert_array_equal(result.numpy(), [2.0, 2.0])
