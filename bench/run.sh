@@ -45,7 +45,7 @@ if [ "$have_vulkan" -gt 0 ]; then
 fi
 # A tiny op from Python against the same from C (bench/python_overhead.py), when the
 # Python package is built; the interpreter is the one the build found.
-python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' build/CMakeCache.txt)
+python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' build/CMakeCache.txt)
 if [ -d build/python/phynexus ] && [ -n "$python" ]; then
   cmake --build --preset default -j"$(nproc)" --target phx_python_extension
   echo

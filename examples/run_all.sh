@@ -30,7 +30,7 @@ for program in "${programs[@]}"; do
 done
 # The Python example, with the interpreter the build found, when the package was built.
 python_examples=0
-python=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
 if [ -d "$build_dir/python/phynexus" ] && [ -n "$python" ]; then
   echo "==> examples/python/mlp.py"
   PYTHONPATH="$build_dir/python" "$python" "$(dirname "$0")/python/mlp.py"
