@@ -220,3 +220,18 @@ def test_parameter_struct_layouts_match_the_header():
     for op in (getattr(phynexus.ops, n) for n in phynexus.ops.names()):
         if op.params_struct not in _params.STRUCTS and op.params_struct:
             pytest.fail(f"{op.name}: {op.params_struct} has no entry in phynexus/_params.py")
+
+
+def test_ops_are_tensor_methods_too():
+    x = phynexus.tensor(np.array([[-1.0, 2.0]], np.float32))
+    np.testing.assert_array_equal(x.relu().numpy(), [[0.0, 2.0]])
+    assert x.transpose().shape == (2, 1)
+
+
+def test_an_op_whose_struct_is_not_mapped_runs_with_its_defaults(monkeypatch):
+    softmax = phynexus.ops.softmax
+    monkeypatch.setattr(softmax, "params_struct", "phx_future_params")
+    x = phynexus.tensor(np.array([[0.0, 0.0]], np.float32))
+    np.testing.assert_allclose(softmax(x).numpy(), [[0.5, 0.5]])
+    with pytest.raises(phynexus.InvalidArgumentError, match="_params.py"):
+        softmax(x, axis=0)
