@@ -59,7 +59,7 @@ def main():
     names = {"stream": stream, "a": a, "b": b, "out": c_out, "add": phynexus.add, "op": add_id}
     into = python_ns("stream.wait(stream.run_op_into(op, None, [a, b], [out]))", names)
     full = python_ns("add(a, b, stream=stream); stream.wait(stream.last_ticket)", names)
-    print(f"add of two 1x4 f32 on the CPU device, per op (op + wait):")
+    print("add of two 1x4 f32 on the CPU device, per op (op + wait):")
     print(f"  C (bench_dispatch add_1x4_phx, median) {c / 1000:8.2f} us")
     for label, value in (("Python, run_op_into + wait", into),
                          ("Python, phynexus.add + wait", full)):

@@ -38,14 +38,18 @@ def test_a_closed_context_leaves_its_objects_failing_cleanly():
     context.close()
 
 
-@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (1, 3, 0, 2), (2, 0, 3, 1)])
+@pytest.mark.parametrize("order", [(0, 1, 2, 3, 4), (4, 3, 2, 1, 0), (1, 3, 0, 4, 2),
+                                   (2, 0, 4, 3, 1)])
 def test_objects_are_freed_in_any_order(order):
     context = phynexus.Context()
     device = context.devices()[0]
     x = phynexus.tensor(np.ones((2, 2), np.float32), device=device)
     y = x @ x
     stream = device.stream()
-    objects = [context, x, y, stream]
+    compiled = phynexus.compile(phynexus.nn.Linear(2, 2, device=device), x)
+    compiled(x).numpy()
+    objects = [context, x, y, stream, compiled]
+    del compiled
     for index in order:
         objects[index] = None
         gc.collect()
