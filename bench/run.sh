@@ -9,7 +9,8 @@
 # against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
 # and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for
 # bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
-# on the CPU device against the same network with OpenBLAS.
+# on the CPU device against the same network with OpenBLAS; and, with the Python package
+# built, a tiny op from Python against C (python_overhead.py).
 #   PHX_BENCH_THREADS=N      threads for the CPU plugin and OpenBLAS alike (default: all)
 #   PHX_BENCH_MIN_TIME=S     seconds each repetition runs at least (default 0.5)
 #   PHX_BENCH_REPETITIONS=R  repetitions per benchmark (default 3)
@@ -50,4 +51,12 @@ fi
 if [ "$have_vulkan" -gt 0 ]; then
   echo
   build/bin/bench_vulkan "${options[@]}" "$@"
+fi
+# A tiny op from Python against the same from C (bench/python_overhead.py), when the
+# Python package is built; the interpreter is the one the build found.
+python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' build/CMakeCache.txt)
+if [ -d build/python/phynexus ] && [ -n "$python" ]; then
+  cmake --build --preset default -j"$(nproc)" --target phx_python_extension
+  echo
+  PYTHONPATH=build/python "$python" bench/python_overhead.py build
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs phx-devices, then every example, from a build folder (default: build), and stops
-# at the first failure. Usage: examples/run_all.sh [build-folder]
+# Runs phx-devices, then every example (examples/python too when the package was built),
+# from a build folder (default: build), and stops at the first failure.
+# Usage: examples/run_all.sh [build-folder]
 set -euo pipefail
 
 build_dir=${1:-build}
@@ -31,4 +32,15 @@ for program in "${programs[@]}"; do
   fi
   echo
 done
-echo "run_all: phx-devices and $(( ${#programs[@]} - 1 )) examples passed"
+# The Python example, with the interpreter the build found, when the package was built.
+python_examples=0
+python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+if [ -d "$build_dir/python/phynexus" ] && [ -n "$python" ]; then
+  echo "==> examples/python/mlp.py"
+  PYTHONPATH="$build_dir/python" "$python" "$(dirname "$0")/python/mlp.py"
+  python_examples=1
+  echo
+else
+  echo "run_all: the Python package was not built (PHX_BUILD_PYTHON): examples/python skipped"
+fi
+echo "run_all: phx-devices, $(( ${#programs[@]} - 1 )) C examples and $python_examples Python example passed"

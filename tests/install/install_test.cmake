@@ -10,7 +10,10 @@
 #  4. builds a consumer with find_package(Phynexus) and another with pkg-config, and runs
 #     both: each runs ADD and RELU on the Example device and checks the results;
 #  5. installs the example plugin (into the package's plugin folder, the helper's
-#     default) and checks that phx-devices then finds it with no environment variable.
+#     default) and checks that phx-devices then finds it with no environment variable;
+#  6. with the Python package built (PYTHON set): imports the installed package from the
+#     prefix's site-packages folder and checks that it runs an op there and loads the
+#     plugins of the prefix, not those of the build tree.
 # Run by ctest as: cmake -D<variable>=... -P install_test.cmake (see CMakeLists.txt).
 cmake_minimum_required(VERSION 3.25)
 
@@ -196,5 +199,18 @@ if(NOT EXISTS ${prefix}/${LIBDIR}/phynexus/plugins/phx_example.so)
 endif()
 unset(ENV{PHX_ADD_PLUGIN_PATH})
 expect_devices("installed into the package")
+
+# ---- 6. The Python package -------------------------------------------------------------
+if(PYTHON)
+  set(ENV{PYTHONPATH} ${prefix}/${PYTHON_INSTALL_DIR})
+  run_step("import the installed phynexus package"
+    COMMAND ${PYTHON} -c "import phynexus, numpy as np
+assert phynexus.__file__.startswith('${prefix}/'), phynexus.__file__
+paths = [p['path'] for p in phynexus.default_context().plugins() if p['state'] == 'loaded']
+assert paths and all(p.startswith('${prefix}/') for p in paths), paths
+x = phynexus.tensor(np.array([1.0, -2.0], np.float32))
+assert phynexus.relu(x).numpy().tolist() == [1.0, 0.0]")
+  unset(ENV{PYTHONPATH})
+endif()
 
 message(STATUS "install_test: passed")

@@ -1,0 +1,105 @@
+// Shared by the files of the _phynexus extension: the state a context's Python objects
+// share, the status-to-exception translation and the small helpers every binding uses.
+// The extension sees only the public C API (include/phynexus/phynexus.h).
+#pragma once
+
+#include <phynexus/phynexus.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace phx_python {
+
+namespace py = pybind11;
+
+// Raises the exception class of status (Error or one of its subclasses) with the calling
+// thread's last error, prefixed by what was called. Does nothing for PHX_STATUS_OK.
+void check(phx_status status);
+// Raises the exception class of status with message (for errors found by the binding).
+[[noreturn]] void raise_error(phx_status status, const std::string& message);
+// Registers phynexus.Error and one subclass per status in module.
+void register_errors(py::module_& module);
+
+struct StreamState;
+
+// A context and what its objects share. Every Tensor, Stream, Graph and Executable holds
+// a shared_ptr to it, so the context is destroyed after the last of them (or by close()).
+struct ContextState {
+  // Atomic: close() may run while other threads use the context (phynexus.h allows it);
+  // they then pass the destroyed handle, which the library answers INVALID_ARGUMENT.
+  std::atomic<phx_context> context{nullptr};
+  std::mutex mutex;  // guards the maps below
+  std::map<size_t, std::shared_ptr<StreamState>> default_streams;
+  // Output descriptions of eager ops, keyed by op, parameters and input descriptions.
+  std::unordered_map<std::string, std::vector<phx_tensor_desc>> output_desc_cache;
+
+  ~ContextState();
+  void close();
+};
+using ContextPtr = std::shared_ptr<ContextState>;
+
+// A stream and the lock that serializes the calls naming it (the C API has streams
+// externally synchronized; Python threads may share one).
+// Holds no reference to its context: the context's default streams are kept in it, and a
+// reference back would make a cycle. The Stream wrapper (stream.cpp) holds the context.
+struct StreamState {
+  phx_stream stream = nullptr;
+  size_t device = 0;
+  std::mutex mutex;
+  ~StreamState();
+};
+using StreamPtr = std::shared_ptr<StreamState>;
+
+// A stream as Python sees it: the stream and the context it keeps alive.
+struct Stream {
+  ContextPtr owner;
+  StreamPtr state;
+  uint64_t last_ticket = 0;
+};
+
+// Locks mutex with the GIL released while waiting, so that a thread that holds mutex and
+// waits for the GIL can never wait on this one. Every mutex held across a GIL release is
+// taken this way.
+std::unique_lock<std::mutex> lock_without_gil(std::mutex& mutex);
+
+struct Tensor {
+  ContextPtr owner;
+  phx_tensor tensor = nullptr;
+  phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+  Tensor(ContextPtr context, phx_tensor handle);
+  ~Tensor();
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  void close();
+  py::tuple shape() const;
+};
+using TensorPtr = std::shared_ptr<Tensor>;
+
+// A handle, or raises InvalidArgumentError for a closed tensor.
+phx_tensor handle_of(const Tensor& tensor);
+// A tensor of dtype and shape on device of context.
+TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
+                        const std::vector<int64_t>& shape);
+// The default stream of device, created on first use.
+StreamPtr default_stream(const ContextPtr& context, size_t device);
+
+// The parameter struct in bytes (as phynexus/_ops.py packs it) copied into memory aligned
+// for any of the C structs; empty for None.
+std::vector<uint64_t> params_from_bytes(const py::object& params);
+
+void bind_context(py::module_& module);
+void bind_tensor(py::module_& module);
+void bind_stream(py::module_& module);
+void bind_dlpack(py::module_& module);
+void bind_graph(py::module_& module);
+
+}  // namespace phx_python
