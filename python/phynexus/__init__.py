@@ -21,7 +21,7 @@ from ._device import Device, device, devices
 from ._stream import Stream
 from ._tensor import Tensor, empty, from_dlpack, tensor
 from . import cpu, gpu, npu, tpu, vulkan
-from . import nn, safetensors
+from . import nn, onnx, safetensors
 from ._compile import Compiled, compile, load_compiled  # noqa: A004 - phynexus.compile
 
 api_version = _phynexus.api_version()

@@ -81,6 +81,24 @@ def record(model, examples, context):
     return tracer
 
 
+def other_device_indices(other_devices, target):
+    """The indices of other_devices: "all" (every device of target's context but target, in
+    index order) or a list of devices or names."""
+    context = target.context
+    if other_devices == "all":
+        return [i for i in range(context.device_count()) if i != target.index]
+    return [d.index if isinstance(d, Device) else _device(d, context).index
+            for d in other_devices]
+
+
+def flag_bits(flags):
+    """PHX_COMPILE_* bits of flag names ("no_fusion", "deterministic", ...)."""
+    bits = 0
+    for flag in flags:
+        bits |= _FLAGS[flag]
+    return bits
+
+
 def compile(model, example_inputs, device=None, other_devices="all", placement="first",
             flags=(), calibration_data=None):
     """model (a phynexus.nn module, or any callable of phynexus ops) recorded on inputs
@@ -93,21 +111,14 @@ def compile(model, example_inputs, device=None, other_devices="all", placement="
     examples = _examples(example_inputs, target)
     context = target.context
     tracer = record(model, examples, context)
-    if other_devices == "all":
-        others = [i for i in range(context.device_count()) if i != target.index]
-    else:
-        others = [d.index if isinstance(d, Device) else _device(d, context).index
-                  for d in other_devices]
+    others = other_device_indices(other_devices, target)
     samples = []
     sample_count = 0
     for batch in calibration_data or ():
         samples.extend(_examples(batch, target))
         sample_count += 1
-    flag_bits = 0
-    for flag in flags:
-        flag_bits |= _FLAGS[flag]
-    executable = tracer.graph.compile(target.index, flag_bits, others, _PLACEMENT[placement],
-                                      samples, sample_count)
+    executable = tracer.graph.compile(target.index, flag_bits(flags), others,
+                                      _PLACEMENT[placement], samples, sample_count)
     return Compiled(executable, target)
 
 

@@ -14,6 +14,8 @@ from . import _phynexus
 _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "silu": 3}
 _LAYOUTS = {"nchw": 0, "nhwc": 1}
 _MASKS = {"none": 0, "causal": 1, "sliding_window": 2}
+_PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
+_FLT_MAX = 3.4028234663852886e38
 _MAX_RANK = 8
 
 
@@ -66,6 +68,26 @@ def _scalar(value, _inputs):
     return (value,)
 
 
+def _padded(count, fill):
+    """A sequence (or one int for every entry) as count entries, fill past its end."""
+    def convert(value, _inputs):
+        values = (value,) * count if isinstance(value, int) else tuple(value)
+        if len(values) > count:
+            raise _phynexus.InvalidArgumentError(f"phynexus: more than {count} entries")
+        return values + (fill,) * (count - len(values))
+    return convert
+
+
+def _shape(value, _inputs):
+    """Reshape's and expand's target: its rank, then the dimensions."""
+    if value is None:
+        raise _phynexus.InvalidArgumentError("phynexus: shape= is required")
+    dims = tuple(int(d) for d in value)
+    if len(dims) > _MAX_RANK:
+        raise _phynexus.InvalidArgumentError(f"phynexus: more than {_MAX_RANK} dimensions")
+    return (len(dims),) + dims + (0,) * (_MAX_RANK - len(dims))
+
+
 # name: [(field, format, default, conversion)]; the conversion gives the field's values.
 STRUCTS = {
     "phx_matmul_params": [("transpose_a", "i", 0, _flag), ("transpose_b", "i", 0, _flag),
@@ -82,6 +104,33 @@ STRUCTS = {
                              ("window", "I", 0, _scalar)],
     "phx_rope_params": [("interleaved", "i", 0, _flag)],
     "phx_quantize_params": [("axis", "i", 1, _scalar)],
+    "phx_elementwise_params": [("alpha", "f", 0.0, _scalar), ("beta", "f", 0.0, _scalar)],
+    "phx_argmax_params": [("axis", "i", 0, _scalar), ("keep_dims", "i", 1, _flag),
+                          ("select_last_index", "i", 0, _flag)],
+    "phx_reshape_params": [("shape", "I8q", None, _shape)],
+    "phx_axis_params": [("axis", "i", 0, _scalar)],
+    "phx_slice_params": [("starts", "8q", (), _padded(8, 0)), ("ends", "8q", (), _padded(8, 0)),
+                         ("steps", "8q", (), _padded(8, 0))],
+    "phx_tile_params": [("repeats", "8I", (), _padded(8, 1))],
+    "phx_pad_params": [("mode", "I", 0, _enum(_PAD_MODES)), ("value", "f", 0.0, _scalar),
+                       ("begin", "8I", (), _padded(8, 0)), ("end", "8I", (), _padded(8, 0))],
+    "phx_pool_params": [("kernel", "3I", (), _padded(3, 0)), ("stride", "3I", 1, _padded(3, 1)),
+                        ("pad_begin", "3I", 0, _padded(3, 0)),
+                        ("pad_end", "3I", 0, _padded(3, 0)),
+                        ("dilation", "3I", 1, _padded(3, 1)), ("ceil_mode", "i", 0, _flag),
+                        ("count_include_pad", "i", 0, _flag)],
+    "phx_conv_transpose2d_params": [("stride", "2I", (1, 1), _pair),
+                                    ("padding", "4I", (0, 0, 0, 0), _padding),
+                                    ("output_padding", "2I", (0, 0), _pair),
+                                    ("dilation", "2I", (1, 1), _pair), ("groups", "I", 1, _scalar)],
+}
+
+# Defaults that are an op's rather than its struct's (phx_elementwise_params: phynexus.h).
+OP_DEFAULTS = {
+    "leaky_relu": {"alpha": 0.01},
+    "elu": {"alpha": 1.0},
+    "selu": {"alpha": 1.67326319217681884765625, "beta": 1.05070102214813232421875},
+    "clip": {"alpha": -_FLT_MAX, "beta": _FLT_MAX},
 }
 
 
@@ -111,9 +160,10 @@ def pack(name, values, inputs, op_name):
         raise _phynexus.InvalidArgumentError(
             f"phynexus.{op_name}: no parameter {', '.join(unknown)} (it has {', '.join(known)})")
     packed = []
+    op_defaults = OP_DEFAULTS.get(op_name, {})
     for field, _fmt, default, convert in fields:
-        value = values.get(field, default)
-        if value is None:  # a field whose default depends on the inputs: transpose's perm
+        value = values.get(field, op_defaults.get(field, default))
+        if value is None and field == "perm":  # its default depends on the inputs
             value = tuple(reversed(range(_rank(inputs))))
         packed.extend(convert(value, inputs))
     fmt = "@N" + "".join(f[1] for f in fields)

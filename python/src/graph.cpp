@@ -2,6 +2,12 @@
 // phynexus.compile.
 #include "binding.h"
 
+#include <map>
+
+#ifdef PHX_PYTHON_ONNX
+#include <phynexus/onnx.h>
+#endif
+
 namespace phx_python {
 namespace {
 
@@ -230,9 +236,38 @@ ExecutablePtr load(const ContextPtr& context, const py::bytes& data) {
   return executable;
 }
 
+#ifdef PHX_PYTHON_ONNX
+// An ONNX model as a graph (onnx.h); dims gives sizes to the model's named dimensions.
+GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
+                   const std::map<std::string, int64_t>& dims) {
+  auto graph = std::make_shared<Graph>();
+  graph->owner = context;
+  std::vector<const char*> names;
+  std::vector<int64_t> sizes;
+  for (const auto& [name, size] : dims) {
+    names.push_back(name.c_str());
+    sizes.push_back(size);
+  }
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.dim_names = names.data();
+  options.dim_sizes = sizes.data();
+  options.dim_count = names.size();
+  phx_status status;
+  {
+    py::gil_scoped_release release;
+    status = phx_model_load_onnx(context->context, path.c_str(), &options, &graph->graph);
+  }
+  check(status);
+  return graph;
+}
+#endif
+
 }  // namespace
 
 void bind_graph(py::module_& module) {
+#ifdef PHX_PYTHON_ONNX
+  module.def("load_onnx", &load_onnx);
+#endif
   py::class_<Graph, GraphPtr>(module, "Graph")
       .def(py::init(&new_graph))
       .def("add_input", &add_input)

@@ -1,0 +1,90 @@
+"""phynexus.onnx: a model written here with python3-onnx, imported and run on every device
+(the CPU device for the nodes a device lacks) against numpy float64, and the errors of
+models the importer refuses."""
+
+import numpy as np
+import pytest
+
+import phynexus
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not phynexus.onnx.is_available(),
+                                reason="built without the ONNX importer")
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.fixture
+def conv_model(tmp_path, rng):
+    """Conv 3x3 + Relu + MaxPool 2 + Flatten + Gemm, with a dynamic batch."""
+    w = rng.uniform(-1, 1, (4, 2, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, 4).astype(np.float32)
+    fc = rng.uniform(-1, 1, (4 * 3 * 3, 5)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+             helper.make_node("Gemm", ["f", "fc"], ["y"], name="fc")]
+    path = save(tmp_path, nodes,
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2, 6, 6])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])],
+                [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (b, "b"), (fc, "fc"))])
+    return path, (w, b, fc)
+
+
+def reference(x, w, b, fc):
+    x = x.astype(np.float64)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((x.shape[0], 4, 6, 6))
+    for i in range(3):
+        for j in range(3):
+            conv += np.einsum("nchw,oc->nohw", padded[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
+    r = np.maximum(conv + b.reshape(1, -1, 1, 1), 0)
+    p = r.reshape(x.shape[0], 4, 3, 2, 3, 2).max(axis=(3, 5))
+    return p.reshape(x.shape[0], -1) @ fc
+
+
+def test_a_model_runs_on_every_device(conv_model, all_devices, rng):
+    path, weights = conv_model
+    x = rng.uniform(-1, 1, (3, 2, 6, 6)).astype(np.float32)
+    want = reference(x, *weights)
+    for device in all_devices:
+        got = phynexus.onnx.load(path, device=device)(x).numpy()
+        # K = 18 products, then 36: f32 sums within K * 2^-24 of sum |terms| (a few 1e-6 of
+        # the output's scale); a device multiplying in bf16 (tpu-sim's default) within
+        # 2^-8 relative per product, a few 1e-3 of the scale.
+        bf16 = device.properties.get("matmul_precision") == "bf16"
+        tolerance = (3e-2 if bf16 else 1e-5) * np.abs(want).max()
+        assert np.abs(got - want).max() <= tolerance, device
+
+
+def test_a_named_dimension_takes_a_size(conv_model, rng):
+    path, weights = conv_model
+    model = phynexus.onnx.load(path, device="cpu", dims={"batch": 2})
+    x = rng.uniform(-1, 1, (2, 2, 6, 6)).astype(np.float32)
+    np.testing.assert_allclose(model(x).numpy(), reference(x, *weights), rtol=0, atol=1e-4)
+
+
+def test_an_operator_not_taken_is_named(tmp_path):
+    path = save(tmp_path, [helper.make_node("Hardmax", ["x"], ["y"], name="hm")],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    with pytest.raises(phynexus.UnsupportedError, match="node 'hm' \\(Hardmax\\)"):
+        phynexus.onnx.load(path)
+
+
+def test_a_broken_file_is_refused(tmp_path):
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(b"\x08\xff\xff\xff not a model")
+    with pytest.raises(phynexus.InvalidArgumentError, match="not a valid ONNX model"):
+        phynexus.onnx.load(path)
+    with pytest.raises(phynexus.NotFoundError):
+        phynexus.onnx.load(tmp_path / "missing.onnx")
