@@ -27,21 +27,15 @@ void binary(Importer& im, const onnx::NodeProto& node, phx_op_id op,
 }  // namespace
 
 void convert_add(Importer& im, const onnx::NodeProto& node) {
-  binary(
-      im, node, PHX_OP_ADD, [](int64_t a, int64_t b) { return a + b; },
-      [](double a, double b) { return a + b; });
+  binary(im, node, PHX_OP_ADD, wrapping_add, [](double a, double b) { return a + b; });
 }
 
 void convert_sub(Importer& im, const onnx::NodeProto& node) {
-  binary(
-      im, node, PHX_OP_SUB, [](int64_t a, int64_t b) { return a - b; },
-      [](double a, double b) { return a - b; });
+  binary(im, node, PHX_OP_SUB, wrapping_sub, [](double a, double b) { return a - b; });
 }
 
 void convert_mul(Importer& im, const onnx::NodeProto& node) {
-  binary(
-      im, node, PHX_OP_MUL, [](int64_t a, int64_t b) { return a * b; },
-      [](double a, double b) { return a * b; });
+  binary(im, node, PHX_OP_MUL, wrapping_mul, [](double a, double b) { return a * b; });
 }
 
 // Integer division truncates, as ONNX's reference (NumPy's division, then astype). The
@@ -72,9 +66,7 @@ void convert_div(Importer& im, const onnx::NodeProto& node) {
               im.input(node, 0).elem_type);
     return;
   }
-  binary(
-      im, node, PHX_OP_DIV, [](int64_t x, int64_t y) { return x / y; },
-      [](double x, double y) { return x / y; });
+  binary(im, node, PHX_OP_DIV, wrapping_div, [](double x, double y) { return x / y; });
 }
 
 void convert_relu(Importer& im, const onnx::NodeProto& node) {
@@ -111,6 +103,7 @@ void convert_dropout(Importer& im, const onnx::NodeProto& node) {
     for (int64_t d : dims)
       if (d == PHX_DIM_DYNAMIC) im.unsupported(node, "the mask of a dynamic shape");
     const size_t n = static_cast<size_t>(element_count(dims, im.describe(node)));
+    if (n > kMaxKnownElements) im.unsupported(node, "a mask of more than 65536 elements");
     im.define_known(node, 1, known_ints(onnx::TensorProto::BOOL, dims, std::vector<int64_t>(n, 1)));
   }
 }

@@ -61,7 +61,7 @@ std::vector<int64_t> all_of(int64_t size) {
 // when it does not fit.
 std::vector<int64_t> resolve_shape(Importer& im, const onnx::NodeProto& node,
                                    const std::vector<int64_t>& in, std::vector<int64_t> shape) {
-  int64_t known = 1, infer = -1;
+  int64_t infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && i < in.size()) shape[i] = in[i];
     if (shape[i] == -1) {
@@ -69,12 +69,13 @@ std::vector<int64_t> resolve_shape(Importer& im, const onnx::NodeProto& node,
       infer = static_cast<int64_t>(i);
     } else if (shape[i] < 1) {
       im.unsupported(node, "a dimension of " + std::to_string(shape[i]));
-    } else {
-      known *= shape[i];
     }
   }
+  std::vector<int64_t> fixed = shape;
+  if (infer >= 0) fixed[static_cast<size_t>(infer)] = 1;
+  const int64_t known = element_count(fixed, im.describe(node));  // refuses an overflow
   const int64_t total = element_count(in, im.describe(node));
-  if (infer >= 0) shape[static_cast<size_t>(infer)] = known > 0 ? total / known : 0;
+  if (infer >= 0) shape[static_cast<size_t>(infer)] = total / known;
   if (element_count(shape, im.describe(node)) != total)
     im.invalid(node, "the shape does not hold the input's element count");
   return shape;
@@ -188,7 +189,7 @@ void convert_unsqueeze(Importer& im, const onnx::NodeProto& node) {
   }
   std::vector<int64_t> out;
   size_t next = 0;
-  for (uint32_t d = 0; d < rank; ++d) out.push_back(inserted[d] ? 1 : dims.at(next++));
+  for (uint32_t d = 0; d < rank; ++d) out.push_back(inserted[d] ? 1 : dims[next++]);
   define_reshaped(im, node, target(im, node, out));
 }
 
@@ -255,8 +256,10 @@ std::vector<SliceRange> slice_ranges(Importer& im, const onnx::NodeProto& node,
     const uint32_t d = im.axis(node, axes[i], rank);
     const int64_t dim = dims[d];
     if (dim == PHX_DIM_DYNAMIC) im.unsupported(node, "slicing a dynamic dimension");
-    const int64_t step = steps[i];
-    if (step == 0) im.invalid(node, "a step of 0");
+    if (steps[i] == 0) im.invalid(node, "a step of 0");
+    // Any step beyond the dimension takes one element: a bound keeps the sums exact.
+    constexpr int64_t kStepBound = int64_t{1} << 40;
+    const int64_t step = std::clamp(steps[i], -kStepBound, kStepBound);
     auto normalized = [dim](int64_t v, int64_t low, int64_t high) {
       return std::clamp(v < 0 ? v + dim : v, low, high);
     };
@@ -331,6 +334,7 @@ void convert_split(Importer& im, const onnx::NodeProto& node) {
   int64_t start = 0;
   for (int64_t i = 0; i < parts; ++i) {
     if (sizes[i] < 1) im.unsupported(node, "an empty part (a dimension of 0)");
+    if (sizes[i] > dims[axis] - start) im.invalid(node, "the split sizes exceed the dimension");
     phx_slice_params params = PHX_SLICE_PARAMS_INIT;
     params.starts[axis] = start;
     params.ends[axis] = start + sizes[i];

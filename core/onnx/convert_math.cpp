@@ -71,10 +71,11 @@ void convert_exp(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_E
 void convert_log(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_LOG); }
 void convert_sqrt(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SQRT); }
 void convert_neg(Importer& im, const onnx::NodeProto& n) {
-  if (!fold_integers(im, n, [](int64_t v) { return -v; })) unary(im, n, PHX_OP_NEG);
+  if (!fold_integers(im, n, [](int64_t v) { return wrapping_sub(0, v); })) unary(im, n, PHX_OP_NEG);
 }
 void convert_abs(Importer& im, const onnx::NodeProto& n) {
-  if (!fold_integers(im, n, [](int64_t v) { return v < 0 ? -v : v; })) unary(im, n, PHX_OP_ABS);
+  if (!fold_integers(im, n, [](int64_t v) { return v < 0 ? wrapping_sub(0, v) : v; }))
+    unary(im, n, PHX_OP_ABS);
 }
 void convert_erf(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ERF); }
 void convert_floor(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_FLOOR); }

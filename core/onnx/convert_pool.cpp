@@ -55,6 +55,8 @@ void convert_conv_transpose(Importer& im, const onnx::NodeProto& node) {
   const std::vector<int64_t> dilation = per_dim(node, "dilations", k, 1);
   std::vector<int64_t> output_padding = per_dim(node, "output_padding", k, 0);
   const std::vector<int64_t> output_shape = attr_ints(node, "output_shape");
+  if (!output_shape.empty() && output_shape.size() < k)
+    im.invalid(node, "output_shape needs an entry per spatial dimension");
   if (stride.size() != k || dilation.size() != k || output_padding.size() != k)
     im.invalid(node, "strides, dilations and output_padding need one entry per spatial dimension");
   uint32_t begin[2] = {0, 0}, end[2] = {0, 0};
@@ -65,7 +67,7 @@ void convert_conv_transpose(Importer& im, const onnx::NodeProto& node) {
       const int64_t in = xi.shape[2 + d];
       if (in == PHX_DIM_DYNAMIC) im.unsupported(node, "an output shape over a dynamic dimension");
       const int64_t want =
-          output_shape.empty() ? in * stride[d] : output_shape.at(output_shape.size() - k + d);
+          output_shape.empty() ? in * stride[d] : output_shape[output_shape.size() - k + d];
       const int64_t total =
           stride[d] * (in - 1) + output_padding[d] + (kernel[d] - 1) * dilation[d] + 1 - want;
       if (total < 0) {  // an output longer than the windows reach: output padding

@@ -74,9 +74,11 @@ void conv_attributes(Importer& im, const onnx::NodeProto& node, phx_conv2d_param
   const auto pads = attr_ints(node, "pads");
   if (attr_string(node, "auto_pad", "NOTSET") != "NOTSET")
     im.unsupported(node, "auto_pad on an integer convolution");
+  if ((!strides.empty() && strides.size() != 2) || (!dilations.empty() && dilations.size() != 2))
+    im.invalid(node, "strides and dilations need one entry per spatial dimension");
   for (int d = 0; d < 2; ++d) {
-    if (!strides.empty()) params.stride[d] = static_cast<uint32_t>(strides.at(d));
-    if (!dilations.empty()) params.dilation[d] = static_cast<uint32_t>(dilations.at(d));
+    if (!strides.empty()) params.stride[d] = static_cast<uint32_t>(strides[d]);
+    if (!dilations.empty()) params.dilation[d] = static_cast<uint32_t>(dilations[d]);
   }
   if (!pads.empty()) {
     if (pads.size() != 4) im.invalid(node, "pads must have 4 entries for 2 spatial dimensions");

@@ -93,8 +93,7 @@ void convert_constant_of_shape(Importer& im, const onnx::NodeProto& node) {
   out.dims = known_int_list(*shape);
   const int64_t n = element_count(out.dims, im.describe(node));
   if (n == 0) im.unsupported(node, "a dimension of 0 (an empty tensor)");
-  if (n > kMaxKnownElements && !fill.integral())
-    im.unsupported(node, "a filled tensor of more than 65536 elements");
+  if (n > kMaxKnownElements) im.unsupported(node, "a filled tensor of more than 65536 elements");
   if (fill.integral())
     out.ints.assign(static_cast<size_t>(n), fill.ints[0]);
   else
@@ -118,7 +117,7 @@ void convert_range(Importer& im, const onnx::NodeProto& node) {
   out.dims = {static_cast<int64_t>(count)};
   for (int64_t i = 0; i < out.dims[0]; ++i) {
     if (out.integral())
-      out.ints.push_back(start->ints[0] + i * delta->int_at(0));
+      out.ints.push_back(wrapping_add(start->ints[0], wrapping_mul(i, delta->int_at(0))));
     else
       out.reals.push_back(s + static_cast<double>(i) * d);
   }

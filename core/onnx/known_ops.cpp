@@ -59,7 +59,7 @@ KnownValue known_binary(const KnownValue& a, const KnownValue& b,
     } else {
       const double r = real_op(a.reals[ia], b.real_at(ib));
       if (out.integral())
-        out.ints.push_back(static_cast<int64_t>(r));
+        out.ints.push_back(saturated(r));
       else
         out.reals.push_back(r);
     }

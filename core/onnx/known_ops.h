@@ -26,6 +26,20 @@ KnownValue known_binary(const KnownValue& a, const KnownValue& b,
 // cond ? a : b elementwise with three-way broadcasting, of integral a and b.
 KnownValue known_where(const KnownValue& cond, const KnownValue& a, const KnownValue& b);
 
+// Integer arithmetic on values of a model, which may be hostile: two's complement
+// wrap-around (as ONNX's int64 and NumPy), never undefined behaviour.
+inline int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+inline int64_t wrapping_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t wrapping_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+// a / b truncated; b must not be 0. INT64_MIN / -1 wraps to INT64_MIN.
+inline int64_t wrapping_div(int64_t a, int64_t b) { return b == -1 ? wrapping_sub(0, a) : a / b; }
+
 // The elements of known as a vector of int64 (shapes, axes, starts).
 std::vector<int64_t> known_int_list(const KnownValue& known);
 

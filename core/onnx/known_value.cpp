@@ -12,6 +12,13 @@ namespace phx::onnx_import {
 
 using onnx::TensorProto;
 
+int64_t saturated(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
 bool KnownValue::integral() const { return is_integral(elem_type); }
 
 namespace {
@@ -94,23 +101,6 @@ int64_t int_from_raw(int32_t type, const std::string& raw, size_t i) {
   }
 }
 
-size_t element_bytes(int32_t type) {
-  switch (type) {
-    case TensorProto::INT64:
-    case TensorProto::DOUBLE:
-      return 8;
-    case TensorProto::FLOAT:
-    case TensorProto::INT32:
-      return 4;
-    case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16:
-    case TensorProto::INT16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 }  // namespace
 
 KnownValue known_ints(int32_t elem_type, std::vector<int64_t> dims, std::vector<int64_t> ints) {
@@ -184,10 +174,10 @@ KnownValue read_known(const TensorProto& tensor, const std::string& what) {
   const size_t n = static_cast<size_t>(element_count(k.dims, what));
   if (tensor.has_raw_data()) {
     const std::string& raw = tensor.raw_data();
-    if (raw.size() / element_bytes(type) != n || raw.size() % element_bytes(type) != 0)
+    if (raw.size() / raw_element_bytes(type) != n || raw.size() % raw_element_bytes(type) != 0)
       refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": raw_data holds " + std::to_string(raw.size()) +
                                               " bytes, not " +
-                                              std::to_string(n * element_bytes(type)));
+                                              std::to_string(n * raw_element_bytes(type)));
     for (size_t i = 0; i < n; ++i) {
       if (k.integral())
         k.ints.push_back(int_from_raw(type, raw, i));

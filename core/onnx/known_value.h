@@ -14,6 +14,10 @@
 
 namespace phx::onnx_import {
 
+// v as an int64, toward zero, saturated (NaN: 0): a float a model gives where an integer
+// is meant, which may be anything.
+int64_t saturated(double v);
+
 struct KnownValue {
   int32_t elem_type = 0;  // onnx::TensorProto_DataType
   std::vector<int64_t> dims;
@@ -22,7 +26,7 @@ struct KnownValue {
 
   size_t size() const { return integral() ? ints.size() : reals.size(); }
   bool integral() const;
-  int64_t int_at(size_t i) const { return integral() ? ints[i] : static_cast<int64_t>(reals[i]); }
+  int64_t int_at(size_t i) const { return integral() ? ints[i] : saturated(reals[i]); }
   double real_at(size_t i) const { return integral() ? static_cast<double>(ints[i]) : reals[i]; }
 };
 

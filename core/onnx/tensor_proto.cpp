@@ -50,6 +50,23 @@ bool is_integral(int32_t elem_type) {
   }
 }
 
+size_t raw_element_bytes(int32_t elem_type) {
+  switch (elem_type) {
+    case TensorProto::INT64:
+    case TensorProto::DOUBLE:
+      return 8;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+      return 4;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+    case TensorProto::INT16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 int64_t element_count(const std::vector<int64_t>& dims, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : dims) {
@@ -123,22 +140,6 @@ void narrow_raw_int64(const std::string& raw, size_t n, uint8_t* out, const std:
   }
 }
 
-size_t raw_element_size(int32_t elem_type) {
-  switch (elem_type) {
-    case TensorProto::INT64:
-      return 8;
-    case TensorProto::FLOAT:
-    case TensorProto::INT32:
-      return 4;
-    case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16:
-    case TensorProto::INT16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 }  // namespace
 
 TensorBytes read_tensor(const TensorProto& tensor, const std::string& what) {
@@ -160,10 +161,10 @@ TensorBytes read_tensor(const TensorProto& tensor, const std::string& what) {
   const int32_t type = tensor.data_type();
   if (tensor.has_raw_data()) {
     const std::string& raw = tensor.raw_data();
-    if (n > raw.size() / raw_element_size(type) || raw.size() != n * raw_element_size(type))
+    if (n > raw.size() / raw_element_bytes(type) || raw.size() != n * raw_element_bytes(type))
       refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": raw_data holds " + std::to_string(raw.size()) +
                                               " bytes, not " +
-                                              std::to_string(n * raw_element_size(type)));
+                                              std::to_string(n * raw_element_bytes(type)));
     if (type == TensorProto::INT64) {
       out.owned.resize(bytes);
       narrow_raw_int64(raw, n, out.owned.data(), what);

@@ -22,6 +22,9 @@ std::string elem_type_name(int32_t elem_type);
 // Whether the element type holds integers or booleans (as opposed to floats).
 bool is_integral(int32_t elem_type);
 
+// Bytes per element of the element type in a TensorProto's raw_data.
+size_t raw_element_bytes(int32_t elem_type);
+
 // A TensorProto's contents in the dtype it becomes: dense row-major bytes, either a view
 // of the proto's raw_data (no copy when nothing needs converting) or owned bytes.
 struct TensorBytes {

@@ -212,109 +212,75 @@ std::vector<NodePlacement> OnnxSession::placement() const {
   return out;
 }
 
-namespace {
-
-void destroy_all(std::vector<phx_tensor>& tensors) {
-  for (phx_tensor t : tensors) phx_tensor_destroy(t);
-  tensors.clear();
+TensorList::~TensorList() {
+  for (phx_tensor t : items) phx_tensor_destroy(t);
 }
 
-}  // namespace
-
-std::vector<phx_tensor> OnnxSession::upload(const std::vector<HostTensor>& inputs) {
+TensorList OnnxSession::upload(const std::vector<HostTensor>& inputs) {
   if (inputs.size() != input_count_)
     throw PhxError(PHX_STATUS_INVALID_ARGUMENT, "the model has " + std::to_string(input_count_) +
                                                     " inputs; " + std::to_string(inputs.size()) +
                                                     " given");
-  std::vector<phx_tensor> tensors;
-  try {
-    for (const HostTensor& in : inputs) {
-      phx_tensor t = nullptr;
-      check(phx_tensor_create(context_, device_, in.dtype, in.shape.size(), in.shape.data(), &t),
-            "creating input '" + in.name + "' " + shape_text(in.shape));
-      tensors.push_back(t);
-      check(phx_tensor_upload(t, 0, in.bytes.data(), in.bytes.size()), "uploading an input");
-    }
-  } catch (...) {
-    destroy_all(tensors);
-    throw;
+  TensorList tensors;
+  for (const HostTensor& in : inputs) {
+    phx_tensor t = nullptr;
+    check(phx_tensor_create(context_, device_, in.dtype, in.shape.size(), in.shape.data(), &t),
+          "creating input '" + in.name + "' " + shape_text(in.shape));
+    tensors.items.push_back(t);
+    check(phx_tensor_upload(t, 0, in.bytes.data(), in.bytes.size()), "uploading an input");
   }
   return tensors;
 }
 
-std::vector<phx_tensor> OnnxSession::make_outputs(const std::vector<phx_tensor>& inputs) {
-  std::vector<phx_tensor> outputs;
-  try {
-    for (size_t i = 0; i < output_count_; ++i) {
-      phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
-      check(phx_executable_output_desc(executable_, inputs.data(), inputs.size(), i, &desc),
-            "describing output " + std::to_string(i));
-      phx_tensor t = nullptr;
-      check(phx_tensor_create(context_, device_, desc.dtype, desc.rank, desc.shape, &t),
-            "creating output " + std::to_string(i));
-      outputs.push_back(t);
-    }
-  } catch (...) {
-    destroy_all(outputs);
-    throw;
+TensorList OnnxSession::make_outputs(const TensorList& inputs) {
+  TensorList outputs;
+  for (size_t i = 0; i < output_count_; ++i) {
+    phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+    check(
+        phx_executable_output_desc(executable_, inputs.items.data(), inputs.items.size(), i, &desc),
+        "describing output " + std::to_string(i));
+    phx_tensor t = nullptr;
+    check(phx_tensor_create(context_, device_, desc.dtype, desc.rank, desc.shape, &t),
+          "creating output " + std::to_string(i));
+    outputs.items.push_back(t);
   }
   return outputs;
 }
 
+void OnnxSession::run_once(const TensorList& inputs, const TensorList& outputs) {
+  check(phx_executable_run(stream_, executable_, inputs.items.data(), inputs.items.size(),
+                           outputs.items.data(), outputs.items.size(), nullptr),
+        "running the model");
+  check(phx_stream_synchronize(stream_), "waiting for the run");
+}
+
 std::vector<HostTensor> OnnxSession::run(const std::vector<HostTensor>& inputs) {
-  std::vector<phx_tensor> in = upload(inputs), out;
+  const TensorList in = upload(inputs);
+  const TensorList out = make_outputs(in);
+  run_once(in, out);
   std::vector<HostTensor> results;
-  try {
-    out = make_outputs(in);
-    check(phx_executable_run(stream_, executable_, in.data(), in.size(), out.data(), out.size(),
-                             nullptr),
-          "running the model");
-    check(phx_stream_synchronize(stream_), "waiting for the run");
-    for (size_t i = 0; i < out.size(); ++i) {
-      phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
-      check(phx_tensor_describe(out[i], &desc), "describing an output");
-      HostTensor r;
-      r.name = "output_" + std::to_string(i);
-      r.dtype = desc.dtype;
-      r.shape.assign(desc.shape, desc.shape + desc.rank);
-      r.bytes.resize(desc.byte_size);
-      check(phx_tensor_download(out[i], 0, r.bytes.data(), r.bytes.size()), "downloading");
-      results.push_back(std::move(r));
-    }
-  } catch (...) {
-    destroy_all(in);
-    destroy_all(out);
-    throw;
+  for (size_t i = 0; i < out.items.size(); ++i) {
+    phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+    check(phx_tensor_describe(out.items[i], &desc), "describing an output");
+    HostTensor r;
+    r.name = "output_" + std::to_string(i);
+    r.dtype = desc.dtype;
+    r.shape.assign(desc.shape, desc.shape + desc.rank);
+    r.bytes.resize(desc.byte_size);
+    check(phx_tensor_download(out.items[i], 0, r.bytes.data(), r.bytes.size()), "downloading");
+    results.push_back(std::move(r));
   }
-  destroy_all(in);
-  destroy_all(out);
   return results;
 }
 
 double OnnxSession::time_runs(const std::vector<HostTensor>& inputs, int repeats) {
-  std::vector<phx_tensor> in = upload(inputs), out;
-  double mean_ns = 0;
-  try {
-    out = make_outputs(in);
-    auto run_once = [&] {
-      check(phx_executable_run(stream_, executable_, in.data(), in.size(), out.data(), out.size(),
-                               nullptr),
-            "running the model");
-      check(phx_stream_synchronize(stream_), "waiting for the run");
-    };
-    run_once();
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < repeats; ++i) run_once();
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    mean_ns = std::chrono::duration<double, std::nano>(elapsed).count() / repeats;
-  } catch (...) {
-    destroy_all(in);
-    destroy_all(out);
-    throw;
-  }
-  destroy_all(in);
-  destroy_all(out);
-  return mean_ns;
+  const TensorList in = upload(inputs);
+  const TensorList out = make_outputs(in);
+  run_once(in, out);  // the warm-up
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeats; ++i) run_once(in, out);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration<double, std::nano>(elapsed).count() / repeats;
 }
 
 bool outputs_match(const HostTensor& got, const HostTensor& expected, std::string* why) {

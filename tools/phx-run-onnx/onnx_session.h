@@ -38,6 +38,16 @@ void write_tensor_file(const std::string& path, const HostTensor& tensor);
 // stay in range of small dimensions), from seed.
 HostTensor random_tensor(const phx_value_info& input, uint64_t seed);
 
+// Tensors destroyed with their owner.
+struct TensorList {
+  TensorList() = default;
+  TensorList(TensorList&& other) noexcept : items(std::move(other.items)) {}
+  TensorList(const TensorList&) = delete;
+  TensorList& operator=(const TensorList&) = delete;
+  ~TensorList();
+  std::vector<phx_tensor> items;
+};
+
 struct NodePlacement {
   std::string name;
   std::string op;
@@ -67,8 +77,9 @@ class OnnxSession {
   double time_runs(const std::vector<HostTensor>& inputs, int repeats);
 
  private:
-  std::vector<phx_tensor> upload(const std::vector<HostTensor>& inputs);
-  std::vector<phx_tensor> make_outputs(const std::vector<phx_tensor>& inputs);
+  TensorList upload(const std::vector<HostTensor>& inputs);
+  TensorList make_outputs(const TensorList& inputs);
+  void run_once(const TensorList& inputs, const TensorList& outputs);
 
   phx_context context_;
   size_t device_;
