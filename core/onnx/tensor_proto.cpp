@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "import_error.h"
 
@@ -114,11 +115,13 @@ void store_field(const Field& values, size_t n, phx_dtype dtype, uint8_t* out,
         break;
       }
       case PHX_DTYPE_I32: {
-        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-          refuse(PHX_STATUS_INVALID_ARGUMENT,
-                 what + ": the int64 value " + std::to_string(v) + " does not fit in i32");
-        const int32_t s = static_cast<int32_t>(v);
-        std::memcpy(out + 4 * i, &s, 4);
+        if constexpr (std::is_integral_v<decltype(v)>) {  // float_data never becomes i32
+          if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+            refuse(PHX_STATUS_INVALID_ARGUMENT,
+                   what + ": the int64 value " + std::to_string(v) + " does not fit in i32");
+          const int32_t s = static_cast<int32_t>(v);
+          std::memcpy(out + 4 * i, &s, 4);
+        }
         break;
       }
       case PHX_DTYPE_INVALID:
