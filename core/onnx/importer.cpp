@@ -71,9 +71,10 @@ void Importer::add_initializers(onnx::GraphProto& graph) {
       value.known = std::make_shared<KnownValue>(read_known(tensor, what));
     } else {
       value.graph = constant_tensor(tensor, tensor.name());
-      // The graph holds its own copy now: the model's is not needed twice.
-      tensor.clear_raw_data();
-      tensor.clear_float_data();
+      // The graph holds its own copy now: the model's is freed (a clear keeps the
+      // capacity), so that the weights are not held twice.
+      std::string().swap(*tensor.mutable_raw_data());
+      google::protobuf::RepeatedField<float>().Swap(tensor.mutable_float_data());
     }
     values_[tensor.name()] = std::move(value);
   }
