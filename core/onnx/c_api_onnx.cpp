@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "abi_values.h"
 #include "import_error.h"
 #include "importer.h"
 #include "tensor_proto.h"
@@ -46,7 +47,8 @@ void load(phx_context context, onnx::ModelProto& model, const phx_onnx_options* 
   *out_graph = importer.import(model);
 }
 
-onnx::TensorProto::DataType elem_type_of(phx_dtype dtype) {
+// The element type of a dtype a caller gave (any int); UNDEFINED for none of phx_dtype.
+onnx::TensorProto::DataType elem_type_of(int dtype) {
   switch (dtype) {
     case PHX_DTYPE_F32:
       return onnx::TensorProto::FLOAT;
@@ -62,10 +64,9 @@ onnx::TensorProto::DataType elem_type_of(phx_dtype dtype) {
       return onnx::TensorProto::INT32;
     case PHX_DTYPE_U8:
       return onnx::TensorProto::UINT8;
-    case PHX_DTYPE_INVALID:
-      break;
+    default:
+      return onnx::TensorProto::UNDEFINED;
   }
-  return onnx::TensorProto::UNDEFINED;
 }
 
 char* copy_string(const std::string& s) {
@@ -151,9 +152,9 @@ extern "C" PHX_ONNX_API phx_status phx_onnx_tensor_write(const char* path, const
   return guard("phx_onnx_tensor_write", [&] {
     if (path == nullptr || data == nullptr || (rank != 0 && shape == nullptr))
       refuse(PHX_STATUS_INVALID_ARGUMENT, "path, data and shape must not be null");
-    const auto type = elem_type_of(dtype);
+    const auto type = elem_type_of(enum_value(dtype));
     if (type == onnx::TensorProto::UNDEFINED)
-      refuse(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(dtype));
+      refuse(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
     if (rank > PHX_MAX_RANK) refuse(PHX_STATUS_INVALID_ARGUMENT, "rank above PHX_MAX_RANK");
     std::vector<int64_t> dims(shape, shape + rank);
     const int64_t count = element_count(dims, "the shape");

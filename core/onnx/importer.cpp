@@ -2,6 +2,7 @@
 
 #include <onnx/checker.h>
 
+#include "abi_values.h"
 #include "import_error.h"
 #include "operator_table.h"
 #include "tensor_proto.h"
@@ -139,10 +140,10 @@ const phx_onnx_tensor* Importer::input_value(const std::string& name) const {
 
 Value Importer::given_input(const std::string& what, int32_t elem_type, phx_dtype dtype,
                             const std::vector<int64_t>& shape, const phx_onnx_tensor& given) {
-  if (given.dtype != dtype)
-    refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": the value given is " +
-                                            phx_dtype_name(given.dtype) + ", the input " +
-                                            phx_dtype_name(dtype));
+  if (enum_value(given.dtype) != dtype)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": the value given is of dtype " +
+                                            std::to_string(enum_value(given.dtype)) +
+                                            ", the input " + phx_dtype_name(dtype));
   bool fits = given.rank == shape.size() && given.data != nullptr;
   std::vector<int64_t> dims;
   for (size_t d = 0; fits && d < shape.size(); ++d) {
