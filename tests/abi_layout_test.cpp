@@ -549,7 +549,7 @@ static_assert(kSame<decltype(&phx_calibrator_compute),
 // ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
 
 TEST_F(AbiLayout, Api_0_3_OpIds) {
-  EXPECT_EQ(PHX_OP_COUNT, 67);
+  EXPECT_EQ(PHX_OP_COUNT, 68);
   const phx_op_id ops[] = {
       PHX_OP_SIGMOID,      PHX_OP_TANH,       PHX_OP_EXP,         PHX_OP_LOG,
       PHX_OP_SQRT,         PHX_OP_NEG,        PHX_OP_ABS,         PHX_OP_ERF,
@@ -628,6 +628,33 @@ TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingOps) {
   EXPECT_EQ(PHX_PAD_CONSTANT, 0);
   EXPECT_EQ(PHX_PAD_REFLECT, 1);
   EXPECT_EQ(PHX_PAD_EDGE, 2);
+}
+
+// Resize, appended after conv_transpose2d, and its enums' values (ONNX's attributes).
+TEST_F(AbiLayout, Api_0_3_Resize) {
+  EXPECT_EQ(PHX_OP_RESIZE, 67);
+  EXPECT_GE(PHX_OP_COUNT, PHX_OP_RESIZE + 1);
+  EXPECT_EQ(sizeof(phx_resize_mode), 4u);
+  EXPECT_EQ(sizeof(phx_resize_coordinates), 4u);
+  EXPECT_EQ(sizeof(phx_resize_nearest), 4u);
+  EXPECT_EQ(PHX_RESIZE_NEAREST, 0);
+  EXPECT_EQ(PHX_RESIZE_LINEAR, 1);
+  EXPECT_EQ(PHX_RESIZE_HALF_PIXEL, 0);
+  EXPECT_EQ(PHX_RESIZE_ASYMMETRIC, 1);
+  EXPECT_EQ(PHX_RESIZE_ALIGN_CORNERS, 2);
+  EXPECT_EQ(PHX_RESIZE_PYTORCH_HALF_PIXEL, 3);
+  EXPECT_EQ(PHX_RESIZE_ROUND_PREFER_FLOOR, 0);
+  EXPECT_EQ(PHX_RESIZE_ROUND_PREFER_CEIL, 1);
+  EXPECT_EQ(PHX_RESIZE_FLOOR, 2);
+  EXPECT_EQ(PHX_RESIZE_CEIL, 3);
+  PHX_EXPECT_OFFSET(phx_resize_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_resize_params, mode, 8);
+  PHX_EXPECT_OFFSET(phx_resize_params, coordinates, 12);
+  PHX_EXPECT_OFFSET(phx_resize_params, nearest, 16);
+  PHX_EXPECT_OFFSET(phx_resize_params, rank, 20);
+  PHX_EXPECT_OFFSET(phx_resize_params, shape, 24);
+  PHX_EXPECT_OFFSET(phx_resize_params, scales, 88);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_resize_params, 120);
 }
 
 TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingParams) {

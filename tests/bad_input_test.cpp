@@ -1542,4 +1542,55 @@ TEST_F(BadOpRules, ConvTranspose2d) {
   });
 }
 
+TEST_F(BadOpRules, Resize) {
+  const phx_resize_params plain = {sizeof(phx_resize_params),
+                                   PHX_RESIZE_LINEAR,
+                                   PHX_RESIZE_HALF_PIXEL,
+                                   PHX_RESIZE_ROUND_PREFER_FLOOR,
+                                   2,
+                                   {6, 8},
+                                   {}};
+  auto with = [&](auto change) {
+    phx_resize_params p = plain;
+    change(p);
+    return p;
+  };
+  const phx_resize_params mode_7 = with([](auto& p) { p.mode = static_cast<phx_resize_mode>(7); });
+  const phx_resize_params coordinates_4 =
+      with([](auto& p) { p.coordinates = static_cast<phx_resize_coordinates>(4); });
+  const phx_resize_params nearest_minus_1 =
+      with([](auto& p) { p.nearest = static_cast<phx_resize_nearest>(-1); });
+  const phx_resize_params rank_3 = with([](auto& p) {
+    p.rank = 3;
+    p.shape[2] = 2;
+  });
+  const phx_resize_params rank_9 = with([](auto& p) { p.rank = PHX_MAX_RANK + 1; });
+  const phx_resize_params dimension_0 = with([](auto& p) { p.shape[1] = 0; });
+  const phx_resize_params negative_scale = with([](auto& p) { p.scales[0] = -2.0f; });
+  const phx_resize_params nan_scale = with([](auto& p) { p.scales[1] = NAN; });
+  const phx_resize_params infinite_scale = with([](auto& p) { p.scales[1] = INFINITY; });
+  const phx_resize_params huge = with([](auto& p) { p.shape[0] = p.shape[1] = int64_t{1} << 40; });
+  expect_rejected({
+      {"params null", PHX_OP_RESIZE, nullptr, {{{3, 4}}}, {{{6, 8}}}, {"phx_resize_params"}},
+      {"unknown mode", PHX_OP_RESIZE, &mode_7, {{{3, 4}}}, {{{6, 8}}}, {"mode 7"}},
+      {"unknown coordinates",
+       PHX_OP_RESIZE,
+       &coordinates_4,
+       {{{3, 4}}},
+       {{{6, 8}}},
+       {"coordinates 4"}},
+      {"unknown rounding", PHX_OP_RESIZE, &nearest_minus_1, {{{3, 4}}}, {{{6, 8}}}, {"-1"}},
+      {"rank not x's", PHX_OP_RESIZE, &rank_3, {{{3, 4}}}, {{{6, 8, 2}}}, {"rank 3", "3x4"}},
+      {"rank past the maximum", PHX_OP_RESIZE, &rank_9, {{{3, 4}}}, {{{6, 8}}}, {"PHX_MAX_RANK"}},
+      {"a dimension 0", PHX_OP_RESIZE, &dimension_0, {{{3, 4}}}, {{{6, 8}}}, {"shape[1]", ">= 1"}},
+      {"a negative scale", PHX_OP_RESIZE, &negative_scale, {{{3, 4}}}, {{{6, 8}}}, {"scales[0]"}},
+      {"a NaN scale", PHX_OP_RESIZE, &nan_scale, {{{3, 4}}}, {{{6, 8}}}, {"scales[1]"}},
+      {"an infinite scale", PHX_OP_RESIZE, &infinite_scale, {{{3, 4}}}, {{{6, 8}}}, {"scales[1]"}},
+      {"an output too large", PHX_OP_RESIZE, &huge, {{{3, 4}}}, {{{6, 8}}}, {"too large"}},
+      {"output of another shape", PHX_OP_RESIZE, &plain, {{{3, 4}}}, {{{8, 6}}}, {"6x8"}},
+      {"output dtype differs", PHX_OP_RESIZE, &plain, {{{3, 4}}}, {{{6, 8}, PHX_DTYPE_F16}}, {}},
+      {"i32", PHX_OP_RESIZE, &plain, {{{3, 4}, PHX_DTYPE_I32}}, {{{6, 8}, PHX_DTYPE_I32}}, {}},
+  });
+}
+
 }  // namespace

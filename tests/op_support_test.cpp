@@ -160,6 +160,14 @@ std::vector<OpForm> op_forms() {
                    {image, weight, {{2}, PHX_DTYPE_F32, true}},
                    {{{1, 2, 4, 4}, PHX_DTYPE_F32, false, true}},
                    {}});
+  phx_resize_params nearest = {
+      sizeof nearest, PHX_RESIZE_NEAREST, PHX_RESIZE_ASYMMETRIC, PHX_RESIZE_FLOOR, 2, {4, 6}, {}};
+  phx_resize_params linear = nearest;
+  linear.mode = PHX_RESIZE_LINEAR;
+  forms.push_back({PHX_OP_RESIZE,
+                   {x},
+                   {{{4, 6}, PHX_DTYPE_F32, false, true}},
+                   {bytes_of(nearest), bytes_of(linear)}});
   return forms;
 }
 

@@ -141,7 +141,7 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
        f},
       {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
   };
-  EXPECT_EQ(PHX_OP_COUNT, 67);
+  EXPECT_EQ(PHX_OP_COUNT, 68);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     EXPECT_EQ(int{row.op}, row.id);
@@ -157,7 +157,8 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
   }
 }
 
-// The layout, pooling and transposed-convolution ops of API 0.3, as phynexus.h states them.
+// The layout, pooling, transposed-convolution and resize ops of API 0.3, as phynexus.h
+// states them.
 TEST(OpTable, LayoutAndPoolingEntriesSayWhatTheHeaderSays) {
   constexpr uint32_t kFloats =
       PHX_DTYPE_BIT(PHX_DTYPE_F32) | PHX_DTYPE_BIT(PHX_DTYPE_F16) | PHX_DTYPE_BIT(PHX_DTYPE_BF16);
@@ -179,6 +180,7 @@ TEST(OpTable, LayoutAndPoolingEntriesSayWhatTheHeaderSays) {
       {PHX_OP_MAX_POOL, "max_pool", "phx_pool_params", 1, 1, kEveryDtypeMask},
       {PHX_OP_AVG_POOL, "avg_pool", "phx_pool_params", 1, 1, kFloats},
       {PHX_OP_CONV_TRANSPOSE2D, "conv_transpose2d", "phx_conv_transpose2d_params", 3, 2, kFloats},
+      {PHX_OP_RESIZE, "resize", "phx_resize_params", 1, 1, kFloats},
   };
   for (const Entry& e : entries) {
     SCOPED_TRACE(e.name);

@@ -99,6 +99,10 @@ void convert_max_pool(Importer&, const onnx::NodeProto&);
 void convert_average_pool(Importer&, const onnx::NodeProto&);
 void convert_conv_transpose(Importer&, const onnx::NodeProto&);
 
+// convert_resize.cpp
+void convert_resize(Importer&, const onnx::NodeProto&);
+void convert_upsample(Importer&, const onnx::NodeProto&);
+
 // convert_shape.cpp: values known at import
 void convert_constant(Importer&, const onnx::NodeProto&);
 void convert_shape(Importer&, const onnx::NodeProto&);

@@ -80,6 +80,7 @@ constexpr OperatorEntry kOperators[] = {
     {"ReduceSumSquare", convert_reduce_sum_square},
     {"Relu", convert_relu},
     {"Reshape", convert_reshape},
+    {"Resize", convert_resize},
     {"Selu", convert_selu},
     {"Shape", convert_shape},
     {"Sigmoid", convert_sigmoid},
@@ -97,6 +98,7 @@ constexpr OperatorEntry kOperators[] = {
     {"Tile", convert_tile},
     {"Transpose", convert_transpose},
     {"Unsqueeze", convert_unsqueeze},
+    {"Upsample", convert_upsample},
     {"Where", convert_where},
     {"Xor", convert_xor},
 };

@@ -360,6 +360,15 @@ constexpr OpSchema kOps[] = {
      .shape_rule = ShapeRule::conv_transpose2d,
      .summary = "2-D transposed convolution, NCHW, with stride, padding, output padding, "
                 "dilation and groups, f32 accumulation"},
+    {.op = PHX_OP_RESIZE,
+     .name = "resize",
+     .inputs = {"x"},
+     .outputs = {"y"},
+     .params = ParamsKind::resize,
+     .params_required = true,
+     .dtypes = kFloatDtypes,
+     .shape_rule = ShapeRule::resize,
+     .summary = "x resampled to another shape, nearest or N-linear, as ONNX's Resize"},
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");
@@ -446,6 +455,8 @@ size_t params_struct_size(ParamsKind params) {
       return sizeof(phx_pool_params);
     case ParamsKind::conv_transpose2d:
       return sizeof(phx_conv_transpose2d_params);
+    case ParamsKind::resize:
+      return sizeof(phx_resize_params);
   }
   return 0;
 }
@@ -490,6 +501,8 @@ const char* params_struct_name(ParamsKind params) {
       return "phx_pool_params";
     case ParamsKind::conv_transpose2d:
       return "phx_conv_transpose2d_params";
+    case ParamsKind::resize:
+      return "phx_resize_params";
   }
   return "";
 }

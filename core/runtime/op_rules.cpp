@@ -595,6 +595,16 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
     case ParamsKind::conv_transpose2d:
       return copy_params(user, params.conv_transpose2d,
                          phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT, op);
+    case ParamsKind::resize:  // required: the zeros are never used
+      return copy_params(user, params.resize,
+                         phx_resize_params{sizeof(phx_resize_params),
+                                           PHX_RESIZE_NEAREST,
+                                           PHX_RESIZE_HALF_PIXEL,
+                                           PHX_RESIZE_ROUND_PREFER_FLOOR,
+                                           0,
+                                           {},
+                                           {}},
+                         op);
   }
   return nullptr;
 }
@@ -733,6 +743,7 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
     case ShapeRule::pad:
     case ShapeRule::pool:
     case ShapeRule::conv_transpose2d:
+    case ShapeRule::resize:
       y = check_layout_shapes(op, params, in, in_count);
       break;
   }

@@ -2,6 +2,8 @@
 
 #include <phx/op_geometry.h>
 
+#include <cmath>
+
 #include "abi_structs.h"
 
 namespace phx {
@@ -199,6 +201,39 @@ Shape check_conv_transpose2d(const phx_conv_transpose2d_params& p, const Operand
   return bounded(op, y);
 }
 
+Shape check_resize(const phx_resize_params& p, const Operand& x) {
+  const phx_op_id op = PHX_OP_RESIZE;
+  if (x.rank < 1)
+    broken(op, "x needs rank 1 to " + std::to_string(PHX_MAX_RANK) + ", got a scalar");
+  if (p.rank != x.rank)
+    broken(op, "params.rank " + std::to_string(p.rank) + " must be x's rank (x " + text(x) + ")");
+  return bounded(op, Shape(p.shape, p.shape + p.rank));
+}
+
+// Resize's enums, output dimensions and scales, whatever x is.
+void check_resize_params(const phx_resize_params& p) {
+  const phx_op_id op = PHX_OP_RESIZE;
+  const int mode = enum_value(p.mode), coordinates = enum_value(p.coordinates),
+            nearest = enum_value(p.nearest);
+  if (mode < PHX_RESIZE_NEAREST || mode > PHX_RESIZE_LINEAR)
+    broken(op, "unknown mode " + std::to_string(mode));
+  if (coordinates < PHX_RESIZE_HALF_PIXEL || coordinates > PHX_RESIZE_PYTORCH_HALF_PIXEL)
+    broken(op, "unknown coordinates " + std::to_string(coordinates));
+  if (nearest < PHX_RESIZE_ROUND_PREFER_FLOOR || nearest > PHX_RESIZE_CEIL)
+    broken(op, "unknown nearest rounding " + std::to_string(nearest));
+  if (p.rank < 1 || p.rank > PHX_MAX_RANK)
+    broken(op, "rank " + std::to_string(p.rank) + " must be 1 to PHX_MAX_RANK");
+  for (uint32_t d = 0; d < p.rank; ++d) {
+    const std::string at = "[" + std::to_string(d) + "]";
+    if (p.shape[d] < 1) broken(op, "shape" + at + " is " + str(p.shape[d]) + "; it must be >= 1");
+    // A scale of 0 stands for output / input; a negative, infinite or NaN one maps no
+    // output index into x.
+    if (!(p.scales[d] >= 0.0f) || !std::isfinite(p.scales[d]))
+      broken(op, "scales" + at + " is " + std::to_string(p.scales[d]) +
+                     "; it must be > 0, or 0 for output / input");
+  }
+}
+
 }  // namespace
 
 void check_no_gaps(const OpSchema& schema, const OpVariant& v) {
@@ -230,6 +265,9 @@ void check_layout_params(phx_op_id op, ParamsKind kind, const void* params) {
         broken(op, "unknown pad mode " + std::to_string(mode));
       break;
     }
+    case ParamsKind::resize:
+      check_resize_params(*static_cast<const phx_resize_params*>(params));
+      break;
     default:
       break;
   }
@@ -258,6 +296,8 @@ Shape check_layout_shapes(phx_op_id op, const void* params, const Operand* const
     case ShapeRule::conv_transpose2d:
       return check_conv_transpose2d(*static_cast<const phx_conv_transpose2d_params*>(params), x,
                                     *in[1], in_count > 2 ? in[2] : nullptr);
+    case ShapeRule::resize:
+      return check_resize(*static_cast<const phx_resize_params*>(params), x);
     default:
       broken(op, "has no layout rule");
   }

@@ -1,5 +1,5 @@
 // The rules of the layout ops (reshape, concat, slice, gather, expand, tile, pad), of
-// pooling and of conv_transpose2d (docs/ops.md), beside op_rules.cpp, which calls them,
+// pooling, of conv_transpose2d and of resize (docs/ops.md), beside op_rules.cpp, which calls them,
 // and the helpers the two files share.
 #pragma once
 

@@ -573,9 +573,14 @@ typedef enum phx_op_id {
    * Ho = (H - 1) stride - pad_top - pad_bottom + dilation (KH - 1) + output_padding + 1,
    * Wo likewise: the gradient of conv2d with respect to its input, as ONNX's
    * ConvTranspose. f32, f16, bf16 (x, weight, bias and out alike), f32 accumulation. */
-  PHX_OP_CONV_TRANSPOSE2D = 66
+  PHX_OP_CONV_TRANSPOSE2D = 66,
+  /* phx_resize_params (required: null is refused); in: x (f32, f16, bf16; rank 1 to 8);
+   * out: params.shape, x's dtype: x resampled as ONNX's Resize (opsets 11 to 17) with
+   * its nearest or linear mode (N-linear: the weights of every dimension multiplied,
+   * rounded to f32, the source coordinate clamped to x's extent). */
+  PHX_OP_RESIZE = 67
 } phx_op_id;
-#define PHX_OP_COUNT 67
+#define PHX_OP_COUNT 68
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
@@ -822,6 +827,46 @@ typedef struct phx_conv_transpose2d_params {
 } phx_conv_transpose2d_params;
 #define PHX_CONV_TRANSPOSE2D_PARAMS_INIT \
   { sizeof(phx_conv_transpose2d_params), {1, 1}, {0, 0, 0, 0}, {0, 0}, {1, 1}, 1 }
+
+/* ---- Since API 0.3: resize's parameters, as ONNX's Resize attributes */
+
+typedef enum phx_resize_mode {
+  PHX_RESIZE_NEAREST = 0, /* the element of x nearest the source coordinate */
+  PHX_RESIZE_LINEAR = 1   /* linear interpolation along every dimension */
+} phx_resize_mode;
+
+/* How an output index o of a dimension maps to a source coordinate of x (in double), with
+ * in and out the dimension's sizes, s its scale (params.scales, or out / in) and
+ * L = s in (ONNX's length_resized; out when the scale is out / in):
+ * HALF_PIXEL (o + 0.5) / s - 0.5; ASYMMETRIC o / s; ALIGN_CORNERS o (in - 1) / (L - 1)
+ * (0 where L is 1); PYTORCH_HALF_PIXEL as HALF_PIXEL but 0 where L is 1. */
+typedef enum phx_resize_coordinates {
+  PHX_RESIZE_HALF_PIXEL = 0,
+  PHX_RESIZE_ASYMMETRIC = 1,
+  PHX_RESIZE_ALIGN_CORNERS = 2,
+  PHX_RESIZE_PYTORCH_HALF_PIXEL = 3
+} phx_resize_coordinates;
+
+/* How NEAREST rounds the source coordinate to an index of x (then clamped to [0, in - 1]):
+ * to the nearest integer, halves down or up, or down or up. */
+typedef enum phx_resize_nearest {
+  PHX_RESIZE_ROUND_PREFER_FLOOR = 0,
+  PHX_RESIZE_ROUND_PREFER_CEIL = 1,
+  PHX_RESIZE_FLOOR = 2,
+  PHX_RESIZE_CEIL = 3
+} phx_resize_nearest;
+
+/* No default: resize refuses null parameters. */
+typedef struct phx_resize_params {
+  size_t struct_size;
+  phx_resize_mode mode;
+  phx_resize_coordinates coordinates;
+  phx_resize_nearest nearest;  /* NEAREST only */
+  uint32_t rank;               /* x's rank */
+  int64_t shape[PHX_MAX_RANK]; /* the output's dimensions, each >= 1 */
+  float scales[PHX_MAX_RANK];  /* > 0: the scale ONNX's coordinate transform uses for that
+                                  dimension; 0: output / input */
+} phx_resize_params;
 
 typedef struct phx_op_desc {
   size_t struct_size;

@@ -176,8 +176,8 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 
 // The ops the MXU and vector-unit models price and the compile cache keys by their
 // parameters (compile_cache.cpp); not the quantized ones, which have no timing model
-// here, nor the layout, pooling and transposed-convolution ops of API 0.3, which a graph
-// places on the CPU. Attention only on bf16: its f32 or f16 inputs would enter the MXU
+// here, nor the layout, pooling, transposed-convolution and resize ops of API 0.3, which
+// a graph places on the CPU. Attention only on bf16: its f32 or f16 inputs would enter the MXU
 // rounded to bf16 at the default precision, which the op's contract (f32-accurate
 // scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {

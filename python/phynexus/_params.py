@@ -15,6 +15,10 @@ _ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "silu": 3}
 _LAYOUTS = {"nchw": 0, "nhwc": 1}
 _MASKS = {"none": 0, "causal": 1, "sliding_window": 2}
 _PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
+_RESIZE_MODES = {"nearest": 0, "linear": 1}
+_RESIZE_COORDINATES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2,
+                       "pytorch_half_pixel": 3}
+_RESIZE_NEAREST = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
 _FLT_MAX = 3.4028234663852886e38
 _MAX_RANK = 8
 
@@ -123,6 +127,10 @@ STRUCTS = {
                                     ("padding", "4I", (0, 0, 0, 0), _padding),
                                     ("output_padding", "2I", (0, 0), _pair),
                                     ("dilation", "2I", (1, 1), _pair), ("groups", "I", 1, _scalar)],
+    "phx_resize_params": [("mode", "I", 0, _enum(_RESIZE_MODES)),
+                          ("coordinates", "I", 0, _enum(_RESIZE_COORDINATES)),
+                          ("nearest", "I", 0, _enum(_RESIZE_NEAREST)),
+                          ("shape", "I8q", None, _shape), ("scales", "8f", (), _padded(8, 0.0))],
 }
 
 # Defaults that are an op's rather than its struct's (phx_elementwise_params: phynexus.h).

@@ -170,6 +170,7 @@ py::dict params_struct_sizes() {
   sizes["phx_attention_params"] = sizeof(phx_attention_params);
   sizes["phx_rope_params"] = sizeof(phx_rope_params);
   sizes["phx_quantize_params"] = sizeof(phx_quantize_params);
+  sizes["phx_resize_params"] = sizeof(phx_resize_params);
   return sizes;
 }
 

@@ -107,6 +107,8 @@ inline size_t params_size(int op) {
       return sizeof(phx_pool_params);
     case PHX_OP_CONV_TRANSPOSE2D:
       return sizeof(phx_conv_transpose2d_params);
+    case PHX_OP_RESIZE:
+      return sizeof(phx_resize_params);
     default:
       return 0;
   }

@@ -80,6 +80,18 @@ def refused(folder):
     single_node(folder, "axes_input",
                 helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=0),
                 [vi("x", f, [2, 3]), vi("axes", TensorProto.INT64, [1])], [vi("y", f, [2])])
+    # Resize's scales size the output, so they must be known at import, and valid.
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs")
+    single_node(folder, "resize_runtime_scales", resize,
+                [vi("x", f, [1, 1, 2, 2]), vi("scales", f, [4])], [vi("y", f, [1, 1, 4, 4])])
+    negative = numpy_helper.from_array(np.array([1, 1, -2, 2], dtype=np.float32), "scales")
+    single_node(folder, "resize_negative_scale", resize, [vi("x", f, [1, 1, 2, 2])],
+                [vi("y", f, [1, 1, 4, 4])], [negative])
+    # Nearest before opset 11 takes the index below the coordinate: upsampling only.
+    half = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], dtype=np.float32), "scales")
+    single_node(folder, "upsample_nearest_down",
+                helper.make_node("Upsample", ["x", "scales"], ["y"], name="up", mode="nearest"),
+                [vi("x", f, [1, 1, 4, 4])], [vi("y", f, [1, 1, 2, 2])], [half], opset=9)
 
 
 def main():

@@ -181,6 +181,12 @@ TEST_F(OnnxImport, RefusedModelsSayWhy) {
   expect_refused("shape_mismatch", PHX_STATUS_INVALID_ARGUMENT, {"node 'mm'", "MatMul", "K"});
   expect_refused("int64_overflow", PHX_STATUS_UNSUPPORTED, {"'big'", "1099511627776", "i32"});
   expect_refused("dangling_input", PHX_STATUS_INVALID_ARGUMENT, {"checker"});
+  expect_refused("resize_runtime_scales", PHX_STATUS_UNSUPPORTED,
+                 {"node 'rs'", "Resize", "scales computed at run time"});
+  expect_refused("resize_negative_scale", PHX_STATUS_INVALID_ARGUMENT,
+                 {"node 'rs'", "positive and finite"});
+  expect_refused("upsample_nearest_down", PHX_STATUS_UNSUPPORTED,
+                 {"node 'up'", "Upsample", "nearest downsampling"});
   expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
   expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
 }

@@ -101,6 +101,9 @@ void run_avg_pool(const phx_pool_params& params, const HostTensor& x, const Host
 void run_conv_transpose2d(const phx_conv_transpose2d_params& params, const HostTensor& x,
                           const HostTensor& weight, const HostTensor& bias, const HostTensor& out,
                           ThreadPool& pool);
+// ops_resize.cpp
+void run_resize(const phx_resize_params& params, const HostTensor& x, const HostTensor& out,
+                ThreadPool& pool);
 
 // ---- dtypes ----
 inline bool is_float(phx_dtype d) {

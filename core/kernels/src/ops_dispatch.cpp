@@ -210,6 +210,9 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
           params_or(params, phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT), x, in[1],
           input_or_absent(in, in_count, 2), out, pool);
       break;
+    case PHX_OP_RESIZE:  // its parameters are required: run_op refuses null ones
+      ops::run_resize(*static_cast<const phx_resize_params*>(params), x, out, pool);
+      break;
     case PHX_OP_INVALID:  // refused by op_supported; no default, so a new op needs a case
       break;
   }
@@ -221,6 +224,8 @@ phx_status run_op(phx_op_id op, const void* params, const HostTensor* inputs, si
                   const HostTensor* outputs, size_t output_count, ThreadPool& pool) {
   if (input_count == 0 || output_count == 0) return PHX_STATUS_UNSUPPORTED;
   if (!op_supported(op, inputs[0].dtype)) return PHX_STATUS_UNSUPPORTED;
+  // The core refuses null parameters for these ops before any device sees them.
+  if (params == nullptr && find_op_schema(op)->params_required) return PHX_STATUS_INVALID_ARGUMENT;
   // Outputs of another dtype than the input's (cast, matmul's f32, the quantized ops)
   // are all of dtypes this library computes in when this holds.
   for (size_t i = 0; i < output_count; ++i)

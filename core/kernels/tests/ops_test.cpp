@@ -348,13 +348,13 @@ TEST(OpsSupport, MatchesThePluginsClaims) {
       EXPECT_FALSE(op_supported(op, d));
     EXPECT_EQ(op_supported(PHX_OP_RELU, d), d != PHX_DTYPE_U8);
   }
-  // The layout ops and max_pool move or pick values of every dtype; avg_pool and
-  // conv_transpose2d compute on floats only.
+  // The layout ops and max_pool move or pick values of every dtype; avg_pool,
+  // conv_transpose2d and resize compute on floats only.
   for (phx_dtype d : kAll) {
     for (phx_op_id op : {PHX_OP_RESHAPE, PHX_OP_CONCAT, PHX_OP_SLICE, PHX_OP_GATHER, PHX_OP_EXPAND,
                          PHX_OP_TILE, PHX_OP_PAD, PHX_OP_MAX_POOL})
       EXPECT_TRUE(op_supported(op, d)) << op;
-    for (phx_op_id op : {PHX_OP_AVG_POOL, PHX_OP_CONV_TRANSPOSE2D})
+    for (phx_op_id op : {PHX_OP_AVG_POOL, PHX_OP_CONV_TRANSPOSE2D, PHX_OP_RESIZE})
       EXPECT_EQ(op_supported(op, d), is_float(d)) << op;
   }
   EXPECT_FALSE(op_supported(PHX_OP_INVALID, PHX_DTYPE_F32));

@@ -543,25 +543,15 @@ TEST(TpuSim, ClaimsBf16AttentionAndF16) {
 
 // The claims follow the op table: every op on every float dtype the table defines it for
 // (attention on bf16 only, above), but the quantized ones, which have no timing model
-// here, and the layout, pooling and transposed-convolution ops of API 0.3, which a graph
-// places on the CPU; none of those on any dtype.
+// here, and the layout, pooling, transposed-convolution and resize ops of API 0.3, which a
+// graph places on the CPU; none of those on any dtype.
 TEST(TpuSim, ClaimsEveryFloatOpOfTheTableButQuantizedAndLayoutOps) {
   Sim sim("");
-  const std::set<phx_op_id> unclaimed = {PHX_OP_QUANTIZE,
-                                         PHX_OP_DEQUANTIZE,
-                                         PHX_OP_QMATMUL,
-                                         PHX_OP_QCONV2D,
-                                         PHX_OP_DYNAMIC_QUANTIZE,
-                                         PHX_OP_RESHAPE,
-                                         PHX_OP_CONCAT,
-                                         PHX_OP_SLICE,
-                                         PHX_OP_GATHER,
-                                         PHX_OP_EXPAND,
-                                         PHX_OP_TILE,
-                                         PHX_OP_PAD,
-                                         PHX_OP_MAX_POOL,
-                                         PHX_OP_AVG_POOL,
-                                         PHX_OP_CONV_TRANSPOSE2D};
+  const std::set<phx_op_id> unclaimed = {
+      PHX_OP_QUANTIZE, PHX_OP_DEQUANTIZE, PHX_OP_QMATMUL,  PHX_OP_QCONV2D,  PHX_OP_DYNAMIC_QUANTIZE,
+      PHX_OP_RESHAPE,  PHX_OP_CONCAT,     PHX_OP_SLICE,    PHX_OP_GATHER,   PHX_OP_EXPAND,
+      PHX_OP_TILE,     PHX_OP_PAD,        PHX_OP_MAX_POOL, PHX_OP_AVG_POOL, PHX_OP_CONV_TRANSPOSE2D,
+      PHX_OP_RESIZE};
   for (int id = PHX_OP_INVALID + 1; id < PHX_OP_COUNT; ++id) {
     const auto op = static_cast<phx_op_id>(id);
     if (op == PHX_OP_ATTENTION) continue;

@@ -85,6 +85,7 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_MAX_POOL, nullptr},
     {PHX_OP_AVG_POOL, nullptr},
     {PHX_OP_CONV_TRANSPOSE2D, nullptr},
+    {PHX_OP_RESIZE, nullptr},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");

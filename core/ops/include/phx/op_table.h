@@ -45,6 +45,7 @@ enum class ParamsKind {
   pad,
   pool,
   conv_transpose2d,
+  resize,
 };
 
 // How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
@@ -93,6 +94,7 @@ enum class ShapeRule {
   pad,
   pool,  // max and average pooling
   conv_transpose2d,
+  resize,
 };
 
 struct OpSchema {
@@ -102,7 +104,8 @@ struct OpSchema {
   uint32_t optional_inputs = 0;           // bit i: input i may be null (or left off the end)
   const char* outputs[kMaxOpOutputs] = {};
   ParamsKind params = ParamsKind::none;
-  // The op has no default parameters: null params are refused (reshape's target shape).
+  // The op has no default parameters: null params are refused (reshape's target shape,
+  // resize's output shape).
   bool params_required = false;
   uint32_t dtypes = 0;  // PHX_DTYPE_BIT of each first-input dtype the op is defined for
   DtypeRule dtype_rule = DtypeRule::same;
@@ -150,6 +153,7 @@ union OpParams {
   phx_pad_params pad;
   phx_pool_params pool;
   phx_conv_transpose2d_params conv_transpose2d;
+  phx_resize_params resize;
 };
 
 // What leaky_relu, elu, selu and clip take for a null parameter pointer (phynexus.h);
