@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -46,8 +45,10 @@ void BM_import_big(benchmark::State& state, phx_context context) {
 void BM_read_big(benchmark::State& state) {
   const std::string path = kModels + "/big.onnx";
   for (auto _ : state) {
-    std::ifstream in(path, std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::vector<char> bytes(static_cast<size_t>(in.tellg()));
+    in.seekg(0);
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     benchmark::DoNotOptimize(bytes.data());
   }
 }
@@ -209,10 +210,13 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("cnn_openblas", BM_cnn_openblas)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  const std::map<std::string, double> best = phx_bench::run_keeping_best_times(&argc, argv);
-  auto time = [&](const char* key) {
-    auto it = best.find(key);
-    return it == best.end() ? -1.0 : it->second;
+  // The median with repetitions (as bench/run.sh runs it), else the one result.
+  benchmark::Initialize(&argc, argv);
+  phx_bench::RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  auto time = [&](const std::string& name) {
+    const auto* run = reporter.find(name + "/");
+    return run == nullptr ? -1.0 : run->GetAdjustedRealTime();
   };
   std::printf(
       "\nimport of a %.1f MB model: %.0f ms, %.2fx the time of reading the file; "
