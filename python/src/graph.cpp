@@ -1,8 +1,8 @@
 // phynexus._phynexus.Graph and Executable: the graph API (graph.h) for phynexus.nn and
 // phynexus.compile.
-#include "binding.h"
-
 #include <map>
+
+#include "binding.h"
 
 #ifdef PHX_PYTHON_ONNX
 #include <phynexus/onnx.h>
