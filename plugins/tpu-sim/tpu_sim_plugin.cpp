@@ -181,6 +181,10 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 // rounded to bf16 at the default precision, which the op's contract (f32-accurate
 // scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {
+  // The elementwise, comparison, reduction and norm ops of API 0.3 (sigmoid ..
+  // instance_norm, contiguous ids), as the host kernels compute them: their parameters
+  // are in the compile cache's key.
+  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_INSTANCE_NORM) return true;
   switch (op) {
     case PHX_OP_MATMUL:
     case PHX_OP_ADD:
@@ -199,41 +203,6 @@ bool claims(phx_op_id op, phx_dtype dtype) {
     case PHX_OP_CAST:
     case PHX_OP_CONV2D:
     case PHX_OP_ROPE:
-    // The elementwise, comparison, reduction and norm ops of API 0.3, as the host
-    // kernels compute them (their parameters are in the compile cache's key).
-    case PHX_OP_SIGMOID:
-    case PHX_OP_TANH:
-    case PHX_OP_EXP:
-    case PHX_OP_LOG:
-    case PHX_OP_SQRT:
-    case PHX_OP_NEG:
-    case PHX_OP_ABS:
-    case PHX_OP_ERF:
-    case PHX_OP_FLOOR:
-    case PHX_OP_CEIL:
-    case PHX_OP_RECIPROCAL:
-    case PHX_OP_SIGN:
-    case PHX_OP_SOFTPLUS:
-    case PHX_OP_LEAKY_RELU:
-    case PHX_OP_ELU:
-    case PHX_OP_SELU:
-    case PHX_OP_CLIP:
-    case PHX_OP_POW:
-    case PHX_OP_MAX:
-    case PHX_OP_MIN:
-    case PHX_OP_PRELU:
-    case PHX_OP_EQUAL:
-    case PHX_OP_LESS:
-    case PHX_OP_GREATER:
-    case PHX_OP_WHERE:
-    case PHX_OP_NOT:
-    case PHX_OP_REDUCE_MEAN:
-    case PHX_OP_REDUCE_MIN:
-    case PHX_OP_REDUCE_PROD:
-    case PHX_OP_ARGMAX:
-    case PHX_OP_LOG_SOFTMAX:
-    case PHX_OP_BATCH_NORM:
-    case PHX_OP_INSTANCE_NORM:
       return true;
     case PHX_OP_ATTENTION:
       return dtype == PHX_DTYPE_BF16;
