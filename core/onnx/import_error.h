@@ -32,6 +32,16 @@ inline void check_call(phx_status status, const std::string& doing) {
   if (status != PHX_STATUS_OK) refuse(status, doing + ": " + phx_last_error());
 }
 
+// Records "function: detail" as the last error and returns status; with no memory for
+// the message, records a fixed one.
+inline phx_status report(phx_status status, const char* function, const char* detail) noexcept {
+  try {
+    return phx_set_last_error(status, (std::string(function) + ": " + detail).c_str());
+  } catch (...) {
+    return phx_set_last_error(status, "out of host memory for the error message");
+  }
+}
+
 // Runs body, the whole of one C API function named function; nothing escapes.
 template <typename Body>
 phx_status guard(const char* function, Body&& body) noexcept {
@@ -39,16 +49,13 @@ phx_status guard(const char* function, Body&& body) noexcept {
     body();
     return PHX_STATUS_OK;
   } catch (const ImportError& e) {
-    return phx_set_last_error(e.status(), (std::string(function) + ": " + e.what()).c_str());
+    return report(e.status(), function, e.what());
   } catch (const std::bad_alloc&) {
-    return phx_set_last_error(PHX_STATUS_OUT_OF_MEMORY,
-                              (std::string(function) + ": out of host memory").c_str());
+    return report(PHX_STATUS_OUT_OF_MEMORY, function, "out of host memory");
   } catch (const std::exception& e) {
-    return phx_set_last_error(PHX_STATUS_INTERNAL,
-                              (std::string(function) + ": internal error: " + e.what()).c_str());
+    return report(PHX_STATUS_INTERNAL, function, e.what());
   } catch (...) {
-    return phx_set_last_error(PHX_STATUS_INTERNAL,
-                              (std::string(function) + ": internal error").c_str());
+    return report(PHX_STATUS_INTERNAL, function, "internal error");
   }
 }
 
