@@ -850,7 +850,9 @@ TEST_F(AbiLayout, PluginAbi_1_3_Executables) {
   PHX_EXPECT_OFFSET(phx_plugin_api, graph_estimate, 232);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_serialize, 240);
   PHX_EXPECT_OFFSET(phx_plugin_api, executable_node_report, 248);
-  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 256);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_import_host, 256);
+  PHX_EXPECT_OFFSET(phx_plugin_api, buffer_host_data, 264);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_plugin_api, 272);
 }
 
 static_assert(kSame<decltype(phx_plugin_api::graph_compile),
@@ -871,6 +873,14 @@ static_assert(kSame<decltype(phx_plugin_api::executable_serialize),
                     phx_status (*)(void*, void*, void*, size_t, size_t*)>);
 static_assert(kSame<decltype(phx_plugin_api::executable_node_report),
                     phx_status (*)(void*, void*, size_t, phx_plugin_node_report*)>);
+static_assert(kSame<decltype(phx_plugin_api::buffer_import_host),
+                    phx_status (*)(void*, uint32_t, void*, uint64_t, void**)>);
+static_assert(
+    kSame<decltype(phx_plugin_api::buffer_host_data), phx_status (*)(void*, void*, void**)>);
+static_assert(kSame<decltype(&phx_tensor_create_from_host),
+                    phx_status (*)(phx_context, size_t, phx_dtype, size_t, const int64_t*, void*,
+                                   phx_host_release_fn, void*, phx_tensor*)>);
+static_assert(kSame<decltype(&phx_tensor_host_data), phx_status (*)(phx_tensor, void**)>);
 static_assert(kSame<decltype(&phx_executable_describe_node),
                     phx_status (*)(phx_executable, size_t, phx_executable_node_info*)>);
 static_assert(kSame<decltype(&phx_executable_input_info),

@@ -1,4 +1,5 @@
-// The C API of tensors: create, describe, move data in and out, copy, destroy.
+// The C API of tensors: create (in device memory or over the host's), describe, move
+// data in and out, read in place, copy, destroy.
 #include <phynexus/phynexus.h>
 
 #include <algorithm>
@@ -21,6 +22,27 @@ void check_range(const Tensor& tensor, size_t offset, size_t size) {
                                           std::to_string(tensor.byte_size) + " bytes");
 }
 
+// The device a tensor of dtype and shape is to be made on, after checking them: what
+// phx_tensor_create and phx_tensor_create_from_host refuse alike.
+Device& checked_device(Context& context, size_t device, phx_dtype dtype, size_t rank,
+                       const int64_t* shape) {
+  if (enum_value(dtype) <= PHX_DTYPE_INVALID || enum_value(dtype) >= PHX_DTYPE_COUNT)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
+  if (rank > PHX_MAX_RANK)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
+  require(shape != nullptr || rank == 0, "shape is null");
+  for (size_t i = 0; i < rank; ++i)
+    if (shape[i] < 1)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "dimension " + std::to_string(i) + " is " +
+                                            std::to_string(shape[i]) + "; dimensions must be >= 1");
+  Device& d = context.device(device);
+  if (!(d.dtype_mask & PHX_DTYPE_BIT(dtype)))
+    fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device) + " (" + d.name +
+                                     ") cannot hold " + phx_dtype_name(dtype));
+  return d;
+}
+
 }  // namespace
 
 extern "C" {
@@ -30,23 +52,49 @@ PHX_API phx_status phx_tensor_create(phx_context handle, size_t device, phx_dtyp
   return guard(__func__, [&] {
     Context& context = lookup(handle);
     require_out(out_tensor, "out_tensor");
-    if (enum_value(dtype) <= PHX_DTYPE_INVALID || enum_value(dtype) >= PHX_DTYPE_COUNT)
-      fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
-    if (rank > PHX_MAX_RANK)
-      fail(PHX_STATUS_INVALID_ARGUMENT,
-           "rank " + std::to_string(rank) + " is above PHX_MAX_RANK (8)");
-    require(shape != nullptr || rank == 0, "shape is null");
-    for (size_t i = 0; i < rank; ++i)
-      if (shape[i] < 1)
-        fail(PHX_STATUS_INVALID_ARGUMENT, "dimension " + std::to_string(i) + " is " +
-                                              std::to_string(shape[i]) +
-                                              "; dimensions must be >= 1");
-    Device& d = context.device(device);
-    if (!(d.dtype_mask & PHX_DTYPE_BIT(dtype)))
-      fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device) + " (" + d.name +
-                                       ") cannot hold " + phx_dtype_name(dtype));
+    Device& d = checked_device(context, device, dtype, rank, shape);
     Tensor& tensor = context.create_tensor(d, dtype, rank, shape);
     *out_tensor = reinterpret_cast<phx_tensor>(tensor.handle);
+  });
+}
+
+PHX_API phx_status phx_tensor_create_from_host(phx_context handle, size_t device, phx_dtype dtype,
+                                               size_t rank, const int64_t* shape, void* data,
+                                               phx_host_release_fn release, void* user_data,
+                                               phx_tensor* out_tensor) {
+  return guard(__func__, [&] {
+    Context& context = lookup(handle);
+    require_out(out_tensor, "out_tensor");
+    Device& d = checked_device(context, device, dtype, rank, shape);
+    require(data != nullptr, "data is null");
+    const size_t alignment = phx_dtype_size(dtype);
+    if (reinterpret_cast<uintptr_t>(data) % alignment != 0)
+      fail(PHX_STATUS_INVALID_ARGUMENT, std::string("data is not aligned to the size of ") +
+                                            phx_dtype_name(dtype) + " (" +
+                                            std::to_string(alignment) + " bytes)");
+    const HostMemory host{data, release, user_data};
+    Tensor& tensor = context.create_tensor(d, dtype, rank, shape, &host);
+    *out_tensor = reinterpret_cast<phx_tensor>(tensor.handle);
+  });
+}
+
+PHX_API phx_status phx_tensor_host_data(phx_tensor handle, void** out_data) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    require_out(out_data, "out_data");
+    Device& device = *tensor.device;
+    auto& plugin = *device.plugin;
+    if (plugin.api().buffer_host_data == nullptr)
+      fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device.index) + " (" + device.name +
+                                       ")'s memory is not the host's; download the data instead");
+    device.wait_for_streams();
+    void* data = nullptr;
+    plugin.call("buffer_host_data", device.index, [&] {
+      return plugin.api().buffer_host_data(plugin.instance(), tensor.buffer, &data);
+    });
+    if (data == nullptr)
+      fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": buffer_host_data returned no address");
+    *out_data = static_cast<char*>(data) + tensor.offset;
   });
 }
 

@@ -244,13 +244,18 @@ Context::~Context() {
       logger->error("destroying a stream: {}", e.what());
     }
   }
+  // Releases of consumer memory come last: a release may call the library (drop the
+  // last reference to another tensor), which must not find this context half freed.
+  std::vector<std::pair<phx_host_release_fn, void*>> releases;
   for (Tensor* tensor : std::vector<Tensor*>(tensors_.begin(), tensors_.end()))
-    destroy_tensor(*tensor);
+    releases.push_back(free_tensor(*tensor));
   for (CalibratorObject* calibrator :
        std::vector<CalibratorObject*>(calibrators_.begin(), calibrators_.end()))
     destroy_calibrator(*calibrator);
   devices.clear();
   plugins.clear();
+  for (auto [release, user_data] : releases)
+    if (release != nullptr) release(user_data);
 }
 
 Device& Context::device(size_t index) {
@@ -260,7 +265,8 @@ Device& Context::device(size_t index) {
   return *devices[index];
 }
 
-Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape) {
+Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape,
+                               const HostMemory* host) {
   auto tensor = std::make_unique<Tensor>();
   tensor->context = this;
   tensor->device = &device;
@@ -280,12 +286,23 @@ Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, con
   tensor->element_count = elements;
   tensor->byte_size = bytes;
   auto& plugin = *device.plugin;
-  plugin.call("buffer_allocate", device.index, [&] {
-    return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes,
-                                        &tensor->buffer);
-  });
+  const char* entry = host != nullptr ? "buffer_import_host" : "buffer_allocate";
+  if (host != nullptr) {
+    if (plugin.api().buffer_import_host == nullptr)
+      fail(PHX_STATUS_UNSUPPORTED, "device " + std::to_string(device.index) + " (" + device.name +
+                                       ") cannot compute on host memory; copy the data instead");
+    plugin.call(entry, device.index, [&] {
+      return plugin.api().buffer_import_host(plugin.instance(), device.local_index, host->data,
+                                             bytes, &tensor->buffer);
+    });
+  } else {
+    plugin.call(entry, device.index, [&] {
+      return plugin.api().buffer_allocate(plugin.instance(), device.local_index, bytes,
+                                          &tensor->buffer);
+    });
+  }
   if (tensor->buffer == nullptr)
-    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": buffer_allocate returned no buffer");
+    fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": " + entry + " returned no buffer");
   Tensor* raw = tensor.release();
   {
     std::lock_guard lock(objects_mutex_);
@@ -296,10 +313,19 @@ Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, con
     destroy_tensor(*raw);
     fail(PHX_STATUS_OUT_OF_MEMORY, "too many live tensors");
   }
+  if (host != nullptr) {
+    raw->release = host->release;
+    raw->release_data = host->user_data;
+  }
   return *raw;
 }
 
 void Context::destroy_tensor(Tensor& tensor) {
+  auto [release, user_data] = free_tensor(tensor);
+  if (release != nullptr) release(user_data);
+}
+
+std::pair<phx_host_release_fn, void*> Context::free_tensor(Tensor& tensor) {
   tensor_table().remove(tensor.handle);
   {
     std::lock_guard lock(objects_mutex_);
@@ -315,7 +341,9 @@ void Context::destroy_tensor(Tensor& tensor) {
   }
   plugin.call_void("buffer_free",
                    [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
+  const std::pair release{tensor.release, tensor.release_data};
   delete &tensor;
+  return release;
 }
 
 Stream& Context::create_stream(Device& device) {

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -76,8 +77,19 @@ struct Tensor {
   // ops on several streams read one tensor at once: reads the host makes of a tensor on
   // its own (the CPU fallback's copies, calibration) take this lock.
   mutable std::mutex host_read_mutex;
+  // For a tensor over the consumer's memory (phx_tensor_create_from_host): what to call
+  // once the device no longer uses it; null otherwise.
+  phx_host_release_fn release = nullptr;
+  void* release_data = nullptr;
 
   phx_plugin_tensor plugin_view() const;
+};
+
+// The consumer's memory a tensor is made over (phx_tensor_create_from_host).
+struct HostMemory {
+  void* data;
+  phx_host_release_fn release;
+  void* user_data;
 };
 
 struct ProfileEntry {
@@ -160,13 +172,19 @@ class Context {
   // Ends one retain_for_call. The context may be freed the moment it returns.
   void release_call() noexcept;
 
-  Tensor& create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape);
+  // A tensor in memory the device allocates, or, given host, over the consumer's memory:
+  // then, on success only, the tensor calls host->release when destroyed.
+  Tensor& create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape,
+                        const HostMemory* host = nullptr);
   void destroy_tensor(Tensor& tensor);
   Stream& create_stream(Device& device);
   void destroy_stream(Stream& stream);
 
  private:
   void add_devices(Plugin& plugin);
+  // Frees tensor and returns its host memory's release, which the caller calls (or
+  // nothing to call, when release is null) once no lock is held.
+  std::pair<phx_host_release_fn, void*> free_tensor(Tensor& tensor);
 
   friend void destroy_context(Context& context);
   // The calls that retained the context (the low bits) and, in the top bit, whether its

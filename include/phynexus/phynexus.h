@@ -370,6 +370,45 @@ PHX_API phx_status phx_tensor_download(phx_tensor tensor, size_t offset, void* d
  * OUT_OF_MEMORY. Thread-safe, but transfers that name dst or src must not overlap. */
 PHX_API phx_status phx_tensor_copy(phx_tensor dst, phx_tensor src);
 
+/* ---- Tensors over host memory (since 0.3) --------------------------------------------
+ * A device whose memory is the host's (the CPU device) can compute on memory the caller
+ * allocated and read its tensors in place: the zero-copy exchange numpy and DLPack need.
+ * A device that cannot answers UNSUPPORTED, and the caller copies instead
+ * (phx_tensor_create + phx_tensor_upload, phx_tensor_download).
+ */
+
+/* Called once when the library no longer uses the memory given to
+ * phx_tensor_create_from_host: after the device's last work on the tensor, from
+ * phx_tensor_destroy, or from phx_context_destroy after it has freed everything else (so
+ * it must not call the library on that context). */
+typedef void (*phx_host_release_fn)(void* user_data);
+
+/* Creates a dense, row-major tensor of dtype and shape (as phx_tensor_create) on device
+ * whose elements are the bytes at data: no copy is made, and what either side writes the
+ * other sees (with the ordering rules of upload and download: ops queued on the tensor
+ * may read and write data until they finish). data must hold the tensor's byte size,
+ * aligned to the dtype's size, and stay valid until release(user_data) is called;
+ * release may be null when the caller knows the memory outlives the tensor. Such a
+ * tensor does not count against the device's memory or limit.
+ * The caller owns *out_tensor and destroys it with phx_tensor_destroy. On any failure
+ * nothing is kept and release is not called: the memory is still the caller's.
+ * Returns INVALID_ARGUMENT (as phx_tensor_create; null data; data misaligned),
+ * NOT_FOUND, UNSUPPORTED (the device cannot compute on host memory, or not at data's
+ * alignment), OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_tensor_create_from_host(phx_context context, size_t device, phx_dtype dtype,
+                                               size_t rank, const int64_t* shape, void* data,
+                                               phx_host_release_fn release, void* user_data,
+                                               phx_tensor* out_tensor);
+
+/* Waits for the work already queued on the device's streams (as phx_tensor_download
+ * does), then sets *out_data to the address of the tensor's first element in host
+ * memory: its elements in place, dense and row-major, for as long as the tensor lives.
+ * Reads see what finished work wrote; work queued later may change them (wait for it).
+ * Writes are as an upload's, without its wait.
+ * Returns INVALID_ARGUMENT, UNSUPPORTED (the device's memory is not the host's).
+ * Thread-safe. */
+PHX_API phx_status phx_tensor_host_data(phx_tensor tensor, void** out_data);
+
 /* ---- Streams ------------------------------------------------------------------------ */
 
 typedef struct phx_stream_s* phx_stream;

@@ -480,6 +480,21 @@ typedef struct phx_plugin_api {
    * executable's graph. Without it the host reports each node's own dtype. Thread-safe. */
   phx_status (*executable_node_report)(void* plugin, void* executable, size_t node,
                                        phx_plugin_node_report* out_report);
+
+  /* (optional) Makes a buffer of device over size bytes (>= 1) of host memory at data,
+   * aligned to at least the size of the dtype it will hold (the host checked), which the
+   * host keeps valid until buffer_free of this buffer returns: the consumer's
+   * phx_tensor_create_from_host. buffer_free then forgets the memory and never frees it.
+   * Such a buffer need not count against the device's memory. UNSUPPORTED when device
+   * cannot compute on host memory, or not at data's alignment. Thread-safe. */
+  phx_status (*buffer_import_host)(void* plugin, uint32_t device, void* data, uint64_t size,
+                                   void** out_buffer);
+
+  /* (optional) Sets *out_data to the host address of the buffer's first byte when the
+   * device's memory is the host's: the consumer's phx_tensor_host_data, which reads and
+   * writes there while no work that uses the buffer is pending (the host waited), and
+   * may keep the address for the buffer's life. UNSUPPORTED otherwise. Thread-safe. */
+  phx_status (*buffer_host_data)(void* plugin, void* buffer, void** out_data);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.

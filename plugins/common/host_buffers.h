@@ -6,6 +6,7 @@
 #include <phynexus/plugin.h>
 
 #include <cstring>
+#include <new>
 
 #include "memory_pool.h"
 #include "phx/kernels/ops.h"
@@ -30,6 +31,21 @@ inline phx_status host_buffer_copy(void*, void* dst, uint64_t dst_offset, void* 
                                    uint64_t src_offset, uint64_t size) {
   std::memcpy(static_cast<char*>(block_data(dst)) + dst_offset,
               static_cast<const char*>(block_data(src)) + src_offset, size);
+  return PHX_STATUS_OK;
+}
+
+// A buffer over the consumer's host memory, which the host kernels compute on in place at
+// any alignment of its dtype; pool_buffer_free forgets it.
+inline phx_status host_buffer_import(void*, uint32_t device, void* data, uint64_t,
+                                     void** out_buffer) {
+  auto* block = new (std::nothrow) MemoryBlock{data, 0, device, true};
+  if (block == nullptr) return PHX_STATUS_OUT_OF_MEMORY;
+  *out_buffer = block;
+  return PHX_STATUS_OK;
+}
+
+inline phx_status host_buffer_data(void*, void* buffer, void** out_data) {
+  *out_data = block_data(buffer);
   return PHX_STATUS_OK;
 }
 

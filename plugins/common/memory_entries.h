@@ -36,7 +36,10 @@ phx_status pool_buffer_allocate(void* plugin, uint32_t device, uint64_t size, vo
 template <class Plugin>
 void pool_buffer_free(void* plugin, void* buffer) {
   MemoryBlock& block = block_of(buffer);
-  plugin_of<Plugin>(plugin).memory(block.device).free(&block);
+  if (block.imported)
+    delete &block;
+  else
+    plugin_of<Plugin>(plugin).memory(block.device).free(&block);
 }
 
 template <class Plugin>

@@ -57,7 +57,8 @@ MemoryBlock* MemoryPool::allocate(uint64_t size, std::string& error) {
     // The host memory is taken before any kept block is evicted, so that a refusal
     // leaves the kept blocks, the statistics and the usage as they were.
     void* data = std::aligned_alloc(options_.alignment, counted);
-    block = data != nullptr ? new (std::nothrow) MemoryBlock{data, counted, device_} : nullptr;
+    block =
+        data != nullptr ? new (std::nothrow) MemoryBlock{data, counted, device_, false} : nullptr;
     if (block == nullptr) {
       std::free(data);
       error = (options_.simulated ? std::string("out of host memory backing the simulated ") +

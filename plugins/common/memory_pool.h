@@ -26,6 +26,7 @@ struct MemoryBlock {
   void* data;
   uint64_t counted_bytes;  // what the block counts against the device's memory
   uint32_t device;
+  bool imported = false;  // the consumer's memory (buffer_import_host): neither counted nor freed
 };
 
 class MemoryPool {

@@ -85,6 +85,8 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       own.graph_estimate,
       own.executable_serialize,
       own.executable_node_report,
+      nullptr,  // buffer_import_host: a simulated device's memory stands apart from the host's
+      nullptr,  // buffer_host_data: the same
   };
 }
 

@@ -219,6 +219,8 @@ constexpr phx_plugin_api kApi = {
     graph_estimate,
     nullptr,  // executable_serialize
     nullptr,  // executable_node_report: every node computes in its own dtype
+    host_buffer_import,
+    host_buffer_data,
 };
 
 const phx_plugin_api& api_table() { return kApi; }

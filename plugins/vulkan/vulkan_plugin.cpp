@@ -413,6 +413,8 @@ constexpr phx_plugin_api kApi = {
     graph_estimate,
     executable_serialize,
     nullptr,  // executable_node_report: every node computes in its own dtype
+    nullptr,  // buffer_import_host: device memory (host memory needs a driver extension)
+    nullptr,  // buffer_host_data: device memory, not the host's
 };
 
 const phx_plugin_api& api_table() { return kApi; }

@@ -3,6 +3,11 @@
 Tensor is the extension's class; the methods below are added to it here. A tensor keeps
 its context alive, and is freed (after the work queued on it) when garbage-collected, in
 any order with its context and other objects.
+
+On a device whose memory is the host's (the CPU device), numpy.asarray(t),
+numpy.from_dlpack(t) and phynexus.from_dlpack(array) share memory instead of copying; a
+view keeps its tensor alive, and closing the tensor or its context is refused while one
+exists.
 """
 
 import numpy as np
@@ -45,7 +50,7 @@ def _cast(value, target):
 
 def _numpy(self):
     """A numpy copy of the contents (bf16: float32, exactly). Waits for the work queued on
-    the tensor."""
+    the tensor. numpy.asarray(tensor) shares the memory where it can."""
     dtype = self.dtype
     if dtype is _dtypes.bf16:
         bits = np.empty(self.shape, dtype=np.uint16)
@@ -67,35 +72,57 @@ def _to(self, device):
     return self.copy_to(target.index)
 
 
+def _array(self, dtype=None, copy=None):
+    """numpy's array protocol: the tensor's memory in place where its device's memory is
+    the host's (waiting for the work queued on it first), else a copy; copy=True always
+    copies, copy=False raises ValueError where a copy is needed (as numpy 2 asks). bf16
+    has no numpy dtype: always a float32 copy."""
+    if copy is not True and self.dtype is not _dtypes.bf16:
+        view = self.host_array(np.dtype(self.dtype.numpy))
+        if view is not None:
+            return view if dtype is None else view.astype(dtype, copy=False)
+    if copy is False:
+        raise ValueError("phynexus: the tensor's memory cannot be viewed in place "
+                         "(its device's memory is not the host's, or bf16)")
+    result = _numpy(self)
+    return result if dtype is None else result.astype(dtype)
+
+
 def _dlpack(self, stream=None, *, max_version=None, dl_device=None, copy=None):
-    """A DLPack capsule of a host copy of the tensor (the C API offers no mapping of a
-    tensor's memory, so this copies). stream: None or -1 (host memory needs none).
-    The capsule is an unversioned one, which every DLPack consumer takes (max_version is
-    a consumer's upper bound); copy=False raises BufferError, as the protocol asks of a
-    producer that must copy; dl_device, when given, must be the host."""
+    """A DLPack capsule of the tensor in host memory: its own memory where its device's
+    memory is the host's (the CPU device), else a copy the capsule owns. stream: None or -1
+    (host memory needs none). The capsule is an unversioned one, which every DLPack
+    consumer takes (max_version is a consumer's upper bound); copy=True always copies,
+    copy=False raises BufferError where a copy is needed, as the protocol asks; dl_device,
+    when given, must be the host."""
     if stream not in (None, -1):
         raise _phynexus.InvalidArgumentError(
-            "phynexus: __dlpack__: the copy is host memory; stream must be None")
-    if copy is False:
-        raise BufferError("phynexus: __dlpack__: a tensor is always copied (docs/python.md)")
+            "phynexus: __dlpack__: the capsule is host memory; stream must be None")
     if dl_device is not None and tuple(dl_device) != (_phynexus.DLPACK_CPU, 0):
-        raise BufferError("phynexus: __dlpack__: the copy is host memory only")
+        raise BufferError("phynexus: __dlpack__: the capsule is host memory only")
     del max_version
-    return _phynexus.to_dlpack(self)
+    return _phynexus.to_dlpack(self, copy)
 
 
 def _dlpack_device(self):
     return (_phynexus.DLPACK_CPU, 0)
 
 
-def from_dlpack(obj, device=None):
-    """A tensor on device (default "cpu") holding a copy of obj, which implements
-    __dlpack__ (numpy >= 1.22, torch, jax, ...) or is a DLPack capsule. Host memory only."""
+def from_dlpack(obj, device=None, copy=None):
+    """A tensor on device (default "cpu") of obj, which implements __dlpack__ (numpy >=
+    1.22, torch, jax, ...) or is a DLPack capsule of host memory. Where the device computes
+    on host memory (the CPU device) the tensor is obj's memory in place, which it keeps
+    alive; elsewhere, or with copy=True, it holds a copy. copy=False raises BufferError
+    where a copy is needed. A non-contiguous or read-only numpy array is copied first."""
     target_device = _device(device if device is not None else "cpu")
-    if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
-        obj = np.ascontiguousarray(obj)
+    if isinstance(obj, np.ndarray) and not (obj.flags.c_contiguous and obj.flags.writeable):
+        if copy is False:
+            raise BufferError("phynexus.from_dlpack: the array is not contiguous or not "
+                              "writable, so it can only be copied")
+        obj = np.ascontiguousarray(obj) if obj.flags.writeable else np.array(obj, order="C")
     capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
-    return _phynexus.from_dlpack_capsule(target_device.context, target_device.index, capsule)
+    return _phynexus.from_dlpack_capsule(target_device.context, target_device.index, capsule,
+                                         copy)
 
 
 def _repr(self):
@@ -125,8 +152,7 @@ def _install():
                              doc="The Device it lives on.")
     Tensor.ndim = property(lambda self: len(self.shape))
     Tensor.numpy = _numpy
-    Tensor.__array__ = lambda self, dtype=None, copy=None: _numpy(self) if dtype is None \
-        else _numpy(self).astype(dtype)
+    Tensor.__array__ = _array
     Tensor.to = _to
     Tensor.__dlpack__ = _dlpack
     Tensor.__dlpack_device__ = _dlpack_device

@@ -41,6 +41,9 @@ struct ContextState {
   std::map<size_t, std::shared_ptr<StreamState>> default_streams;
   // Output descriptions of eager ops, keyed by op, parameters and input descriptions.
   std::unordered_map<std::string, std::vector<phx_tensor_desc>> output_desc_cache;
+  // numpy arrays and DLPack capsules viewing the memory of its tensors (HostView): while
+  // there are any, close() is refused, which would free that memory under them.
+  std::atomic<size_t> host_views{0};
 
   ~ContextState();
   void close();
@@ -81,14 +84,39 @@ struct Tensor {
   Tensor& operator=(const Tensor&) = delete;
   void close();
   py::tuple shape() const;
+  std::atomic<size_t> host_views{0};  // as ContextState's, for this tensor alone
 };
 using TensorPtr = std::shared_ptr<Tensor>;
+
+// A numpy array's or a DLPack capsule's view of a tensor's memory in place (the CPU
+// device's, phx_tensor_host_data): keeps the tensor, and so the memory, alive, and is
+// counted so that closing the tensor or its context is refused meanwhile. Destroy it
+// with the GIL held.
+struct HostView {
+  TensorPtr tensor;
+  void* data = nullptr;
+  explicit HostView(TensorPtr viewed, void* address);
+  ~HostView();
+  HostView(const HostView&) = delete;
+  HostView& operator=(const HostView&) = delete;
+};
+// The view of self's memory in place, or null when its device's memory is not the host's.
+std::unique_ptr<HostView> view_host_memory(const TensorPtr& self);
+// Raises InvalidArgumentError naming what while views of the memory exist.
+void refuse_while_viewed(size_t views, const char* what);
 
 // A handle, or raises InvalidArgumentError for a closed tensor.
 phx_tensor handle_of(const Tensor& tensor);
 // A tensor of dtype and shape on device of context.
 TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
                         const std::vector<int64_t>& shape);
+// A tensor of dtype and shape on device over the host memory at data, which the library
+// gives back with release(user_data) (phx_tensor_create_from_host); null when the device
+// cannot compute on host memory. *taken says whether the library took the memory, also
+// when this raises: if not, the memory is still the caller's.
+TensorPtr create_tensor_over(const ContextPtr& context, size_t device, phx_dtype dtype,
+                             const std::vector<int64_t>& shape, void* data,
+                             phx_host_release_fn release, void* user_data, bool* taken);
 // The default stream of device, created on first use.
 StreamPtr default_stream(const ContextPtr& context, size_t device);
 

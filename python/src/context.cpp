@@ -207,6 +207,7 @@ void bind_context(py::module_& module) {
            py::arg("num_threads") = 0)
       .def("close",
            [](ContextState& self) {
+             refuse_while_viewed(self.host_views, "Context.close");
              py::gil_scoped_release release;
              self.close();
            })

@@ -1,9 +1,12 @@
-// DLPack both ways. The C API has no way to wrap external memory in a tensor or to map a
-// tensor's memory, so both directions copy: __dlpack__ downloads the tensor into host
-// memory that the capsule owns, and from_dlpack uploads the producer's host memory.
+// DLPack both ways, in place where the device's memory is the host's (the CPU device):
+// __dlpack__ exports the tensor's own memory (phx_tensor_host_data), and from_dlpack makes a
+// tensor over the producer's (phx_tensor_create_from_host). Elsewhere, or when asked to,
+// they copy: __dlpack__ downloads the tensor into host memory that the capsule owns, and
+// from_dlpack uploads the producer's host memory.
 #include <dlpack/dlpack.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "binding.h"
 
@@ -13,16 +16,21 @@ namespace {
 constexpr const char* kCapsuleName = "dltensor";
 constexpr const char* kUsedCapsuleName = "used_dltensor";
 
-// One exported tensor: the DLManagedTensor and what it points to.
+// One exported tensor: the DLManagedTensor and what it points to, a copy the capsule owns
+// or a view of the tensor's memory in place.
 struct Exported {
   DLManagedTensor managed{};
   std::vector<int64_t> shape;
-  void* data = nullptr;
+  void* copy = nullptr;
+  std::unique_ptr<HostView> view;
 };
 
+// A consumer may call it from any thread, with or without the GIL; dropping a view may
+// free the tensor, which needs it.
 void delete_exported(DLManagedTensor* managed) {
+  py::gil_scoped_acquire gil;
   auto* exported = static_cast<Exported*>(managed->manager_ctx);
-  std::free(exported->data);
+  std::free(exported->copy);
   delete exported;
 }
 
@@ -70,26 +78,42 @@ phx_dtype phx_dtype_of(DLDataType dtype) {
                                           std::to_string(dtype.lanes) + ")");
 }
 
-py::capsule to_dlpack(const Tensor& self) {
+// A host copy of self's contents, which the capsule owns.
+void* download_copy(const Tensor& self) {
   phx_tensor handle = handle_of(self);
-  auto exported = std::make_unique<Exported>();
-  exported->shape.assign(self.desc.shape, self.desc.shape + self.desc.rank);
   // 256-byte alignment, as the DLPack header asks of data pointers.
   const size_t bytes = (self.desc.byte_size + 255) / 256 * 256;
-  exported->data = std::aligned_alloc(256, bytes == 0 ? 256 : bytes);
-  if (exported->data == nullptr) raise_error(PHX_STATUS_OUT_OF_MEMORY, "phynexus: __dlpack__");
+  void* copy = std::aligned_alloc(256, bytes == 0 ? 256 : bytes);
+  if (copy == nullptr) raise_error(PHX_STATUS_OUT_OF_MEMORY, "phynexus: __dlpack__");
   phx_status status;
   {
     py::gil_scoped_release release;
-    status = phx_tensor_download(handle, 0, exported->data, self.desc.byte_size);
+    status = phx_tensor_download(handle, 0, copy, self.desc.byte_size);
   }
-  if (status != PHX_STATUS_OK) std::free(exported->data);
+  if (status != PHX_STATUS_OK) std::free(copy);
   check(status);
+  return copy;
+}
+
+// copy: True always copies; False refuses (BufferError) where a copy is needed; None
+// copies only where the memory cannot be shared.
+py::capsule to_dlpack(const TensorPtr& self, std::optional<bool> copy) {
+  const DLDataType dtype = dl_dtype(self->desc.dtype);
+  auto exported = std::make_unique<Exported>();
+  exported->shape.assign(self->desc.shape, self->desc.shape + self->desc.rank);
+  if (copy != true) exported->view = view_host_memory(self);
+  if (exported->view == nullptr) {
+    if (copy == false)
+      throw py::buffer_error(
+          "phynexus: __dlpack__: the tensor's device memory is not the "
+          "host's, so it can only be copied");
+    exported->copy = download_copy(*self);
+  }
   DLTensor& tensor = exported->managed.dl_tensor;
-  tensor.data = exported->data;
+  tensor.data = exported->view != nullptr ? exported->view->data : exported->copy;
   tensor.device = {kDLCPU, 0};
-  tensor.ndim = static_cast<int>(self.desc.rank);
-  tensor.dtype = dl_dtype(self.desc.dtype);
+  tensor.ndim = static_cast<int>(self->desc.rank);
+  tensor.dtype = dtype;
   tensor.shape = exported->shape.data();
   tensor.strides = nullptr;  // compact, row-major
   tensor.byte_offset = 0;
@@ -110,8 +134,18 @@ bool is_compact(const DLTensor& tensor) {
   return true;
 }
 
-TensorPtr from_dlpack_capsule(const ContextPtr& context, size_t device,
-                              const py::capsule& capsule) {
+// Gives a producer's memory back once the library is done with it (a tensor over it was
+// destroyed), from whatever thread destroyed the tensor.
+void release_producer(void* managed) {
+  py::gil_scoped_acquire gil;
+  auto* m = static_cast<DLManagedTensor*>(managed);
+  if (m->deleter != nullptr) m->deleter(m);
+}
+
+// copy as for to_dlpack: in place unless True, where the device allows it and the
+// producer's data is aligned to its element size.
+TensorPtr from_dlpack_capsule(const ContextPtr& context, size_t device, const py::capsule& capsule,
+                              std::optional<bool> copy) {
   if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName))
     raise_error(PHX_STATUS_INVALID_ARGUMENT,
                 "phynexus.from_dlpack: not an unconsumed \"dltensor\" capsule");
@@ -134,8 +168,29 @@ TensorPtr from_dlpack_capsule(const ContextPtr& context, size_t device,
     raise_error(PHX_STATUS_INVALID_ARGUMENT,
                 "phynexus.from_dlpack: strided tensors are not taken; make it contiguous first");
   std::vector<int64_t> shape(source.shape, source.shape + source.ndim);
-  TensorPtr tensor = create_tensor(context, device, phx_dtype_of(source.dtype), shape);
-  const char* data = static_cast<const char*>(source.data) + source.byte_offset;
+  const phx_dtype dtype = phx_dtype_of(source.dtype);
+  char* data = static_cast<char*>(source.data) + source.byte_offset;
+  if (copy != true && reinterpret_cast<uintptr_t>(data) % phx_dtype_size(dtype) == 0) {
+    // Once the library took the memory, the tensor gives it back through release_producer.
+    bool taken = false;
+    TensorPtr shared;
+    try {
+      shared = create_tensor_over(context, device, dtype, shape, data, release_producer, managed,
+                                  &taken);
+    } catch (...) {
+      if (taken) owned.release();
+      throw;
+    }
+    if (taken) {
+      owned.release();
+      return shared;
+    }
+  }
+  if (copy == false)
+    throw py::buffer_error(
+        "phynexus.from_dlpack: the device cannot compute on this memory in "
+        "place (not the host's, or data misaligned), so it can only be copied");
+  TensorPtr tensor = create_tensor(context, device, dtype, shape);
   phx_status status;
   {
     py::gil_scoped_release release;
@@ -148,8 +203,9 @@ TensorPtr from_dlpack_capsule(const ContextPtr& context, size_t device,
 }  // namespace
 
 void bind_dlpack(py::module_& module) {
-  module.def("to_dlpack", &to_dlpack);
-  module.def("from_dlpack_capsule", &from_dlpack_capsule);
+  module.def("to_dlpack", &to_dlpack, py::arg("tensor"), py::arg("copy") = py::none());
+  module.def("from_dlpack_capsule", &from_dlpack_capsule, py::arg("context"), py::arg("device"),
+             py::arg("capsule"), py::arg("copy") = py::none());
   module.attr("DLPACK_CPU") = static_cast<int>(kDLCPU);
 }
 

@@ -1,5 +1,8 @@
 // phynexus._phynexus.Tensor: a tensor of a context, filled from and read into host
-// buffers (numpy arrays, through the buffer protocol), copied between devices.
+// buffers (numpy arrays, through the buffer protocol), copied between devices, and, on a
+// device whose memory is the host's, viewed in place by numpy arrays.
+#include <pybind11/numpy.h>
+
 #include "binding.h"
 
 namespace phx_python {
@@ -58,6 +61,21 @@ TensorPtr copy_to(const Tensor& self, size_t device) {
   return copy;
 }
 
+// A numpy array of numpy_dtype viewing the tensor's memory in place, or None when its
+// device's memory is not the host's. The array keeps the tensor alive.
+py::object host_array(const TensorPtr& self, const py::dtype& numpy_dtype) {
+  std::unique_ptr<HostView> view = view_host_memory(self);
+  if (view == nullptr) return py::none();
+  if (static_cast<uint64_t>(numpy_dtype.itemsize()) != phx_dtype_size(self->desc.dtype))
+    raise_error(PHX_STATUS_INVALID_ARGUMENT,
+                "phynexus: host_array: the numpy dtype's size is "
+                "not the tensor's element size");
+  std::vector<ssize_t> shape(self->desc.shape, self->desc.shape + self->desc.rank);
+  void* data = view->data;
+  py::capsule base(view.release(), [](void* v) { delete static_cast<HostView*>(v); });
+  return py::array(numpy_dtype, shape, {}, data, base);
+}
+
 }  // namespace
 
 Tensor::Tensor(ContextPtr context, phx_tensor handle) : owner(std::move(context)), tensor(handle) {}
@@ -96,6 +114,51 @@ TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtyp
   return tensor;
 }
 
+TensorPtr create_tensor_over(const ContextPtr& context, size_t device, phx_dtype dtype,
+                             const std::vector<int64_t>& shape, void* data,
+                             phx_host_release_fn release, void* user_data, bool* taken) {
+  phx_tensor handle = nullptr;
+  const phx_status status =
+      phx_tensor_create_from_host(context->context, device, dtype, shape.size(), shape.data(), data,
+                                  release, user_data, &handle);
+  *taken = status == PHX_STATUS_OK;
+  if (status == PHX_STATUS_UNSUPPORTED) return nullptr;
+  check(status);
+  auto tensor = std::make_shared<Tensor>(context, handle);
+  check(phx_tensor_describe(handle, &tensor->desc));
+  return tensor;
+}
+
+HostView::HostView(TensorPtr viewed, void* address) : tensor(std::move(viewed)), data(address) {
+  ++tensor->host_views;
+  ++tensor->owner->host_views;
+}
+
+HostView::~HostView() {
+  --tensor->host_views;
+  --tensor->owner->host_views;
+}
+
+std::unique_ptr<HostView> view_host_memory(const TensorPtr& self) {
+  phx_tensor handle = handle_of(*self);
+  void* data = nullptr;
+  phx_status status;
+  {
+    py::gil_scoped_release release;
+    status = phx_tensor_host_data(handle, &data);
+  }
+  if (status == PHX_STATUS_UNSUPPORTED) return nullptr;
+  check(status);
+  return std::make_unique<HostView>(self, data);
+}
+
+void refuse_while_viewed(size_t views, const char* what) {
+  if (views != 0)
+    raise_error(PHX_STATUS_INVALID_ARGUMENT,
+                std::string("phynexus: ") + what + ": " + std::to_string(views) +
+                    " numpy array(s) or DLPack capsule(s) still view its memory; drop them first");
+}
+
 void bind_tensor(py::module_& module) {
   py::class_<Tensor, TensorPtr>(module, "Tensor")
       .def_static("empty",
@@ -108,9 +171,11 @@ void bind_tensor(py::module_& module) {
       .def("copy_to", &copy_to)
       .def("close",
            [](Tensor& self) {
+             refuse_while_viewed(self.host_views, "Tensor.close");
              py::gil_scoped_release release;
              self.close();
            })
+      .def("host_array", &host_array)
       .def_property_readonly("closed", [](const Tensor& self) { return self.tensor == nullptr; })
       .def_property_readonly("shape", &Tensor::shape)
       .def_property_readonly("dtype_id",

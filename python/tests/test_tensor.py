@@ -1,5 +1,7 @@
 """Tensors: dtypes through numpy, operators, moving between devices, DLPack, bad input."""
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -102,8 +104,63 @@ def test_dlpack_refuses_what_it_cannot_take():
     with pytest.raises(phynexus.InvalidArgumentError):
         phynexus.tensor([1.0]).__dlpack__(stream=7)
     with pytest.raises(BufferError):
-        phynexus.tensor([1.0]).__dlpack__(copy=False)
+        phynexus.tensor([1.0], device="npu").__dlpack__(copy=False)
+    with pytest.raises(BufferError):
+        phynexus.from_dlpack(np.zeros(3, dtype=np.float32), device="npu", copy=False)
+    with pytest.raises(BufferError):
+        phynexus.from_dlpack(np.zeros(4, dtype=np.float32)[::2], copy=False)
+    with pytest.raises(ValueError):
+        phynexus.tensor([1.0], device="npu").__array__(copy=False)
     assert phynexus.from_dlpack(phynexus.tensor([1.0]).__dlpack__(max_version=(1, 0))).shape == (1,)
+
+
+def test_cpu_tensors_share_memory_with_numpy_and_dlpack(rng):
+    # numpy's memory in a CPU tensor, in place: each side sees what the other writes.
+    values = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    shared = phynexus.from_dlpack(values)
+    values[1, 2] = 42.0
+    assert shared.numpy()[1, 2] == 42.0
+    doubled = shared + shared
+    np.testing.assert_array_equal(np.asarray(doubled), values * 2)
+    # The tensor's memory in numpy, in place, and the same memory each time.
+    a, b = np.asarray(doubled), np.from_dlpack(doubled)
+    assert np.shares_memory(a, b)
+    a[0, 0] = -7.0
+    assert doubled.numpy()[0, 0] == -7.0
+    assert not np.shares_memory(doubled.numpy(), a)  # .numpy() copies
+    assert not np.shares_memory(np.array(doubled), a)
+    # A copy on a device whose memory is not the host's: the array is not shared.
+    on_tpu = phynexus.from_dlpack(values, device="tpu")
+    values[0, 0] = 1000.0
+    assert on_tpu.numpy()[0, 0] != 1000.0
+    assert phynexus.from_dlpack(values, copy=True).numpy()[0, 0] == 1000.0
+
+
+def test_views_keep_their_memory_alive_and_closing_under_them_is_refused(rng):
+    context = phynexus.Context()
+    cpu = phynexus.device("cpu", context)
+    t = phynexus.tensor(np.arange(6, dtype=np.int32), device=cpu)
+    view = np.asarray(t)
+    del t  # the view keeps the tensor
+    gc.collect()
+    assert view.tolist() == list(range(6))
+    viewed = phynexus.tensor(np.ones(2, dtype=np.float32), device=cpu)
+    capsule_view = np.from_dlpack(viewed)
+    with pytest.raises(phynexus.InvalidArgumentError, match="view its memory"):
+        viewed.close()
+    with pytest.raises(phynexus.InvalidArgumentError, match="view its memory"):
+        context.close()
+    del view, capsule_view
+    gc.collect()
+    viewed.close()
+    # numpy memory inside a tensor outlives the array's last other reference, and is given
+    # back when the context closes.
+    inner = phynexus.from_dlpack(np.full(5, 3, dtype=np.int16), device=cpu)
+    gc.collect()
+    assert inner.numpy().tolist() == [3] * 5
+    context.close()
+    with pytest.raises(phynexus.InvalidArgumentError):
+        inner.numpy()
 
 
 def test_bad_input_raises_phynexus_errors(rng):

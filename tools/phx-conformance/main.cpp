@@ -108,12 +108,21 @@ void print_entries(const std::string& file) {
     };
 #define PHX_OPTIONAL(entry) \
   { #entry, offsetof(phx_plugin_api, entry) }
-    const Optional optional[] = {
-        PHX_OPTIONAL(memory_set_limit),     PHX_OPTIONAL(memory_release_cached),
-        PHX_OPTIONAL(buffer_copy),          PHX_OPTIONAL(device_stats),
-        PHX_OPTIONAL(op_variant_supported), PHX_OPTIONAL(graph_compile),
-        PHX_OPTIONAL(executable_run),       PHX_OPTIONAL(executable_destroy),
-        PHX_OPTIONAL(executable_stats)};
+    const Optional optional[] = {PHX_OPTIONAL(memory_set_limit),
+                                 PHX_OPTIONAL(memory_release_cached),
+                                 PHX_OPTIONAL(buffer_copy),
+                                 PHX_OPTIONAL(device_stats),
+                                 PHX_OPTIONAL(op_variant_supported),
+                                 PHX_OPTIONAL(graph_compile),
+                                 PHX_OPTIONAL(executable_run),
+                                 PHX_OPTIONAL(executable_destroy),
+                                 PHX_OPTIONAL(executable_stats),
+                                 PHX_OPTIONAL(graph_claim),
+                                 PHX_OPTIONAL(graph_estimate),
+                                 PHX_OPTIONAL(executable_serialize),
+                                 PHX_OPTIONAL(executable_node_report),
+                                 PHX_OPTIONAL(buffer_import_host),
+                                 PHX_OPTIONAL(buffer_host_data)};
 #undef PHX_OPTIONAL
     std::printf("optional entries:");
     for (const Optional& o : optional) {
