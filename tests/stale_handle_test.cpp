@@ -211,6 +211,19 @@ const std::vector<Row>& rows() {
          float data[4] = {};
          return phx_tensor_download(as<phx_tensor>(h), 0, data, sizeof data);
        }},
+      {"phx_tensor_create_from_host", K::kContext, false,
+       [](W, uintptr_t h) {
+         static float data[4] = {};
+         const int64_t shape[1] = {4};
+         phx_tensor t = nullptr;
+         return phx_tensor_create_from_host(as<phx_context>(h), 0, PHX_DTYPE_F32, 1, shape, data,
+                                            nullptr, nullptr, &t);
+       }},
+      {"phx_tensor_host_data", K::kTensor, false,
+       [](W, uintptr_t h) {
+         void* data = nullptr;
+         return phx_tensor_host_data(as<phx_tensor>(h), &data);
+       }},
       {"phx_tensor_copy", K::kTensor, true,
        [](W w, uintptr_t h) { return phx_tensor_copy(as<phx_tensor>(h), w.tensor); }},
       {"phx_tensor_copy", K::kTensor, true,
