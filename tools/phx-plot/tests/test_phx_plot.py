@@ -1,0 +1,100 @@
+"""phx-plot draws each plot from the committed example trace and bench JSON as a PNG of the
+size asked for; a trace without its closing bracket is read; a bad input is one line on
+stderr and exit status 1, never a traceback. Exits 77 (skipped) without matplotlib.
+usage: test_phx_plot.py PHX_PLOT DATA_DIR"""
+
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PHX_PLOT = None
+DATA = None
+
+
+def png_size(path):
+    """(width, height) from the PNG's signature and IHDR chunk."""
+    with open(path, "rb") as file:
+        header = file.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is no PNG"
+    assert header[12:16] == b"IHDR"
+    return struct.unpack(">II", header[16:24])
+
+
+class PhxPlotTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def run_plot(self, *arguments):
+        return subprocess.run([sys.executable, PHX_PLOT, *arguments], capture_output=True,
+                              text=True, timeout=120)
+
+    def draw(self, command, inputs, size):
+        output = os.path.join(self.folder.name, f"{command}.png")
+        result = self.run_plot(command, *[os.path.join(DATA, i) for i in inputs], "-o", output,
+                               "--size", size)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return png_size(output)
+
+    def test_timeline(self):
+        self.assertEqual(self.draw("timeline", ["example_trace.json"], "900x420"), (900, 420))
+
+    def test_timeline_of_a_trace_cut_short(self):
+        # No closing bracket, the last event half written: the program was killed.
+        self.assertEqual(self.draw("timeline", ["example_trace_killed.json"], "640x300"),
+                         (640, 300))
+
+    def test_roofline(self):
+        self.assertEqual(self.draw("roofline", ["example_bench.json"], "1000x500"), (1000, 500))
+
+    def test_gemm(self):
+        self.assertEqual(self.draw("gemm", ["example_bench.json"], "800x600"), (800, 600))
+
+    def test_width_and_height(self):
+        output = os.path.join(self.folder.name, "gemm.png")
+        result = self.run_plot("gemm", os.path.join(DATA, "example_bench.json"), "-o", output,
+                               "--width", "700", "--height", "350")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(png_size(output), (700, 350))
+
+    def assert_one_line_error(self, result, words):
+        self.assertEqual(result.returncode, 1)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("phx-plot: "), lines[0])
+        self.assertIn(words, lines[0])
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_bad_inputs(self):
+        output = os.path.join(self.folder.name, "out.png")
+        bad = os.path.join(self.folder.name, "bad.json")
+        with open(bad, "w") as file:
+            file.write('[\n{"name": "a", "ph": "X", "ts": 1, "dur": 2},\n{"name": \n{"ph": "X"}\n]\n')
+        cases = [
+            (("timeline", bad), "not a Chrome trace"),
+            (("timeline", os.path.join(self.folder.name, "missing.json")), "cannot read"),
+            (("gemm", bad), "not Google Benchmark JSON"),
+            (("roofline", os.path.join(DATA, "example_trace.json")), "not Google Benchmark JSON"),
+            (("timeline", os.path.join(DATA, "example_bench.json")), "not a Chrome trace"),
+            (("gemm", os.path.join(DATA, "example_bench.json"), "--size", "big"), "--size"),
+        ]
+        for arguments, words in cases:
+            with self.subTest(arguments=arguments):
+                self.assert_one_line_error(self.run_plot(*arguments, "-o", output), words)
+        self.assertFalse(os.path.exists(output))
+
+
+if __name__ == "__main__":
+    PHX_PLOT, DATA = sys.argv[1], sys.argv[2]
+    del sys.argv[1:3]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("test_phx_plot: matplotlib is not installed (Debian: python3-matplotlib): skipped")
+        sys.exit(77)
+    unittest.main()
