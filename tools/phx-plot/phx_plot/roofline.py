@@ -77,18 +77,22 @@ def _draw_device(axes, device, points, roof):
         _draw_roof(axes, roof, low, high)
     for intensity, gflops, label in sorted(points):
         axes.plot([intensity], [gflops], "o", label=f"{label}: {gflops:.1f}")
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
+    rates = [p[1] for p in points] + ([roof.flops / 1e9] if roof is not None else [])
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
-    axes.yaxis.set_major_formatter(ScalarFormatter())  # 100, not 10^2
     axes.set_xlim(low, high)
+    axes.set_ylim(min(rates) / 2, max(rates) * 1.6)  # every point, and the roof's top
+    axes.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    axes.yaxis.set_major_formatter(ScalarFormatter())  # 20, 50, 100: not 2 x 10^1
+    axes.yaxis.set_minor_formatter(NullFormatter())
     axes.set_xlabel("arithmetic intensity (FLOP/byte)")
     axes.set_ylabel("GFLOP/s")
     source = roof.source if roof is not None else "no roof measured"
     axes.set_title(f"{device} (roof: {source})", fontsize=10)
     axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=6, loc="lower right")
+    axes.legend(fontsize=6, loc="best")
 
 
 def plot_roofline(bench_paths, output, width, height):
@@ -99,8 +103,8 @@ def plot_roofline(bench_paths, output, width, height):
                         f"GFLOP/s) and a {INTENSITY} counter")
     cpu, models = cpu_roof(results), model_roofs(results)
     if cpu is None:
-        print("phx-plot: warning: no bench_peak results (peak_fma_*, peak_stream_*) among the "
-              "inputs: the CPU's roofs are not drawn", file=sys.stderr)
+        print("phx-plot: warning: the inputs lack bench_peak's peak_fma_* or peak_stream_* "
+              "results: no roof is drawn", file=sys.stderr)
     figure = new_figure(width, height)
     figure.suptitle("Roofline: achieved GFLOP/s against arithmetic intensity")
     devices = sorted(points)
