@@ -86,16 +86,21 @@ class Recorder : public phx_test::OpRunObserver, public ::testing::EmptyTestEven
 // failure is printed.
 class ProgressListener : public ::testing::EmptyTestEventListener {
  public:
-  void OnTestProgramStart(const ::testing::UnitTest& unit) override {
+  // Per iteration: --gtest_repeat runs the tests again.
+  void OnTestIterationStart(const ::testing::UnitTest& unit, int) override {
     progress_.emplace(static_cast<size_t>(unit.test_to_run_count()), "tests");
+    done_ = 0;
   }
   void OnTestStart(const ::testing::TestInfo& test) override {
-    progress_->update(done_, std::string(test.test_suite_name()) + "." + test.name());
+    if (progress_)
+      progress_->update(done_, std::string(test.test_suite_name()) + "." + test.name());
   }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (result.failed()) progress_->clear();
+    if (progress_ && result.failed()) progress_->clear();
   }
-  void OnTestEnd(const ::testing::TestInfo&) override { progress_->update(++done_); }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    if (progress_) progress_->update(++done_);
+  }
   // Before googletest's summary, which its printer writes at the iteration's end.
   void OnEnvironmentsTearDownStart(const ::testing::UnitTest&) override { progress_.reset(); }
 
