@@ -135,7 +135,8 @@ done
 # where it does not, and the timeline is skipped.
 rm -f "$plots/mlp-trace.json"
 if [ "$have_example" -gt 0 ]; then
-  PHX_TRACE="$plots/mlp-trace.json" build/bin/phx_example_mlp >/dev/null
+  PHX_TRACE="$plots/mlp-trace.json" build/bin/phx_example_mlp >/dev/null ||
+    echo "bench: examples/mlp.c failed; its trace, if any, ends where it stopped"
 fi
 if [ -s "$plots/mlp-trace.json" ]; then
   "$plot" timeline "$plots/mlp-trace.json" -o "$plots/timeline.png"

@@ -65,13 +65,15 @@ def _load_events(path):
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except (OSError, UnicodeDecodeError) as error:
-        raise PlotError(f"{path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+        reason = error.strerror if isinstance(error, OSError) else error
+        raise PlotError(f"{path}: cannot read: {reason}") from None
     start = text.lstrip()[:1]
     if start == "{":
         try:
             events = json.loads(text).get("traceEvents")
         except json.JSONDecodeError as error:
-            raise PlotError(f"{path}: not a Chrome trace: {error.msg} at line {error.lineno}") from None
+            raise PlotError(f"{path}: not a Chrome trace: {error.msg} at line "
+                            f"{error.lineno}") from None
     elif start == "[":
         events = _events_of_array(text, path)
     else:
@@ -83,7 +85,9 @@ def _load_events(path):
 
 def _metadata(trace, event, track):
     name = event.get("name")
-    value = (event.get("args") or {})
+    value = event.get("args")
+    if not isinstance(value, dict):
+        value = {}
     if name == "process_name":
         trace.process_names[track[0]] = str(value.get("name", track[0]))
     elif name == "thread_name":
@@ -133,6 +137,7 @@ def read_trace(path):
                 start = float(first["ts"])
                 trace.spans.append(_span(first, track, start, float(event["ts"]) - start))
     except (KeyError, TypeError, ValueError) as error:
-        raise PlotError(f"{path}: an event without a valid timestamp ({error})") from None
+        raise PlotError(f"{path}: an event with a field of the wrong type or none "
+                        f"({error.__class__.__name__}: {error})") from None
     _set_depths(trace.spans)
     return trace

@@ -49,6 +49,19 @@ class PhxPlotTest(unittest.TestCase):
         self.assertEqual(self.draw("timeline", ["example_trace_killed.json"], "640x300"),
                          (640, 300))
 
+    def test_cut_short_trace_keeps_every_whole_event(self):
+        sys.dont_write_bytecode = True  # nothing written into the source tree
+        sys.path.insert(0, os.path.dirname(os.path.abspath(DATA)))  # the phx_plot modules
+        from phx_plot.trace import read_trace
+
+        whole = read_trace(os.path.join(DATA, "example_trace.json"))
+        cut = read_trace(os.path.join(DATA, "example_trace_killed.json"))
+        self.assertEqual(len(whole.spans), 16)
+        self.assertEqual([(s.name, s.start_us) for s in cut.spans],
+                         [(s.name, s.start_us) for s in whole.spans])
+        self.assertEqual(cut.track_name((2, 2)),
+                         "TPU v5e (simulated) (tpu-sim) / stream 1 (simulated device time)")
+
     def test_roofline(self):
         self.assertEqual(self.draw("roofline", ["example_bench.json"], "1000x500"), (1000, 500))
 
@@ -74,11 +87,17 @@ class PhxPlotTest(unittest.TestCase):
         output = os.path.join(self.folder.name, "out.png")
         bad = os.path.join(self.folder.name, "bad.json")
         with open(bad, "w") as file:
-            file.write('[\n{"name": "a", "ph": "X", "ts": 1, "dur": 2},\n{"name": \n{"ph": "X"}\n]\n')
+            # A broken event in the middle, not at the end: malformed, not cut short.
+            file.write('[\n{"name": "a", "ph": "X", "ts": 1, "dur": 2},\n{"name": \n'
+                       '{"ph": "X"}\n]\n')
+        wrong_types = os.path.join(self.folder.name, "wrong_types.json")
+        with open(wrong_types, "w") as file:
+            file.write('[{"name": "a", "ph": "X", "ts": "soon", "dur": 2, "pid": 1, "tid": 1}]')
         cases = [
             (("timeline", bad), "not a Chrome trace"),
             (("timeline", os.path.join(self.folder.name, "missing.json")), "cannot read"),
             (("gemm", bad), "not Google Benchmark JSON"),
+            (("timeline", wrong_types), "wrong type"),
             (("roofline", os.path.join(DATA, "example_trace.json")), "not Google Benchmark JSON"),
             (("timeline", os.path.join(DATA, "example_bench.json")), "not a Chrome trace"),
             (("gemm", os.path.join(DATA, "example_bench.json"), "--size", "big"), "--size"),
