@@ -10,7 +10,7 @@ from .trace import read_trace
 LANE_HEIGHT = 0.8  # of a lane's 1.0, the rest a gap between lanes
 LABEL_FONT_SIZE = 7
 LABEL_CHAR_PIXELS = 4.5  # about the width of one character at that size
-MAX_LEGEND_KINDS = 20  # the palette's colours; more kinds share them, unnamed
+MAX_LEGEND_KINDS = 20  # the largest palette's colours; more kinds share them, unnamed
 
 
 def default_height(track_count):
@@ -20,7 +20,8 @@ def default_height(track_count):
 def _colours(kinds):
     import matplotlib
 
-    palette = matplotlib.colormaps["tab20"]
+    # tab10's colours are the most distinct; tab20 adds a lighter shade of each.
+    palette = matplotlib.colormaps["tab10" if len(kinds) <= 10 else "tab20"]
     return {kind: palette(i % palette.N) for i, kind in enumerate(kinds)}
 
 
@@ -33,7 +34,8 @@ def _draw_spans(axes, trace, lanes, colours, origin_us):
     for span in trace.spans:
         rows = depth_of_lane[span.track] + 1
         height = LANE_HEIGHT / rows
-        bottom = lanes[span.track] - LANE_HEIGHT / 2 + (rows - 1 - span.depth) * height
+        # The y axis runs downwards (the first track on top): depth 0 in the top row.
+        bottom = lanes[span.track] - LANE_HEIGHT / 2 + span.depth * height
         start_ms = (span.start_us - origin_us) / 1000
         axes.broken_barh([(start_ms, span.duration_us / 1000)], (bottom, height * 0.95),
                          facecolors=colours[span.kind], edgecolor="none")

@@ -23,6 +23,15 @@ def png_size(path):
     return struct.unpack(">II", header[16:24])
 
 
+def trace_reader():
+    """phx_plot.trace.read_trace, from the source tree beside DATA."""
+    sys.dont_write_bytecode = True  # nothing written into the source tree
+    sys.path.insert(0, os.path.dirname(os.path.abspath(DATA)))
+    from phx_plot.trace import read_trace
+
+    return read_trace
+
+
 class PhxPlotTest(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
@@ -50,10 +59,7 @@ class PhxPlotTest(unittest.TestCase):
                          (640, 300))
 
     def test_cut_short_trace_keeps_every_whole_event(self):
-        sys.dont_write_bytecode = True  # nothing written into the source tree
-        sys.path.insert(0, os.path.dirname(os.path.abspath(DATA)))  # the phx_plot modules
-        from phx_plot.trace import read_trace
-
+        read_trace = trace_reader()
         whole = read_trace(os.path.join(DATA, "example_trace.json"))
         cut = read_trace(os.path.join(DATA, "example_trace_killed.json"))
         self.assertEqual(len(whole.spans), 16)
@@ -61,6 +67,20 @@ class PhxPlotTest(unittest.TestCase):
                          [(s.name, s.start_us) for s in whole.spans])
         self.assertEqual(cut.track_name((2, 2)),
                          "TPU v5e (simulated) (tpu-sim) / stream 1 (simulated device time)")
+
+    def test_nesting_and_begin_end_pairs(self):
+        read_trace = trace_reader()
+        path = os.path.join(self.folder.name, "nested.json")
+        with open(path, "w") as file:
+            file.write('{"traceEvents": ['
+                       '{"name": "run", "ph": "X", "ts": 0, "dur": 10, "pid": 1, "tid": 1},'
+                       '{"name": "a", "ph": "X", "ts": 1, "dur": 4, "pid": 1, "tid": 1},'
+                       '{"name": "b", "ph": "X", "ts": 5, "dur": 4, "pid": 1, "tid": 1},'
+                       '{"name": "w", "ph": "B", "ts": 2, "pid": 1, "tid": 2},'
+                       '{"name": "w", "ph": "E", "ts": 7, "pid": 1, "tid": 2}]}')
+        spans = {s.name: s for s in read_trace(path).spans}
+        self.assertEqual([spans[n].depth for n in ("run", "a", "b", "w")], [0, 1, 1, 0])
+        self.assertEqual((spans["w"].start_us, spans["w"].duration_us), (2.0, 5.0))
 
     def test_roofline(self):
         self.assertEqual(self.draw("roofline", ["example_bench.json"], "1000x500"), (1000, 500))
