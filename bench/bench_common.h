@@ -127,6 +127,16 @@ class Tensor {
   phx_tensor handle_ = nullptr;
 };
 
+// The arithmetic intensity of an N x N product as the counter "FLOP/byte", which phx-plot
+// roofline places the benchmark by: 2 N^3 FLOP over the least traffic, each input read and
+// the output written once.
+inline void set_gemm_intensity(benchmark::State& state, int64_t n, phx_dtype input,
+                               phx_dtype output) {
+  const double bytes = static_cast<double>(n) * static_cast<double>(n) *
+                       static_cast<double>(2 * phx_dtype_size(input) + phx_dtype_size(output));
+  state.counters["FLOP/byte"] = 2.0 * static_cast<double>(n) * n * n / bytes;
+}
+
 inline phx_op_desc op_desc(phx_op_id op, const phx_tensor* inputs, size_t input_count,
                            const phx_tensor* output) {
   phx_op_desc desc{};

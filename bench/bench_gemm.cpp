@@ -40,12 +40,13 @@ std::vector<float> random_values(size_t count, unsigned seed) {
   return values;
 }
 
-void set_flops(benchmark::State& state, int64_t n) {
+void set_flops(benchmark::State& state, int64_t n, phx_dtype dtype) {
   const double size = static_cast<double>(n);
   // kIsRate divides by the measured time, the wall clock here (UseRealTime).
   state.counters[kFlops] =
       benchmark::Counter(2.0 * size * size * size * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
+  phx_bench::set_gemm_intensity(state, n, dtype, dtype);
 }
 
 // Fills tensor (n x n, of any float dtype) with random values: uploaded as f32, then
@@ -97,7 +98,7 @@ void gemm_phynexus(benchmark::State& state, phx_dtype dtype) {
     check(phx_op_run(cpu.stream, &matmul, nullptr), "phx_op_run(matmul)");
     check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
   }
-  set_flops(state, n);
+  set_flops(state, n, dtype);
 }
 
 void gemm_openblas(benchmark::State& state) {
@@ -113,7 +114,7 @@ void gemm_openblas(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, n);
+  set_flops(state, n, PHX_DTYPE_F32);
   // OpenBLAS's threads spin for a while (about 2^28 cycles) after a call before they
   // sleep; let them, untimed, so that they do not take the cores of the next benchmark.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

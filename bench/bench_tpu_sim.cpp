@@ -56,6 +56,8 @@ void run_matmul(benchmark::State& state, size_t device, phx_stream stream, phx_d
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kSize * kSize * kSize,
                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["N"] = kSize;  // for phx-plot gemm, which reads N from the name elsewhere
+  phx_bench::set_gemm_intensity(state, kSize, in, out);
   phx_tensor_destroy(a);
   phx_tensor_destroy(b);
   phx_tensor_destroy(c);

@@ -354,6 +354,7 @@ void matmul_on(benchmark::State& state, const Device& device, phx_dtype dtype) {
     check(phx_stream_synchronize(device.stream), "phx_stream_synchronize");
   }
   set_flops(state, 2.0 * n * n * n);
+  phx_bench::set_gemm_intensity(state, n, dtype, dtype);
 }
 
 void matmul_vulkan_f32(benchmark::State& state) { matmul_on(state, g->vulkan, PHX_DTYPE_F32); }
@@ -370,6 +371,7 @@ void matmul_openblas_f32(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
   }
   set_flops(state, 2.0 * n * n * n);
+  phx_bench::set_gemm_intensity(state, n, PHX_DTYPE_F32, PHX_DTYPE_F32);
 }
 
 RawVulkan* g_raw = nullptr;

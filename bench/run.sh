@@ -2,7 +2,8 @@
 # Builds the default preset (Release) and runs the benchmarks: about a minute on 2 cores,
 # plus the build. Each benchmark runs 3 times and the summaries use the median, which
 # keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
-# each program, then its summary: for bench_gemm the ratio of the CPU plugin to OpenBLAS
+# each program, then its summary: for bench_peak the CPU's peak f32 FMA rate and memory
+# bandwidth (the roofs of phx-plot roofline), for bench_gemm the ratio of the CPU plugin to OpenBLAS
 # per N, for bench_dispatch the cost of one op, for bench_graph an executable's cost per
 # node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
 # simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
@@ -11,6 +12,14 @@
 # bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
 # on the CPU device against the same network with OpenBLAS; and, with the Python package
 # built, a tiny op from Python against C (python_overhead.py).
+#
+# Each program's table goes to OUT/NAME.txt and its Google Benchmark JSON to OUT/NAME.json
+# (OUT: --out DIR, default build/bench-results). On a terminal (and CI unset) a progress
+# line counts the programs while they run, and each table is printed when its program ends.
+#   bench/run.sh [--out DIR] [--plots DIR] [ARGS...]
+#   --plots DIR  then writes DIR/gemm.png and DIR/roofline.png from this run's JSON, and
+#                DIR/timeline.png from a trace of examples/mlp.c (PHX_TRACE), where the
+#                build writes traces (docs/plots.md)
 #   PHX_BENCH_THREADS=N      threads for the CPU plugin and OpenBLAS alike (default: all)
 #   PHX_BENCH_MIN_TIME=S     seconds each repetition runs at least (default 0.5)
 #   PHX_BENCH_REPETITIONS=R  repetitions per benchmark (default 3)
@@ -18,45 +27,120 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+out=build/bench-results
+plots=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="${2:?--out needs a folder}"; shift 2 ;;
+    --plots) plots="${2:?--plots needs a folder}"; shift 2 ;;
+    *) break ;;
+  esac
+done
+mkdir -p "$out"
+
 cmake --preset default >/dev/null
-targets=(bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim
-         phx_plugin_npu_sim)
+targets=(bench_peak bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim phx_plugin_cpu
+         phx_plugin_tpu_sim phx_plugin_npu_sim)
+target_list=$(cmake --build --preset default --target help)
 # bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
-have_onnx=$(cmake --build --preset default --target help | grep -c '^bench_onnx:' || true)
+have_onnx=$(grep -c '^bench_onnx:' <<<"$target_list" || true)
 [ "$have_onnx" -gt 0 ] && targets+=(bench_onnx bench_onnx_models)
 # bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
-have_vulkan=$(cmake --build --preset default --target help | grep -c '^bench_vulkan:' || true)
+have_vulkan=$(grep -c '^bench_vulkan:' <<<"$target_list" || true)
 [ "$have_vulkan" -gt 0 ] && targets+=(bench_vulkan phx_plugin_vulkan)
+# The traced run for the timeline: an example, when the examples are built.
+have_example=$(grep -c '^phx_example_mlp:' <<<"$target_list" || true)
+[ -n "$plots" ] && [ "$have_example" -gt 0 ] && targets+=(phx_example_mlp)
 cmake --build --preset default -j"$(nproc)" --target "${targets[@]}"
 
-# Profiling and logging would be measured too; the thread count is the benchmarks' own.
-unset PHX_PROFILE PHX_LOG_LEVEL PHX_NUM_THREADS PHX_PLUGIN_PATH PHX_ADD_PLUGIN_PATH
+# A tiny op from Python against the same from C (bench/python_overhead.py), when the
+# Python package is built; the interpreter is the one the build found.
+python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' build/CMakeCache.txt)
+have_python=0
+if [ -d build/python/phynexus ] && [ -n "$python" ]; then
+  cmake --build --preset default -j"$(nproc)" --target phx_python_extension
+  have_python=1
+fi
+
+# Profiling, tracing and logging would be measured too; the thread count is the benchmarks' own.
+unset PHX_PROFILE PHX_TRACE PHX_LOG_LEVEL PHX_NUM_THREADS PHX_PLUGIN_PATH PHX_ADD_PLUGIN_PATH
 options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
          --benchmark_repetitions="${PHX_BENCH_REPETITIONS:-3}"
          --benchmark_report_aggregates_only=true)
 
-build/bin/bench_gemm "${options[@]}" "$@"
+programs=(bench_peak bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
+[ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
+[ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
+[ "$have_python" -gt 0 ] && programs+=(python_overhead)
+
+# The progress line (as tools/common/progress.h draws it for the C++ tools): on a terminal
+# and without CI only.
+progress=0
+[ -t 2 ] && [ -z "${CI+set}" ] && progress=1
+started=$SECONDS
+# draw_progress DONE NAME: "2/8 programs  0.9/min  1:40 left  bench_graph", rewritten in place.
+draw_progress() {
+  local done=$1 name=$2 elapsed=$((SECONDS - started)) rate="-" left="?"
+  if [ "$done" -gt 0 ] && [ "$elapsed" -gt 0 ]; then
+    rate=$(awk -v d="$done" -v e="$elapsed" 'BEGIN { printf "%.1f", d * 60 / e }')
+    local remaining=$(( elapsed * (${#programs[@]} - done) / done ))
+    left=$(printf '%d:%02d' $((remaining / 60)) $((remaining % 60)))
+  fi
+  printf '\r%d/%d programs  %s/min  %s left  %s (%ds)\033[K' "$done" "${#programs[@]}" \
+    "$rate" "$left" "$name" $((elapsed)) >&2
+}
+
+# run_program NAME: runs it, its table into $out/NAME.txt (and JSON into $out/NAME.json).
+run_program() {
+  local name=$1
+  local command=("build/bin/$name" "${options[@]}" --benchmark_out="$out/$name.json"
+                 --benchmark_out_format=json "${@:2}")
+  [ "$name" = python_overhead ] &&
+    command=(env PYTHONPATH=build/python "$python" bench/python_overhead.py build)
+  if [ "$progress" -eq 0 ]; then
+    "${command[@]}" | tee "$out/$name.txt"
+    return
+  fi
+  "${command[@]}" >"$out/$name.txt" 2>&1 &
+  local pid=$! status=0
+  while kill -0 "$pid" 2>/dev/null; do
+    draw_progress "$done" "$name"
+    sleep 1
+  done
+  wait "$pid" || status=$?
+  printf '\r\033[K' >&2
+  cat "$out/$name.txt"
+  return "$status"
+}
+
+done=0
+for program in "${programs[@]}"; do
+  [ "$done" -gt 0 ] && echo
+  run_program "$program" "$@"
+  done=$((done + 1))
+done
 echo
-build/bin/bench_dispatch "${options[@]}" "$@"
-echo
-build/bin/bench_graph "${options[@]}" "$@"
-echo
-build/bin/bench_tpu_sim "${options[@]}" "$@"
-echo
-build/bin/bench_npu_sim "${options[@]}" "$@"
-if [ "$have_onnx" -gt 0 ]; then
-  echo
-  build/bin/bench_onnx "${options[@]}" "$@"
+echo "bench: tables and Google Benchmark JSON in $out/"
+
+[ -z "$plots" ] && exit 0
+mkdir -p "$plots"
+plot=tools/phx-plot/phx-plot
+jsons=()
+for program in bench_peak bench_gemm bench_tpu_sim bench_vulkan; do
+  [ -s "$out/$program.json" ] && jsons+=("$out/$program.json")  # empty: no benchmark matched
+done
+"$plot" gemm "${jsons[@]}" -o "$plots/gemm.png"
+"$plot" roofline "${jsons[@]}" -o "$plots/roofline.png"
+# A trace of a short run, where this build writes traces (PHX_TRACE): none is written
+# where it does not, and the timeline is skipped.
+rm -f "$plots/mlp-trace.json"
+if [ "$have_example" -gt 0 ]; then
+  PHX_TRACE="$plots/mlp-trace.json" build/bin/phx_example_mlp >/dev/null ||
+    echo "bench: examples/mlp.c failed; its trace, if any, ends where it stopped"
 fi
-if [ "$have_vulkan" -gt 0 ]; then
-  echo
-  build/bin/bench_vulkan "${options[@]}" "$@"
+if [ -s "$plots/mlp-trace.json" ]; then
+  "$plot" timeline "$plots/mlp-trace.json" -o "$plots/timeline.png"
+else
+  echo "bench: no timeline: this build wrote no trace for PHX_TRACE (or has no examples)"
 fi
-# A tiny op from Python against the same from C (bench/python_overhead.py), when the
-# Python package is built; the interpreter is the one the build found.
-python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' build/CMakeCache.txt)
-if [ -d build/python/phynexus ] && [ -n "$python" ]; then
-  cmake --build --preset default -j"$(nproc)" --target phx_python_extension
-  echo
-  PYTHONPATH=build/python "$python" bench/python_overhead.py build
-fi
+echo "bench: plots in $plots/"

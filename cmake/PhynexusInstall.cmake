@@ -1,11 +1,12 @@
 # Install rules and the package files: `cmake --install <build> --prefix P` lays out
 #   P/bin/phx-devices                           (installed by tools/phx-devices)
+#   P/bin/phx-plot, P/share/phynexus/phx-plot/  (installed by tools/phx-plot)
 #   P/lib/libphynexus.so*                       (+ P/lib/phynexus/plugins/*.so, installed
 #                                                 by phx_add_plugin)
 #   P/include/phynexus/*.h, CHANGELOG-*.md
 #   P/lib/cmake/Phynexus/                       (find_package(Phynexus))
 #   P/lib/pkgconfig/phynexus.pc                 (pkg-config phynexus)
-#   P/share/doc/phynexus/docs/*.md              (the documentation)
+#   P/share/doc/phynexus/docs/*.md              (the documentation, and its images/*.png)
 #   P/share/doc/phynexus/examples/plugin/       (the example plugin, built from there)
 # Included last by the top-level CMakeLists.txt, so every target named here exists.
 
@@ -90,7 +91,7 @@ set(PHX_DOC_INSTALL_DIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/phynexus)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs
   DESTINATION ${PHX_DOC_INSTALL_DIR}
   COMPONENT development
-  FILES_MATCHING PATTERN "*.md")
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/plugin
   DESTINATION ${PHX_DOC_INSTALL_DIR}/examples
   COMPONENT development)

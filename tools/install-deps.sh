@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-dev llvm abigail-tools
   libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx
   pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev
+  python3-matplotlib
 )
 
 missing=()

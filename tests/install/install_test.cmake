@@ -103,6 +103,8 @@ run_step("install into ${prefix}" COMMAND ${CMAKE_COMMAND} --install ${PHX_BUILD
 foreach(file
     bin/phx-devices
     bin/phx-conformance
+    bin/phx-plot
+    share/phynexus/phx-plot/phx_plot/__init__.py
     ${LIBDIR}/libphynexus.so
     ${LIBDIR}/phynexus/plugins/phx_cpu.so
     ${LIBDIR}/phynexus/plugins/phx_tpu_sim.so
@@ -117,6 +119,7 @@ foreach(file
     ${LIBDIR}/pkgconfig/phynexus.pc
     share/doc/phynexus/docs/plugin-guide.md
     share/doc/phynexus/docs/ops.md
+    share/doc/phynexus/docs/images/gemm.png
     share/doc/phynexus/examples/plugin/CMakeLists.txt
     share/doc/phynexus/examples/plugin/example_plugin.c)
   if(NOT EXISTS ${prefix}/${file})

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "op_suite.h"
+#include "progress.h"
 
 namespace {
 
@@ -78,6 +79,43 @@ class Recorder : public phx_test::OpRunObserver, public ::testing::EmptyTestEven
   size_t runs_ = 0;
   std::vector<std::string> unattributed_;
 };
+
+// The progress line over the tests (progress.h). On a terminal it stands in for
+// googletest's per-test lines (brief output: failures and the summary); it must then come
+// before googletest's printer among the listeners, so that it clears its line before a
+// failure is printed.
+class ProgressListener : public ::testing::EmptyTestEventListener {
+ public:
+  // Per iteration: --gtest_repeat runs the tests again.
+  void OnTestIterationStart(const ::testing::UnitTest& unit, int) override {
+    progress_.emplace(static_cast<size_t>(unit.test_to_run_count()), "tests");
+    done_ = 0;
+  }
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    if (progress_)
+      progress_->update(done_, std::string(test.test_suite_name()) + "." + test.name());
+  }
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (progress_ && result.failed()) progress_->clear();
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    if (progress_) progress_->update(++done_);
+  }
+  // Before googletest's summary, which its printer writes at the iteration's end.
+  void OnEnvironmentsTearDownStart(const ::testing::UnitTest&) override { progress_.reset(); }
+
+ private:
+  std::optional<phx_tools::Progress> progress_;
+  size_t done_ = 0;
+};
+
+// Puts progress before googletest's printer; the listeners own both from then on.
+void add_progress_listener(ProgressListener* progress) {
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  ::testing::TestEventListener* printer = listeners.Release(listeners.default_result_printer());
+  listeners.Append(progress);
+  if (printer != nullptr) listeners.Append(printer);
+}
 
 void usage(FILE* to) {
   std::fprintf(to,
@@ -241,7 +279,10 @@ int main(int argc, char** argv) {
   Recorder recorder;
   phx_test::op_run_observer() = &recorder;
   int gtest_argc = static_cast<int>(rest.size());
+  const bool progress = phx_tools::progress_wanted();
+  if (progress) GTEST_FLAG_SET(brief, true);  // before InitGoogleTest: --gtest_brief=0 wins
   ::testing::InitGoogleTest(&gtest_argc, rest.data());
+  if (progress) add_progress_listener(new ProgressListener);
   // Owned by googletest from here on; this main outlives it.
   ::testing::UnitTest::GetInstance()->listeners().Append(&recorder);
   const int gtest_status = RUN_ALL_TESTS();

@@ -4,8 +4,6 @@
 // mismatch or an error: the message says which) or is unsupported (the importer refuses
 // an operator, attribute or dtype it does not take: the reason). Exits 1 when a test
 // fails or fewer than --min-passed pass. docs/onnx.md, "Conformance".
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "onnx_session.h"
+#include "progress.h"
 
 namespace fs = std::filesystem;
 using namespace phx_tools;
@@ -190,20 +189,21 @@ int run(phx_context context, const Options& o) {
         entry.path().filename().string().find(o.filter) != std::string::npos)
       tests.push_back(entry.path());
   std::sort(tests.begin(), tests.end());
-  const bool progress = isatty(STDERR_FILENO) != 0;
+  Progress progress(tests.size(), "tests");
   size_t counts[3] = {};
   for (size_t i = 0; i < tests.size(); ++i) {
-    if (progress)
-      std::fprintf(stderr, "\r%zu/%zu %-60s", i + 1, tests.size(), tests[i].filename().c_str());
+    progress.update(i, tests[i].filename().string());
     const Result r = run_test(context, tests[i], devices);
     ++counts[static_cast<int>(r.outcome)];
+    const bool prints = r.outcome == Outcome::failed || o.verbose;
+    if (prints) progress.clear();
     if (r.outcome == Outcome::failed)
       std::printf("FAILED %s: %s\n", r.test.c_str(), r.reason.c_str());
     if (r.outcome == Outcome::unsupported && o.verbose)
       std::printf("unsupported %s: %s\n", r.test.c_str(), r.reason.c_str());
     if (r.outcome == Outcome::passed && o.verbose) std::printf("passed %s\n", r.test.c_str());
   }
-  if (progress) std::fprintf(stderr, "\r%80s\r", "");
+  progress.clear();
   phx_device_info info = PHX_DEVICE_INFO_INIT;
   check(phx_device_get(context, device, &info), "describing a device");
   if (o.markdown)

@@ -1,0 +1,139 @@
+"""phx-plot draws each plot from the committed example trace and bench JSON as a PNG of the
+size asked for; a trace without its closing bracket is read; a bad input is one line on
+stderr and exit status 1, never a traceback. Exits 77 (skipped) without matplotlib.
+usage: test_phx_plot.py PHX_PLOT DATA_DIR"""
+
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PHX_PLOT = None
+DATA = None
+
+
+def png_size(path):
+    """(width, height) from the PNG's signature and IHDR chunk."""
+    with open(path, "rb") as file:
+        header = file.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is no PNG"
+    assert header[12:16] == b"IHDR"
+    return struct.unpack(">II", header[16:24])
+
+
+def trace_reader():
+    """phx_plot.trace.read_trace, from the source tree beside DATA."""
+    sys.dont_write_bytecode = True  # nothing written into the source tree
+    sys.path.insert(0, os.path.dirname(os.path.abspath(DATA)))
+    from phx_plot.trace import read_trace
+
+    return read_trace
+
+
+class PhxPlotTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def run_plot(self, *arguments):
+        return subprocess.run([sys.executable, PHX_PLOT, *arguments], capture_output=True,
+                              text=True, timeout=120)
+
+    def draw(self, command, inputs, size):
+        output = os.path.join(self.folder.name, f"{command}.png")
+        result = self.run_plot(command, *[os.path.join(DATA, i) for i in inputs], "-o", output,
+                               "--size", size)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return png_size(output)
+
+    def test_timeline(self):
+        self.assertEqual(self.draw("timeline", ["example_trace.json"], "900x420"), (900, 420))
+
+    def test_timeline_of_a_trace_cut_short(self):
+        # No closing bracket, the last event half written: the program was killed.
+        self.assertEqual(self.draw("timeline", ["example_trace_killed.json"], "640x300"),
+                         (640, 300))
+
+    def test_cut_short_trace_keeps_every_whole_event(self):
+        read_trace = trace_reader()
+        whole = read_trace(os.path.join(DATA, "example_trace.json"))
+        cut = read_trace(os.path.join(DATA, "example_trace_killed.json"))
+        self.assertEqual(len(whole.spans), 16)
+        self.assertEqual([(s.name, s.start_us) for s in cut.spans],
+                         [(s.name, s.start_us) for s in whole.spans])
+        self.assertEqual(cut.track_name((2, 2)),
+                         "TPU v5e (simulated) (tpu-sim) / stream 1 (simulated device time)")
+
+    def test_nesting_and_begin_end_pairs(self):
+        read_trace = trace_reader()
+        path = os.path.join(self.folder.name, "nested.json")
+        with open(path, "w") as file:
+            file.write('{"traceEvents": ['
+                       '{"name": "run", "ph": "X", "ts": 0, "dur": 10, "pid": 1, "tid": 1},'
+                       '{"name": "a", "ph": "X", "ts": 1, "dur": 4, "pid": 1, "tid": 1},'
+                       '{"name": "b", "ph": "X", "ts": 5, "dur": 4, "pid": 1, "tid": 1},'
+                       '{"name": "w", "ph": "B", "ts": 2, "pid": 1, "tid": 2},'
+                       '{"name": "w", "ph": "E", "ts": 7, "pid": 1, "tid": 2}]}')
+        spans = {s.name: s for s in read_trace(path).spans}
+        self.assertEqual([spans[n].depth for n in ("run", "a", "b", "w")], [0, 1, 1, 0])
+        self.assertEqual((spans["w"].start_us, spans["w"].duration_us), (2.0, 5.0))
+
+    def test_roofline(self):
+        self.assertEqual(self.draw("roofline", ["example_bench.json"], "1000x500"), (1000, 500))
+
+    def test_gemm(self):
+        self.assertEqual(self.draw("gemm", ["example_bench.json"], "800x600"), (800, 600))
+
+    def test_width_and_height(self):
+        output = os.path.join(self.folder.name, "gemm.png")
+        result = self.run_plot("gemm", os.path.join(DATA, "example_bench.json"), "-o", output,
+                               "--width", "700", "--height", "350")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(png_size(output), (700, 350))
+
+    def assert_one_line_error(self, result, words):
+        self.assertEqual(result.returncode, 1)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("phx-plot: "), lines[0])
+        self.assertIn(words, lines[0])
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_bad_inputs(self):
+        output = os.path.join(self.folder.name, "out.png")
+        bad = os.path.join(self.folder.name, "bad.json")
+        with open(bad, "w") as file:
+            # A broken event in the middle, not at the end: malformed, not cut short.
+            file.write('[\n{"name": "a", "ph": "X", "ts": 1, "dur": 2},\n{"name": \n'
+                       '{"ph": "X"}\n]\n')
+        wrong_types = os.path.join(self.folder.name, "wrong_types.json")
+        with open(wrong_types, "w") as file:
+            file.write('[{"name": "a", "ph": "X", "ts": "soon", "dur": 2, "pid": 1, "tid": 1}]')
+        cases = [
+            (("timeline", bad), "not a Chrome trace"),
+            (("timeline", os.path.join(self.folder.name, "missing.json")), "cannot read"),
+            (("gemm", bad), "not Google Benchmark JSON"),
+            (("timeline", wrong_types), "wrong type"),
+            (("roofline", os.path.join(DATA, "example_trace.json")), "not Google Benchmark JSON"),
+            (("timeline", os.path.join(DATA, "example_bench.json")), "not a Chrome trace"),
+            (("gemm", os.path.join(DATA, "example_bench.json"), "--size", "big"), "--size"),
+        ]
+        for arguments, words in cases:
+            with self.subTest(arguments=arguments):
+                self.assert_one_line_error(self.run_plot(*arguments, "-o", output), words)
+        self.assertFalse(os.path.exists(output))
+
+
+if __name__ == "__main__":
+    PHX_PLOT, DATA = sys.argv[1], sys.argv[2]
+    del sys.argv[1:3]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("test_phx_plot: matplotlib is not installed (Debian: python3-matplotlib): skipped")
+        sys.exit(77)
+    unittest.main()
