@@ -11,7 +11,8 @@
 # and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for
 # bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
 # on the CPU device against the same network with OpenBLAS; and, with the Python package
-# built, a tiny op from Python against C (python_overhead.py).
+# built, a tiny op from Python against C (python_overhead.py) and numpy sharing memory with
+# CPU tensors against copying (python_host_memory.py).
 #
 # Each program's table goes to OUT/NAME.txt and its Google Benchmark JSON to OUT/NAME.json
 # (OUT: --out DIR, default build/bench-results). On a terminal (and CI unset) a progress
@@ -71,7 +72,7 @@ options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
 programs=(bench_peak bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
 [ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
-[ "$have_python" -gt 0 ] && programs+=(python_overhead)
+[ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
 
 # The progress line (as tools/common/progress.h draws it for the C++ tools): on a terminal
 # and without CI only.
@@ -97,6 +98,8 @@ run_program() {
                  --benchmark_out_format=json "${@:2}")
   [ "$name" = python_overhead ] &&
     command=(env PYTHONPATH=build/python "$python" bench/python_overhead.py build)
+  [ "$name" = python_host_memory ] &&
+    command=(env PYTHONPATH=build/python "$python" bench/python_host_memory.py)
   if [ "$progress" -eq 0 ]; then
     "${command[@]}" | tee "$out/$name.txt"
     return
