@@ -70,9 +70,10 @@ class Writer {
   void memory(const Device& device, uint64_t bytes_in_use);
 
  private:
-  // The event's opening up to its args, naming the track first when it is new.
+  // The event's opening up to its args.
   void open_event(const char* name, const char* category, char phase, uint32_t pid, uint32_t tid,
                   uint64_t ts_ns);
+  bool track_is_new(uint32_t pid, uint32_t tid);  // true once per track and trace
   void name_track(uint32_t pid, uint32_t tid, const std::string& name);
   void host_event(const char* name, uint64_t start_ns, uint64_t end_ns);
   void stream_track(const Stream& stream, bool simulated);
