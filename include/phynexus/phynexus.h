@@ -1131,12 +1131,14 @@ PHX_API phx_status phx_calibrator_compute(phx_calibrator calibrator, float* out_
  * The events are streamed to the file as a JSON array: memory stays bounded, the file is
  * complete after phx_trace_end, phx_context_destroy or a normal exit, and a process killed
  * meanwhile leaves the array without its closing bracket, which readers of the format
- * accept, holding every event up to its last synchronize or download (or its last 100 ms).
+ * accept, holding every event up to its last phx_stream_synchronize or download (the
+ * writer also hands its events to the file every 32 KiB, and every 100 ms while events
+ * come).
  * Off, tracing costs an op one predictable branch.
  */
 
-/* Begins writing context's trace to the file at path (created, or truncated): every
- * event from now on, including ops queued before that finish later. "%p" in path is
+/* Begins writing context's trace to the file at path (created, or truncated): the events
+ * of the work submitted and the calls made from now on. "%p" in path is
  * replaced by the process id, so that processes started alike (MPI ranks) write files of
  * their own. path is read during the call only. The trace ends with phx_trace_end, the
  * context's destruction or the program's normal exit.
