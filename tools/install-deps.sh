@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config python3
   clang-format
   libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libopenblas-dev
   libvulkan-dev glslang-tools spirv-tools mesa-vulkan-drivers vulkan-validationlayers
   clang libclang-rt-dev llvm abigail-tools

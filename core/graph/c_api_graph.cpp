@@ -225,8 +225,12 @@ PHX_API phx_status phx_graph_compile(phx_context context_handle, phx_graph graph
     require_out(out_executable, "out_executable");
     const auto opts = read_struct(options, phx_compile_options PHX_COMPILE_OPTIONS_INIT, "options");
     check_compile_options(opts);
+    const uint64_t start = context.tracer.active() ? trace::now_ns() : 0;
+    auto compiled = compile(context, graph, opts);
+    if (start != 0)
+      context.tracer.graph_compile(graph.nodes.size(), compiled->devices.size(), start);
     const uintptr_t exe =
-        register_object(context, compile(context, graph, opts), executable_table(), "executables");
+        register_object(context, std::move(compiled), executable_table(), "executables");
     *out_executable = reinterpret_cast<phx_executable>(exe);
   });
 }

@@ -263,6 +263,9 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
                          const Tensor* const* run_outputs,
                          const std::vector<const Tensor*>& constant_data) {
   if (last_stream != nullptr && last_stream != &stream) device->wait_for_streams();
+  trace::Writer& tracer = context->tracer;
+  const uint64_t trace_start = tracer.active() ? trace::now_ns() : 0;
+  size_t traced_nodes = 0;
   auto tensor_at = [&](Slot slot) -> const Tensor* {
     switch (slot.kind) {
       case Slot::input:
@@ -292,6 +295,7 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
         if (step.device == 0) {
           ticket = submitted;
           last_is_copy = false;
+          traced_nodes += native->span().count;
         }
         k += native->span().count - 1;
         continue;
@@ -303,7 +307,9 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
       const Tensor& dst = *tensor_at(step.outputs[0]);
       for (uint32_t d = 0; d < devices.size(); ++d)
         if (devices[d] == src.device || devices[d] == dst.device) stream_of(d).wait(UINT64_MAX);
+      const uint64_t copy_start = trace_start != 0 ? trace::now_ns() : 0;
       copy_tensor(dst, src);
+      if (copy_start != 0) tracer.copy(dst, src, copy_start);
       last_is_copy = true;
       continue;
     }
@@ -317,11 +323,14 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
     if (step.device == 0) {
       ticket = submitted;
       last_is_copy = false;
+      ++traced_nodes;
     }
   }
   // A run that ends with the host's copy into an output: its ticket is one of the stream,
   // issued after the work the copy waited for.
   if (last_is_copy) ticket = stream.issue_finished_ticket();
+  if (trace_start != 0)
+    stream.add_run_span({ticket, trace_start, trace::now_ns(), traced_nodes, run_count});
   ++run_count;
   return ticket;
 }

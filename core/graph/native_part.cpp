@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "errors.h"
+#include "op_figures.h"
 
 namespace phx::graph {
 namespace {
@@ -169,6 +170,10 @@ uint64_t NativePart::run(Stream& stream, const std::vector<Step>& steps,
     record.op = step.op;
     record.signature = op_signature(in, step.inputs.size(), out, step.outputs.size());
     record.node = step.name;
+    const OpFigures figures =
+        op_figures(step.op, step.params_ptr(), in, step.inputs.size(), out, step.outputs.size());
+    record.flops = figures.flops;
+    record.bytes = figures.bytes;
   };
   return stream.run_executable(executable_, bound.data(), bound.size(), span_.count, describe_node);
 }

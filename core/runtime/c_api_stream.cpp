@@ -35,14 +35,21 @@ PHX_API phx_status phx_stream_destroy(phx_stream handle) {
 }
 
 PHX_API phx_status phx_stream_synchronize(phx_stream handle) {
-  return guard(__func__, [&] { lookup(handle).wait(UINT64_MAX); });
+  return guard(__func__, [&] {
+    Stream& stream = lookup(handle);
+    const uint64_t start = stream.context->tracer.active() ? trace::now_ns() : 0;
+    stream.wait(UINT64_MAX);
+    if (start != 0) stream.context->tracer.stream_wait(stream, UINT64_MAX, start);
+  });
 }
 
 PHX_API phx_status phx_stream_wait(phx_stream handle, uint64_t ticket) {
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
     check_ticket(stream, ticket);
+    const uint64_t start = stream.context->tracer.active() ? trace::now_ns() : 0;
     stream.wait(ticket);
+    if (start != 0) stream.context->tracer.stream_wait(stream, ticket, start);
   });
 }
 
@@ -94,7 +101,7 @@ PHX_API phx_status phx_profile_clear(phx_stream handle) {
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
     stream.wait(UINT64_MAX);
-    stream.records.clear();
+    stream.clear_records();
   });
 }
 

@@ -128,11 +128,14 @@ PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const voi
     require(src != nullptr || size == 0, "src is null");
     check_range(tensor, offset, size);
     if (size == 0) return;
+    trace::Writer& tracer = tensor.context->tracer;
+    const uint64_t start = tracer.active() ? trace::now_ns() : 0;
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
     plugin.call("buffer_write", tensor.device->index, [&] {
       return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
     });
+    if (start != 0) tracer.transfer("upload", tensor, size, start);
   });
 }
 
@@ -142,11 +145,14 @@ PHX_API phx_status phx_tensor_download(phx_tensor handle, size_t offset, void* d
     require(dst != nullptr || size == 0, "dst is null");
     check_range(tensor, offset, size);
     if (size == 0) return;
+    trace::Writer& tracer = tensor.context->tracer;
+    const uint64_t start = tracer.active() ? trace::now_ns() : 0;
     tensor.device->wait_for_streams();
     auto& plugin = *tensor.device->plugin;
     plugin.call("buffer_read", tensor.device->index, [&] {
       return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
     });
+    if (start != 0) tracer.transfer("download", tensor, size, start);
   });
 }
 
@@ -161,9 +167,12 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
                                             std::to_string(dst.byte_size) + " bytes) and src (" +
                                             phx_dtype_name(src.dtype) + ", " +
                                             std::to_string(src.byte_size) + " bytes) differ");
+    trace::Writer& tracer = dst.context->tracer;
+    const uint64_t start = tracer.active() ? trace::now_ns() : 0;
     src.device->wait_for_streams();
     dst.device->wait_for_streams();
     copy_tensor(dst, src);
+    if (start != 0) tracer.copy(dst, src, start);
   });
 }
 

@@ -180,6 +180,14 @@ Context::Context(const phx_context_options& options) {
     }
     if (fallback_device == nullptr) logger->warn("CPU fallback asked for, but no CPU device");
   }
+
+  if (const char* path = env_value("PHX_TRACE"); path != nullptr && path[0] != '\0') {
+    try {
+      tracer.begin(path, devices);
+    } catch (const Error& e) {
+      logger->warn("PHX_TRACE: no trace is written: {}", e.what());
+    }
+  }
 }
 
 void Context::add_devices(Plugin& plugin) {
@@ -317,6 +325,7 @@ Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, con
     raw->release = host->release;
     raw->release_data = host->user_data;
   }
+  if (tracer.active()) trace_memory(device);
   return *raw;
 }
 
@@ -342,8 +351,25 @@ std::pair<phx_host_release_fn, void*> Context::free_tensor(Tensor& tensor) {
   plugin.call_void("buffer_free",
                    [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
   const std::pair release{tensor.release, tensor.release_data};
+  Device& device = *tensor.device;
   delete &tensor;
+  if (tracer.active()) trace_memory(device);
   return release;
+}
+
+void Context::trace_memory(Device& device) noexcept {
+  phx_memory_stats stats{};
+  stats.struct_size = sizeof stats;
+  auto& plugin = *device.plugin;
+  try {
+    plugin.call("memory_stats", device.index, [&] {
+      return plugin.api().memory_stats(plugin.instance(), device.local_index, &stats);
+    });
+    tracer.memory(device, stats.bytes_in_use);
+  } catch (const std::exception& e) {
+    // A trace without this sample is still a trace; the tensor's call goes on.
+    logger->debug("trace: no memory sample of device {}: {}", device.index, e.what());
+  }
 }
 
 Stream& Context::create_stream(Device& device) {
@@ -351,6 +377,7 @@ Stream& Context::create_stream(Device& device) {
   stream->context = this;
   stream->device = &device;
   stream->profiling = profiling;
+  stream->trace_id = streams_created.fetch_add(1, std::memory_order_relaxed) + 1;
   auto& plugin = *device.plugin;
   plugin.call("stream_create", device.index, [&] {
     return plugin.api().stream_create(plugin.instance(), device.local_index,

@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "handles.h"
 #include "loaded_plugin.h"
+#include "trace_writer.h"
 
 namespace phx {
 
@@ -92,12 +93,16 @@ struct HostMemory {
   void* user_data;
 };
 
+// A record of one op: what phx_profile_get reports, and what a trace draws of it.
 struct ProfileEntry {
   uint64_t ticket = 0;
   phx_op_id op = PHX_OP_INVALID;
   std::string signature;
-  std::string node;  // the graph node an executable ran it for; "" for phx_op_run
+  std::string node;       // the graph node an executable ran it for; "" for phx_op_run
+  uint64_t start_ns = 0;  // trace::now_ns() at submission
   uint64_t host_time_ns = 0;
+  double flops = 0;             // op_figures.h
+  uint64_t bytes = 0;           // of its inputs and outputs
   phx_plugin_profile plugin{};  // filled by the plugin until the op completes
 };
 
@@ -114,9 +119,17 @@ struct Stream {
   uint64_t last_ticket = 0;
   uint64_t drained_through = 0;
   uint64_t ticket_offset = 0;
-  std::mutex mutex;  // serializes the plugin's calls on this stream
+  std::mutex mutex;  // serializes the plugin's calls on this stream, and guards records
   bool profiling = false;
-  std::deque<ProfileEntry> records;  // a deque: entries stay put while the plugin fills them
+  bool internal = false;  // the runtime's own (the CPU fallback's): traces leave it out
+  // The ops' records, for the profile API when profiling, and until their trace events
+  // are written when tracing: then the first `traced` of them are written (and, without
+  // profiling, dropped). A deque: entries stay put while the plugin fills them.
+  std::deque<ProfileEntry> records;
+  size_t traced = 0;
+  std::deque<trace::RunSpan> run_spans;  // executable runs whose events wait for their ops
+  uint32_t trace_id = 0;                 // the stream's number in its context's traces
+  uint64_t simulated_end_ns = 0;         // where the modelled device's timeline has got to
 
   void wait(uint64_t ticket);  // UINT64_MAX: everything
   uint64_t completed();        // the highest finished ticket
@@ -124,6 +137,14 @@ struct Stream {
   // Gives out the ticket of an op the host ran to its end itself, after the stream's
   // earlier work had finished (the CPU fallback).
   uint64_t issue_finished_ticket();
+  // Whether a submission now keeps a record: profiling, or a trace being written.
+  bool keeps_records() const;
+  // Keeps the record of an op that has finished (the CPU fallback's).
+  void add_finished_record(ProfileEntry&& record);
+  // Adds the trace's span of an executable's run, written once its ticket has finished.
+  void add_run_span(const trace::RunSpan& run);
+  // Drops the records (phx_profile_clear); the caller has waited for the stream.
+  void clear_records();
 
   // Hands a checked op to the plugin and returns its ticket; keeps a profile record
   // when profiling, naming node (a graph node's name, or null).
@@ -143,6 +164,10 @@ struct Stream {
   // the ticket, gives it to records and returns the stream's.
   template <typename Submit>
   uint64_t take_ticket(const char* entry, std::span<ProfileEntry* const> records, Submit&& submit);
+  // Writes the trace events of the records and runs up to ticket done, which has
+  // finished. Called under mutex.
+  void write_finished(uint64_t done);
+  void wait_locked(uint64_t ticket);
 };
 
 class Context {
@@ -155,6 +180,8 @@ class Context {
   uintptr_t handle = 0;
   std::shared_ptr<spdlog::logger> logger;
   bool profiling = false;
+  trace::Writer tracer;  // phx_trace_begin, PHX_TRACE
+  std::atomic<uint32_t> streams_created{0};
   std::vector<std::unique_ptr<Plugin>> plugins;  // every candidate, in search order
   std::vector<std::unique_ptr<Device>> devices;
   // Where unsupported ops run with PHX_CONTEXT_FALLBACK_CPU: the first CPU device; null
@@ -182,6 +209,8 @@ class Context {
 
  private:
   void add_devices(Plugin& plugin);
+  // Adds device's bytes in use to the trace being written.
+  void trace_memory(Device& device) noexcept;
   // Frees tensor and returns its host memory's release, which the caller calls (or
   // nothing to call, when release is null) once no lock is held.
   std::pair<phx_host_release_fn, void*> free_tensor(Tensor& tensor);

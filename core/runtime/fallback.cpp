@@ -1,9 +1,9 @@
 #include "fallback.h"
 
-#include <chrono>
 #include <vector>
 
 #include "errors.h"
+#include "op_figures.h"
 #include "op_rules.h"
 #include "op_support.h"
 #include "transfer.h"
@@ -29,6 +29,7 @@ class Scratch {
   }
   Stream& stream(Device& device) {
     stream_ = &context_.create_stream(device);
+    stream_->internal = true;  // the trace shows the op once, on the stream it was run on
     return *stream_;
   }
 
@@ -63,7 +64,7 @@ uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params
   Device& device = *stream.device;
   log_once(device, cpu, op, inputs[0]->dtype, *context.logger);
 
-  const auto start = std::chrono::steady_clock::now();
+  const uint64_t start = trace::now_ns();
   device.wait_for_streams();
   Scratch scratch(context);
   const Tensor* cpu_inputs[kMaxOpInputs] = {};
@@ -82,18 +83,20 @@ uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params
   device.fallback_ops.fetch_add(1, std::memory_order_relaxed);
   const uint64_t ticket = stream.issue_finished_ticket();
 
-  if (stream.profiling) {
-    ProfileEntry& record = stream.records.emplace_back();
+  if (stream.keeps_records()) {
+    ProfileEntry record;
     record.ticket = ticket;
     record.op = op;
     record.signature = op_signature(inputs, input_count, outputs, output_count);
-    record.host_time_ns =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count());
+    const OpFigures figures = op_figures(op, params, inputs, input_count, outputs, output_count);
+    record.flops = figures.flops;
+    record.bytes = figures.bytes;
+    record.start_ns = start;
+    record.host_time_ns = trace::now_ns() - start;
     record.plugin.struct_size = sizeof record.plugin;
     record.plugin.metrics[0] = {"fallback_to_cpu", 1.0};
     record.plugin.metric_count = 1;
+    stream.add_finished_record(std::move(record));
   }
   return ticket;
 }

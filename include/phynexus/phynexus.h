@@ -1119,6 +1119,39 @@ PHX_API phx_status phx_calibrator_compute(phx_calibrator calibrator, float* out_
                                           int32_t* out_zero_points, size_t capacity,
                                           size_t* out_count);
 
+/* ---- Traces (since API 0.3) ------------------------------------------------------------
+ * A trace is a timeline of what a context did, written to a file in the Chrome Trace
+ * Event Format that Perfetto (ui.perfetto.dev), chrome://tracing and speedscope open: a
+ * process per device with a track per stream, where every op is a span with its
+ * signature, FLOPs, bytes and plugin metrics; a host track with the calls that block
+ * (waits, uploads, downloads, copies) and graph compiles; executable runs with their nodes
+ * nested; the bytes each device holds over time. docs/tracing.md lists every event.
+ * PHX_TRACE=<path> in the environment begins one when a context is created (a path that
+ * cannot be written is a logged warning; the context is created all the same).
+ * The events are streamed to the file as a JSON array: memory stays bounded, the file is
+ * complete after phx_trace_end, phx_context_destroy or a normal exit, and a process killed
+ * meanwhile leaves the array without its closing bracket, which readers of the format
+ * accept, holding every event up to its last phx_stream_synchronize or download (the
+ * writer also hands its events to the file every 32 KiB, and every 100 ms while events
+ * come).
+ * Off, tracing costs an op one predictable branch.
+ */
+
+/* Begins writing context's trace to the file at path (created, or truncated): the events
+ * of the work submitted and the calls made from now on. "%p" in path is
+ * replaced by the process id, so that processes started alike (MPI ranks) write files of
+ * their own. path is read during the call only. The trace ends with phx_trace_end, the
+ * context's destruction or the program's normal exit.
+ * Returns INVALID_ARGUMENT (null or empty path, a trace already being written for
+ * context, a file that cannot be opened for writing: the message says why). Thread-safe. */
+PHX_API phx_status phx_trace_begin(phx_context context, const char* path);
+
+/* Waits for the work queued on every stream of context (its events belong to the trace),
+ * then writes the rest of the trace and closes the file: complete JSON from then on.
+ * Returns INVALID_ARGUMENT (no trace is being written for context), and what a wait
+ * returns (DEVICE_UNAVAILABLE, or an op's error: the trace then stays open). Thread-safe. */
+PHX_API phx_status phx_trace_end(phx_context context);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -19,6 +19,7 @@ from ._dtypes import DType, bf16, dtype, f16, f32, i8, i16, i32, u8
 from ._context import Context, default_context, set_log_level
 from ._device import Device, device, devices
 from ._stream import Stream
+from ._trace_file import trace
 from ._tensor import Tensor, empty, from_dlpack, tensor
 from . import cpu, gpu, npu, tpu, vulkan
 from . import nn, onnx, safetensors

@@ -232,6 +232,20 @@ void bind_context(py::module_& module) {
              check(phx_memory_release_cached(self->context, device));
            })
       .def("supports_op", &supports_op)
+      .def("trace_begin",
+           [](const ContextPtr& self, const std::string& path) {
+             check(phx_trace_begin(self->context, path.c_str()));
+           })
+      .def("trace_end",
+           [](const ContextPtr& self) {
+             // Waits for the queued work of every stream: other Python threads go on.
+             phx_status status;
+             {
+               py::gil_scoped_release release;
+               status = phx_trace_end(self->context);
+             }
+             check(status);
+           })
       .def("supports", [](const ContextPtr& self, size_t device, uint32_t op, int dtype) {
         int supported = 0;
         check(phx_device_supports(self->context, device, static_cast<phx_op_id>(op),

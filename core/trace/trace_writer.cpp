@@ -1,0 +1,434 @@
+#include "trace_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "context.h"
+#include "errors.h"
+
+namespace phx::trace {
+namespace {
+
+// Track numbers: the host is process 1, device i process i + 2 (pid 0 is the idle task
+// to Perfetto). Stream n draws on thread 2n of its device, its simulated time on 2n + 1.
+constexpr uint32_t kHostPid = 1;
+uint32_t device_pid(const Device& device) { return device.index + 2; }
+
+constexpr size_t kFlushBytes = 32 * 1024;
+constexpr uint64_t kFlushIntervalNs = 100'000'000;
+// The metric in which a simulated device reports the time its model gives an op.
+constexpr const char* kSimulatedTimeMetric = "estimated_time_ns";
+
+// The calling thread's number on the host track, given on its first event.
+uint32_t host_tid() {
+  static std::atomic<uint32_t> next{1};
+  thread_local const uint32_t tid = next.fetch_add(1, std::memory_order_relaxed);
+  return tid;
+}
+
+void append_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[(c >> 4) & 0xf];
+      out += kHex[c & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void append_number(std::string& out, uint64_t value) {
+  char text[24];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  out.append(text, end);
+}
+
+void append_number(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";  // JSON has no infinity nor NaN
+    return;
+  }
+  // Most metrics are counts (cycles, bytes, nanoseconds): integers print several times
+  // faster than the shortest form of a double, which an op pays for while tracing.
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (value >= 0 && value < kExactIntegers && value == std::floor(value)) {
+    append_number(out, static_cast<uint64_t>(value));
+    return;
+  }
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  out.append(text, end);
+}
+
+// Microseconds, the format's unit, with the nanoseconds as three decimals (or any number
+// of thousandths as the number with three decimals).
+void append_microseconds(std::string& out, uint64_t ns) {
+  append_number(out, ns / 1000);
+  const uint64_t rest = ns % 1000;
+  out += '.';
+  out += char('0' + rest / 100);
+  out += char('0' + rest / 10 % 10);
+  out += char('0' + rest % 10);
+}
+
+// ,"key":
+void append_key(std::string& out, const char* key) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+}
+
+std::string expand_pid(const std::string& path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') {
+      out += std::to_string(::getpid());
+      ++i;
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
+}
+
+double metric(const ProfileEntry& record, const char* name, double absent) {
+  const size_t count = std::min<size_t>(record.plugin.metric_count, PHX_PLUGIN_MAX_METRICS);
+  for (size_t i = 0; i < count; ++i)
+    if (record.plugin.metrics[i].name != nullptr &&
+        std::strcmp(record.plugin.metrics[i].name, name) == 0)
+      return record.plugin.metrics[i].value;
+  return absent;
+}
+
+// The writers with a trace open, ended at a normal exit so that their files are complete
+// even when the program never destroyed its context.
+class OpenWriters {
+ public:
+  static OpenWriters& get() {
+    static OpenWriters writers;
+    return writers;
+  }
+  void add(Writer* writer) {
+    std::lock_guard lock(mutex_);
+    writers_.insert(writer);
+  }
+  void remove(Writer* writer) {
+    std::lock_guard lock(mutex_);
+    writers_.erase(writer);
+  }
+  ~OpenWriters() {
+    std::unordered_set<Writer*> open;
+    {
+      std::lock_guard lock(mutex_);
+      open.swap(writers_);
+    }
+    for (Writer* writer : open) {
+      try {
+        writer->end();
+      } catch (const Error&) {
+        // Ended by another thread meanwhile: nothing left to complete.
+      }
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<Writer*> writers_;
+};
+
+}  // namespace
+
+uint64_t now_ns() noexcept {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Writer::~Writer() {
+  if (!active()) return;
+  try {
+    end();
+  } catch (const Error&) {
+    // Ended meanwhile by the exit handler.
+  }
+}
+
+void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<Device>>& devices) {
+  // Opened before the lock: OpenWriters is made once, before any writer may need it at exit.
+  OpenWriters& open_writers = OpenWriters::get();
+  std::lock_guard lock(mutex_);
+  if (fd_ >= 0)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "a trace is already being written to '" + path_ + "' (phx_trace_end it first)");
+  const std::string expanded = expand_pid(path);
+  const int fd = ::open(expanded.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "cannot write the trace to '" + expanded + "': " + std::strerror(errno));
+  fd_ = fd;
+  path_ = expanded;
+  buffer_ = "[\n";
+  first_event_ = true;
+  named_tracks_.clear();
+  origin_ns_ = now_ns();
+  last_flush_ns_ = origin_ns_;
+
+  const std::string host = "host (pid " + std::to_string(::getpid()) + ")";
+  auto process = [&](uint32_t pid, const std::string& name) {
+    open_event("process_name", "__metadata", 'M', pid, 0, origin_ns_);
+    buffer_ += ",\"args\":{\"name\":";
+    append_string(buffer_, name);
+    buffer_ += "}}";
+    open_event("process_sort_index", "__metadata", 'M', pid, 0, origin_ns_);
+    buffer_ += ",\"args\":{\"sort_index\":";
+    append_number(buffer_, uint64_t{pid});
+    buffer_ += "}}";
+  };
+  process(kHostPid, host);
+  for (const auto& device : devices)
+    process(device_pid(*device), device->name + " (" + device->plugin->name + ")");
+  flush(origin_ns_, true);
+  open_writers.add(this);
+  active_.store(true, std::memory_order_relaxed);
+}
+
+void Writer::end() {
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0) fail(PHX_STATUS_INVALID_ARGUMENT, "no trace is being written");
+  active_.store(false, std::memory_order_relaxed);
+  OpenWriters::get().remove(this);
+  buffer_ += "\n]\n";
+  flush(now_ns(), true);
+  close_file();
+}
+
+void Writer::close_file() {
+  ::close(fd_);
+  fd_ = -1;
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+}
+
+void Writer::flush(uint64_t now, bool force) {
+  if (!force && buffer_.size() < kFlushBytes && now - last_flush_ns_ < kFlushIntervalNs) return;
+  last_flush_ns_ = now;
+  size_t written = 0;
+  while (written < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + written, buffer_.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // a full disk: the trace ends short, the program goes on
+    written += static_cast<size_t>(n);
+  }
+  buffer_.clear();
+}
+
+void Writer::open_event(const char* name, const char* category, char phase, uint32_t pid,
+                        uint32_t tid, uint64_t ts_ns) {
+  buffer_ += first_event_ ? "{\"name\":" : ",\n{\"name\":";
+  first_event_ = false;
+  append_string(buffer_, name);
+  buffer_ += ",\"cat\":\"";
+  buffer_ += category;
+  buffer_ += "\",\"ph\":\"";
+  buffer_ += phase;
+  buffer_ += '"';
+  append_key(buffer_, "pid");
+  append_number(buffer_, uint64_t{pid});
+  append_key(buffer_, "tid");
+  append_number(buffer_, uint64_t{tid});
+  append_key(buffer_, "ts");
+  append_microseconds(buffer_, ts_ns - origin_ns_);
+}
+
+bool Writer::track_is_new(uint32_t pid, uint32_t tid) {
+  return named_tracks_.insert(uint64_t{pid} << 32 | tid).second;
+}
+
+void Writer::name_track(uint32_t pid, uint32_t tid, const std::string& name) {
+  open_event("thread_name", "__metadata", 'M', pid, tid, origin_ns_);
+  buffer_ += ",\"args\":{\"name\":";
+  append_string(buffer_, name);
+  buffer_ += "}}";
+}
+
+void Writer::stream_track(const Stream& stream, bool simulated) {
+  const uint32_t pid = device_pid(*stream.device);
+  const uint32_t tid = 2 * stream.trace_id + (simulated ? 1 : 0);
+  if (track_is_new(pid, tid))
+    name_track(pid, tid,
+               "stream " + std::to_string(stream.trace_id) +
+                   (simulated ? " (simulated device time)" : ""));
+}
+
+void Writer::host_event(const char* name, uint64_t start_ns, uint64_t end_ns) {
+  const uint32_t tid = host_tid();
+  if (track_is_new(kHostPid, tid))
+    name_track(kHostPid, tid, "API calls, thread " + std::to_string(tid));
+  open_event(name, "host", 'X', kHostPid, tid, start_ns);
+  append_key(buffer_, "dur");
+  append_microseconds(buffer_, end_ns - start_ns);
+}
+
+void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns) {
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || record.start_ns < origin_ns_) return;  // ended, or begun before the trace
+  const char* name = phx_op_name(record.op);
+  const uint32_t pid = device_pid(*stream.device);
+  const bool fallback = metric(record, "fallback_to_cpu", 0) != 0;
+  auto args = [&](uint64_t duration_ns) {
+    buffer_ += ",\"args\":{\"op\":";
+    append_string(buffer_, name);
+    append_key(buffer_, "signature");
+    append_string(buffer_, record.signature);
+    if (!record.node.empty()) {
+      append_key(buffer_, "node");
+      append_string(buffer_, record.node);
+    }
+    append_key(buffer_, "ticket");
+    append_number(buffer_, record.ticket);
+    append_key(buffer_, "flops");
+    append_number(buffer_, record.flops);
+    append_key(buffer_, "bytes");
+    append_number(buffer_, record.bytes);
+    // FLOPs per nanosecond are GFLOP/s; to a thousandth, printed as fast as an integer.
+    append_key(buffer_, "gflops_per_s");
+    const double thousandths = duration_ns > 0 ? 1000 * record.flops / double(duration_ns) : 0;
+    append_microseconds(buffer_, static_cast<uint64_t>(std::llround(thousandths)));
+    append_key(buffer_, "cpu_fallback");
+    buffer_ += fallback ? "true" : "false";
+    const size_t count = std::min<size_t>(record.plugin.metric_count, PHX_PLUGIN_MAX_METRICS);
+    for (size_t i = 0; i < count; ++i) {
+      if (record.plugin.metrics[i].name == nullptr) continue;
+      buffer_ += ',';
+      append_string(buffer_, record.plugin.metrics[i].name);
+      buffer_ += ':';
+      append_number(buffer_, record.plugin.metrics[i].value);
+    }
+    buffer_ += "}}";
+  };
+
+  stream_track(stream, false);
+  open_event(name, "op", 'X', pid, 2 * stream.trace_id, record.start_ns);
+  append_key(buffer_, "dur");
+  append_microseconds(buffer_, record.host_time_ns);
+  args(record.host_time_ns);
+
+  const double simulated = metric(record, kSimulatedTimeMetric, -1);
+  if (simulated >= 0) {
+    // The device's own timeline: an op starts when submitted or when the one before it
+    // ends on the modelled device, whichever is later.
+    const uint64_t start = std::max(record.start_ns, simulated_end_ns);
+    const auto duration = static_cast<uint64_t>(std::llround(simulated));
+    simulated_end_ns = start + duration;
+    stream_track(stream, true);
+    open_event(name, "simulated op", 'X', pid, 2 * stream.trace_id + 1, start);
+    append_key(buffer_, "dur");
+    append_microseconds(buffer_, duration);
+    args(duration);
+  }
+  flush(record.start_ns + record.host_time_ns, false);
+}
+
+void Writer::executable_run(const Stream& stream, const RunSpan& run) {
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || run.start_ns < origin_ns_) return;
+  stream_track(stream, false);
+  open_event("executable run", "executable", 'X', device_pid(*stream.device), 2 * stream.trace_id,
+             run.start_ns);
+  append_key(buffer_, "dur");
+  append_microseconds(buffer_, run.end_ns - run.start_ns);
+  buffer_ += ",\"args\":{\"nodes\":";
+  append_number(buffer_, uint64_t{run.node_count});
+  append_key(buffer_, "run");
+  append_number(buffer_, run.run_index);
+  buffer_ += "}}";
+  flush(run.end_ns, false);
+}
+
+void Writer::stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns) {
+  const uint64_t end = now_ns();
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || start_ns < origin_ns_) return;
+  const bool everything = ticket == UINT64_MAX;
+  host_event(everything ? "stream synchronize" : "stream wait", start_ns, end);
+  buffer_ += ",\"args\":{\"device\":";
+  append_number(buffer_, uint64_t{stream.device->index});
+  append_key(buffer_, "stream");
+  append_number(buffer_, uint64_t{stream.trace_id});
+  if (!everything) {
+    append_key(buffer_, "ticket");
+    append_number(buffer_, ticket);
+  }
+  buffer_ += "}}";
+  // A synchronize is where a program looks at its results: what came before is in the
+  // file from then on.
+  flush(end, everything);
+}
+
+void Writer::transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns) {
+  const uint64_t end = now_ns();
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || start_ns < origin_ns_) return;
+  host_event(name, start_ns, end);
+  buffer_ += ",\"args\":{\"device\":";
+  append_number(buffer_, uint64_t{tensor.device->index});
+  append_key(buffer_, "bytes");
+  append_number(buffer_, bytes);
+  buffer_ += "}}";
+  flush(end, std::strcmp(name, "download") == 0);
+}
+
+void Writer::copy(const Tensor& dst, const Tensor& src, uint64_t start_ns) {
+  const uint64_t end = now_ns();
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || start_ns < origin_ns_) return;
+  host_event("copy", start_ns, end);
+  buffer_ += ",\"args\":{\"src_device\":";
+  append_number(buffer_, uint64_t{src.device->index});
+  append_key(buffer_, "dst_device");
+  append_number(buffer_, uint64_t{dst.device->index});
+  append_key(buffer_, "bytes");
+  append_number(buffer_, src.byte_size);
+  buffer_ += "}}";
+  flush(end, false);
+}
+
+void Writer::graph_compile(size_t node_count, size_t device_count, uint64_t start_ns) {
+  const uint64_t end = now_ns();
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || start_ns < origin_ns_) return;
+  host_event("graph compile", start_ns, end);
+  buffer_ += ",\"args\":{\"nodes\":";
+  append_number(buffer_, uint64_t{node_count});
+  append_key(buffer_, "devices");
+  append_number(buffer_, uint64_t{device_count});
+  buffer_ += "}}";
+  flush(end, false);
+}
+
+void Writer::memory(const Device& device, uint64_t bytes_in_use) {
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0) return;
+  // Taken under the lock: a counter's samples stay in time order whichever thread adds them.
+  const uint64_t now = now_ns();
+  open_event("memory", "memory", 'C', device_pid(device), 0, now);
+  buffer_ += ",\"args\":{\"bytes_in_use\":";
+  append_number(buffer_, bytes_in_use);
+  buffer_ += "}}";
+  flush(now, false);
+}
+
+}  // namespace phx::trace

@@ -1,0 +1,97 @@
+// The trace writer: the one place that writes a context's trace (phx_trace_begin,
+// PHX_TRACE) in the Chrome Trace Event Format, one function per event kind. Events are
+// streamed to the file as a JSON array (docs/tracing.md): memory stays bounded, and a
+// process killed mid-run leaves the array open, which the format allows.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace phx {
+
+struct Device;
+struct ProfileEntry;
+struct Stream;
+struct Tensor;
+
+namespace trace {
+
+// The steady clock in nanoseconds: the time base of every event.
+uint64_t now_ns() noexcept;
+
+// An executable's run on one stream, drawn as a span around the nodes it submitted there.
+struct RunSpan {
+  uint64_t ticket = 0;  // the run's last ticket on the stream: written once it has finished
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  size_t node_count = 0;
+  uint64_t run_index = 0;
+};
+
+class Writer {
+ public:
+  Writer() = default;
+  ~Writer();  // ends a trace still open
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Whether a trace is being written: the one branch an op pays when tracing is off.
+  bool active() const noexcept { return active_.load(std::memory_order_relaxed); }
+
+  // Starts writing to path ("%p" there becomes the process id), truncating the file, and
+  // names a process per device. Throws INVALID_ARGUMENT when a trace is already being
+  // written or the file cannot be opened for writing.
+  void begin(const std::string& path, const std::vector<std::unique_ptr<Device>>& devices);
+  // Writes what is buffered, closes the array and the file. Throws INVALID_ARGUMENT when
+  // no trace is being written.
+  void end();
+
+  // ---- One function per event kind (docs/tracing.md lists them) ----
+  // An op that finished on stream: a complete event on the stream's track, and on its
+  // simulated-time track when the plugin reported a modelled time (estimated_time_ns);
+  // simulated_end_ns is the stream's simulated clock, which it advances.
+  void op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns);
+  // An executable's run on stream, after its nodes there were written.
+  void executable_run(const Stream& stream, const RunSpan& run);
+  // A blocking wait for stream's work (ticket UINT64_MAX: all of it) on the host track.
+  void stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns);
+  // phx_tensor_upload ("upload") or _download ("download") of bytes, on the host track.
+  void transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns);
+  // A copy between two tensors (phx_tensor_copy, an executable's copy step).
+  void copy(const Tensor& dst, const Tensor& src, uint64_t start_ns);
+  // phx_graph_compile of a graph of node_count nodes for device_count devices.
+  void graph_compile(size_t node_count, size_t device_count, uint64_t start_ns);
+  // The bytes live tensors hold on device now: a counter on the device's process.
+  void memory(const Device& device, uint64_t bytes_in_use);
+
+ private:
+  // The event's opening up to its args.
+  void open_event(const char* name, const char* category, char phase, uint32_t pid, uint32_t tid,
+                  uint64_t ts_ns);
+  bool track_is_new(uint32_t pid, uint32_t tid);  // true once per track and trace
+  void name_track(uint32_t pid, uint32_t tid, const std::string& name);
+  void host_event(const char* name, uint64_t start_ns, uint64_t end_ns);
+  void stream_track(const Stream& stream, bool simulated);
+  // Hands the buffer to the file when it is full, when force is set, or every 100 ms, so
+  // that a killed process loses at most that much.
+  void flush(uint64_t now, bool force);
+  void close_file();
+
+  std::atomic<bool> active_{false};
+  std::mutex mutex_;  // everything below
+  int fd_ = -1;
+  std::string path_;
+  std::string buffer_;
+  bool first_event_ = true;
+  uint64_t origin_ns_ = 0;  // the steady clock at begin: ts 0
+  uint64_t last_flush_ns_ = 0;
+  std::unordered_set<uint64_t> named_tracks_;
+};
+
+}  // namespace trace
+}  // namespace phx
