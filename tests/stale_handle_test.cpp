@@ -211,6 +211,10 @@ const std::vector<Row>& rows() {
          float data[4] = {};
          return phx_tensor_download(as<phx_tensor>(h), 0, data, sizeof data);
        }},
+      {"phx_trace_begin", K::kContext, false,
+       [](W, uintptr_t h) { return phx_trace_begin(as<phx_context>(h), "/dev/null"); }},
+      {"phx_trace_end", K::kContext, false,
+       [](W, uintptr_t h) { return phx_trace_end(as<phx_context>(h)); }},
       {"phx_tensor_create_from_host", K::kContext, false,
        [](W, uintptr_t h) {
          static float data[4] = {};
