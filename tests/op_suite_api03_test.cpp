@@ -305,9 +305,15 @@ TEST_P(BooleanTest, ComparisonsOnEveryDtype) {
       {PHX_OP_GREATER, [](double a, double b) { return a > b; }},
   };
   Random rng(300);
-  for (const auto& [op, cmp] : ops) {
+  // No structured bindings: clang 14 (the fuzz preset's compiler) cannot capture them in
+  // the lambda below.
+  for (const auto& op_and_compare : ops) {
+    const phx_op_id op = op_and_compare.first;
+    const auto& cmp = op_and_compare.second;
     for (phx_dtype dt : kAllDtypes) {
-      for (const auto& [shape_a, shape_b] : pair_shapes()) {
+      for (const auto& shapes : pair_shapes()) {
+        const Shape& shape_a = shapes.first;
+        const Shape& shape_b = shapes.second;
         // Few distinct values, so that equal pairs are common.
         const HostTensor a = rng.tensor(dt, shape_a, -3, 3);
         const HostTensor b = rng.tensor(dt, shape_b, -3, 3);
