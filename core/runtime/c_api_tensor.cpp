@@ -23,8 +23,9 @@ void check_range(const Tensor& tensor, size_t offset, size_t size) {
 }
 
 // The device a tensor of dtype and shape is to be made on, after checking them: what
-// phx_tensor_create and phx_tensor_create_from_host refuse alike.
-Device& checked_device(Context& context, size_t device, phx_dtype dtype, size_t rank,
+// phx_tensor_create and phx_tensor_create_from_host refuse alike. dtype by reference, as
+// enum_value reads it: a copy of a value outside the enum is undefined behavior.
+Device& checked_device(Context& context, size_t device, const phx_dtype& dtype, size_t rank,
                        const int64_t* shape) {
   if (enum_value(dtype) <= PHX_DTYPE_INVALID || enum_value(dtype) >= PHX_DTYPE_COUNT)
     fail(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
