@@ -279,6 +279,8 @@ int main(int argc, char** argv) {
   Recorder recorder;
   phx_test::op_run_observer() = &recorder;
   int gtest_argc = static_cast<int>(rest.size());
+  // googletest moves the arguments it consumes down over argv[argc], which must be null.
+  rest.push_back(nullptr);
   const bool progress = phx_tools::progress_wanted();
   if (progress) GTEST_FLAG_SET(brief, true);  // before InitGoogleTest: --gtest_brief=0 wins
   ::testing::InitGoogleTest(&gtest_argc, rest.data());
