@@ -283,12 +283,9 @@ inline double final_rounding(phx_dtype out, double ref) {
   return unit_roundoff(out) * std::fabs(ref) + half_min_subnormal(out);
 }
 
-// Built with PHX_OP_SUITE_AS_GRAPHS=1, the suite runs every op as a one-node graph;
-// phx-conformance --graphs sets it at run time.
-#ifndef PHX_OP_SUITE_AS_GRAPHS
-#define PHX_OP_SUITE_AS_GRAPHS 0
-#endif
-inline bool ops_as_graphs = PHX_OP_SUITE_AS_GRAPHS != 0;
+// When set, the suite runs every op as a one-node graph: the graph-test executables link
+// op_suite_as_graphs.cpp, which sets it before main, and phx-conformance --graphs sets it.
+inline bool ops_as_graphs = false;
 
 class Random {
  public:
@@ -620,9 +617,9 @@ class OpSuite : public ::testing::TestWithParam<DeviceParam> {
     return values;
   }
 
-  // Submits the op and waits for it; returns the first status that is not OK. Built with
-  // PHX_OP_SUITE_AS_GRAPHS (phx_op_suite_graph_test), the op runs as a one-node graph
-  // compiled for the device instead: the graph path must answer as phx_op_run does.
+  // Submits the op and waits for it; returns the first status that is not OK. With
+  // ops_as_graphs (phx_op_suite_graph_test), the op runs as a one-node graph compiled for
+  // the device instead: the graph path must answer as phx_op_run does.
   phx_status run(phx_op_id op, const void* params, const std::vector<phx_tensor>& inputs,
                  const std::vector<phx_tensor>& outputs, uint64_t* ticket = nullptr) {
     const phx_op_desc desc = {
