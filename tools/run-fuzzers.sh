@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the fuzz preset, replays every fuzz target's committed corpus and regressions
+# Builds the fuzzers (the fuzz preset), replays every fuzz target's committed corpus and regressions
 # (ctest), then fuzzes each target for PHX_FUZZ_SECONDS seconds (default 60) on a copy of
 # its corpus in the build folder. Exits non-zero on any crash, naming the input that
 # caused it. tests/fuzz/README.md explains the targets and how to keep a crash.
@@ -15,7 +15,7 @@ targets=${PHX_FUZZ_TARGETS:-"fuzz_op_run fuzz_graph fuzz_executable_load fuzz_on
 
 cd "$root"
 cmake --preset fuzz
-cmake --build --preset fuzz -j "${PHX_FUZZ_JOBS:-2}"
+cmake --build --preset fuzz -j "${PHX_FUZZ_JOBS:-2}" --target phx_fuzzers
 ctest --preset fuzz
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
