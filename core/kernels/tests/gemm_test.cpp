@@ -410,15 +410,15 @@ TEST(Gemm, DefaultMatchesChosenIsa) {
 }
 
 // gemm_isa() follows PHX_CPU_ISA, which the forced_isa ctest entries set: a cap takes the
-// best path at or below it that the machine has; avx512-bf16 is taken only when asked
-// for and present; without the variable (or with an unknown value) the best path but
-// avx512-bf16 (gemm.cpp's best_isa says why).
+// best path at or below it that the machine has; avx512-bf16 is taken when asked for and
+// present, and otherwise only where gemm_bf16_dot_pays(); without the variable (or with
+// an unknown value) the best path.
 TEST(Gemm, PhxCpuIsaCapsTheChoice) {
   const std::vector<const char*> names = isas();
   auto has = [&](const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
-  const std::vector<std::string> ranked = {"generic", "avx2", "avx512"};  // rising
+  const std::vector<std::string> ranked = {"generic", "avx2", "avx512", "avx512-bf16"};
   const char* env = std::getenv("PHX_CPU_ISA");
   const std::string asked = env != nullptr ? env : "";
   std::string want;
@@ -428,7 +428,7 @@ TEST(Gemm, PhxCpuIsaCapsTheChoice) {
     auto cap = std::find(ranked.begin(), ranked.end(), asked);
     const size_t top = cap == ranked.end() ? ranked.size() - 1 : size_t(cap - ranked.begin());
     for (size_t r = 0; r <= top; ++r)
-      if (has(ranked[r])) want = ranked[r];
+      if (has(ranked[r]) && (ranked[r] != "avx512-bf16" || gemm_bf16_dot_pays())) want = ranked[r];
   }
   EXPECT_EQ(want, gemm_isa()) << "PHX_CPU_ISA=" << asked;
 }
