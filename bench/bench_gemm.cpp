@@ -1,9 +1,16 @@
 // Square GEMM, C = A . B at N = 256 ... 2048, in GFLOP/s (2 N^3 flops per product):
-// - on the CPU device through the C API, f32, bf16 and f16 (out in the input's dtype):
-//   the tensors are created and filled once, outside the timed loop; each iteration is
+// - on the CPU device through the C API, f32, bf16 and f16 (out in the input's dtype),
+//   and qmatmul i8 x i8 with the raw i32 out (GOP/s, 2 per multiply-add): the tensors
+//   are created and filled once, outside the timed loop; each iteration is
 //   phx_op_run + phx_stream_synchronize, so dispatch is included;
-// - OpenBLAS cblas_sgemm on the same sizes, in the same process, with as many threads.
-// At the end it prints the ratio of the CPU plugin to OpenBLAS per N.
+// - OpenBLAS cblas_sgemm on the same sizes, in the same process, with as many threads;
+// - the machine's peak for each kind (peak_kernels.h: the best f32 FMA, bf16 dot and
+//   int8 dot loop this CPU has), on as many threads;
+// - on the CPU device, conv2d (f32, a 3 x 3 convolution of a ResNet stage) and causal
+//   attention (f32, 8 heads of 64, sequence 1024 and 2048).
+// At the end it prints, per N, each rate, its fraction of the peak of its kind measured
+// in this run (bf16 against the bf16 dot where the CPU has one, else against f32 FMA),
+// and the ratio of the CPU plugin to OpenBLAS; then conv2d and attention likewise.
 //
 // Threads: PHX_BENCH_THREADS, else one per hardware thread, for both libraries.
 // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main, so the count is
@@ -19,16 +26,24 @@
 #include <thread>
 
 #include "bench_common.h"
+#include "peak_kernels.h"
 
 namespace {
 
 using phx_bench::check;
 using phx_bench::CpuDevice;
 using phx_bench::Tensor;
+namespace peak = phx_bench::peak;
 
 constexpr int64_t kSizes[] = {256, 512, 1024, 2048};
 // The counter of flops, a rate: the console shows it per second, e.g. "36.6G/s".
 constexpr const char* kFlops = "FLOPS";
+constexpr const char* kOps = "OPS";  // integer: 2 per multiply-add
+// The 3 x 3 convolution: x [4, 256, 28, 28], 256 filters, padding 1 (ResNet-50's third
+// stage, batch 4): 2 * 4 * 256 * 256 * 9 * 28 * 28 = 3.7 GFLOP.
+constexpr int64_t kConvBatch = 4, kConvChannels = 256, kConvSide = 28;
+constexpr int64_t kAttentionSizes[] = {1024, 2048};
+constexpr int64_t kAttentionHeads = 8, kAttentionDim = 64;
 
 CpuDevice* g_cpu = nullptr;
 
@@ -120,6 +135,88 @@ void gemm_openblas(benchmark::State& state) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
+// qmatmul i8 x i8, per-tensor scales, no zero points, the raw i32 accumulators out.
+void qmatmul_phynexus(benchmark::State& state) {
+  const CpuDevice& cpu = *g_cpu;
+  const int64_t n = state.range(0);
+  Tensor a(cpu, PHX_DTYPE_I8, {n, n}), b(cpu, PHX_DTYPE_I8, {n, n}), c(cpu, PHX_DTYPE_I32, {n, n});
+  Tensor a_scale(cpu, PHX_DTYPE_F32, {1}), b_scale(cpu, PHX_DTYPE_F32, {1});
+  for (const Tensor* t : {&a, &b}) {
+    std::vector<int8_t> values(static_cast<size_t>(n * n));
+    std::mt19937 generator(t == &a ? 1 : 2);
+    for (int8_t& v : values) v = static_cast<int8_t>(generator() % 255 - 127);
+    check(phx_tensor_upload(t->get(), 0, values.data(), values.size()), "phx_tensor_upload");
+  }
+  const float scale = 0.01f;
+  for (const Tensor* t : {&a_scale, &b_scale})
+    check(phx_tensor_upload(t->get(), 0, &scale, sizeof scale), "phx_tensor_upload");
+  const phx_tensor inputs[5] = {a.get(), b.get(), a_scale.get(), nullptr, b_scale.get()};
+  const phx_tensor output = c.get();
+  const phx_op_desc qmatmul = phx_bench::op_desc(PHX_OP_QMATMUL, inputs, 5, &output);
+  for (auto _ : state) {
+    check(phx_op_run(cpu.stream, &qmatmul, nullptr), "phx_op_run(qmatmul)");
+    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
+  }
+  // OPS rather than FLOPS: phx-plot draws FLOP rates only, under float roofs.
+  const double size = static_cast<double>(n);
+  state.counters[kOps] =
+      benchmark::Counter(2.0 * size * size * size, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Random f32 values in a tensor of the given shape.
+void fill_f32(const Tensor& tensor, int64_t count, unsigned seed) {
+  auto values = random_values(static_cast<size_t>(count), seed);
+  check(phx_tensor_upload(tensor.get(), 0, values.data(), values.size() * sizeof(float)),
+        "phx_tensor_upload");
+}
+
+void conv2d_phynexus(benchmark::State& state) {
+  const CpuDevice& cpu = *g_cpu;
+  const int64_t b = kConvBatch, c = kConvChannels, side = kConvSide;
+  Tensor x(cpu, PHX_DTYPE_F32, {b, c, side, side}), w(cpu, PHX_DTYPE_F32, {c, c, 3, 3});
+  Tensor y(cpu, PHX_DTYPE_F32, {b, c, side, side});
+  fill_f32(x, b * c * side * side, 3);
+  fill_f32(w, c * c * 9, 4);
+  phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+  params.padding[0] = params.padding[1] = params.padding[2] = params.padding[3] = 1;
+  const phx_tensor inputs[2] = {x.get(), w.get()};
+  const phx_tensor output = y.get();
+  phx_op_desc conv = phx_bench::op_desc(PHX_OP_CONV2D, inputs, 2, &output);
+  conv.params = &params;
+  for (auto _ : state) {
+    check(phx_op_run(cpu.stream, &conv, nullptr), "phx_op_run(conv2d)");
+    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
+  }
+  state.counters[kFlops] =
+      benchmark::Counter(2.0 * static_cast<double>(b * c * c * 9 * side * side),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void attention_phynexus(benchmark::State& state) {
+  const CpuDevice& cpu = *g_cpu;
+  const int64_t s = state.range(0), h = kAttentionHeads, d = kAttentionDim;
+  Tensor q(cpu, PHX_DTYPE_F32, {1, h, s, d}), k(cpu, PHX_DTYPE_F32, {1, h, s, d});
+  Tensor v(cpu, PHX_DTYPE_F32, {1, h, s, d}), o(cpu, PHX_DTYPE_F32, {1, h, s, d});
+  fill_f32(q, h * s * d, 5);
+  fill_f32(k, h * s * d, 6);
+  fill_f32(v, h * s * d, 7);
+  phx_attention_params params = PHX_ATTENTION_PARAMS_INIT;
+  params.mask = PHX_ATTENTION_MASK_CAUSAL;
+  const phx_tensor inputs[3] = {q.get(), k.get(), v.get()};
+  const phx_tensor output = o.get();
+  phx_op_desc attention = phx_bench::op_desc(PHX_OP_ATTENTION, inputs, 3, &output);
+  attention.params = &params;
+  for (auto _ : state) {
+    check(phx_op_run(cpu.stream, &attention, nullptr), "phx_op_run(attention)");
+    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
+  }
+  // q k^T and p v, 2 flops per multiply-add, over half the scores (causal), as
+  // bench_vulkan counts them.
+  state.counters[kFlops] =
+      benchmark::Counter(4.0 * static_cast<double>(s) * static_cast<double>(s * d * h) / 2,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Timed by the wall clock: the work runs on several threads.
 void at_size(benchmark::internal::Benchmark* bench, int64_t n) {
   bench->Arg(n)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -135,24 +232,68 @@ std::string cell(double value, int width, int precision) {
   return text;
 }
 
-void print_summary(const phx_bench::RecordingReporter& reporter, unsigned threads) {
+// The best loop of each kind this CPU has (available_loops lists them best first).
+const peak::Loop* best_loop(const std::vector<peak::Loop>& loops, peak::Kind kind) {
+  for (const peak::Loop& loop : loops)
+    if (loop.kind == kind) return &loop;
+  return nullptr;
+}
+
+void print_summary(const phx_bench::RecordingReporter& reporter,
+                   const std::vector<peak::Loop>& loops, unsigned threads) {
   // Negative (shown "-") for a benchmark that did not run.
   auto gflops = [&](const std::string& name) { return reporter.counter(name, kFlops) / 1e9; };
+  auto ratio = [](double x, double y) { return x > 0 && y > 0 ? x / y : -1; };
+  auto peak_of = [&](peak::Kind kind) {
+    const peak::Loop* loop = best_loop(loops, kind);
+    if (loop == nullptr) return -1.0;
+    // Recorded as "<name>/": the reporter's key leaves the thread count out.
+    return reporter.counter(std::string(loop->name) + "/", peak::counter_name(kind)) / 1e9;
+  };
+  const double f32_peak = peak_of(peak::Kind::kF32), int8_peak = peak_of(peak::Kind::kInt8);
+  const bool has_bf16_dot = best_loop(loops, peak::Kind::kBf16) != nullptr;
+  const double bf16_peak = has_bf16_dot ? peak_of(peak::Kind::kBf16) : f32_peak;
+
+  std::printf("\nISA: %s\n", peak::isa_line().c_str());
+  std::printf("Peaks, G/s on %u thread%s:", threads, threads == 1 ? "" : "s");
+  for (peak::Kind kind : {peak::Kind::kF32, peak::Kind::kBf16, peak::Kind::kInt8}) {
+    const peak::Loop* loop = best_loop(loops, kind);
+    if (loop != nullptr)
+      std::printf(" %s %s (%s);", peak::kind_name(kind), cell(peak_of(kind), 0, 1).c_str(),
+                  loop->instruction);
+  }
+  std::printf("\n");
   // OPENBLAS_VERSION reads " OpenBLAS 0.3.21 ", spaces included.
-  std::printf("\nGEMM, GFLOP/s, %u thread%s; CPU plugin ISA: %s;%s(core %s)\n", threads,
-              threads == 1 ? "" : "s", g_cpu->isa.empty() ? "?" : g_cpu->isa.c_str(),
+  std::printf("\nGEMM, GFLOP/s (qmatmul GOP/s), %u thread%s; CPU plugin ISA: %s;%s(core %s)\n",
+              threads, threads == 1 ? "" : "s", g_cpu->isa.empty() ? "?" : g_cpu->isa.c_str(),
               OPENBLAS_VERSION, openblas_get_corename());
-  std::printf("%6s %10s %10s %14s %10s %10s\n", "N", "phx f32", "OpenBLAS", "phx/OpenBLAS",
-              "phx bf16", "phx f16");
+  std::printf("/pk: the fraction of the peak of its kind above; bf16 against %s\n",
+              has_bf16_dot ? "the bf16 dot" : "f32 FMA (no bf16 dot on this CPU)");
+  std::printf("%6s %9s %5s %9s %5s %8s %9s %5s %9s %9s %5s %9s %5s\n", "N", "phx f32", "/pk",
+              "OpenBLAS", "/pk", "phx/BLAS", "phx bf16", "/pk", "bf16/f32", "phx f16", "/pk",
+              "q i8", "/pk");
   for (int64_t n : kSizes) {
     const std::string arg = "/" + std::to_string(n);
-    double phx = gflops("gemm_f32_phx" + arg);
-    double blas = gflops("gemm_f32_openblas" + arg);
-    double ratio = phx > 0 && blas > 0 ? phx / blas : -1;
-    std::printf("%6lld %s %s %s %s %s\n", static_cast<long long>(n), cell(phx, 10, 1).c_str(),
-                cell(blas, 10, 1).c_str(), cell(ratio, 14, 2).c_str(),
-                cell(gflops("gemm_bf16_phx" + arg), 10, 1).c_str(),
-                cell(gflops("gemm_f16_phx" + arg), 10, 1).c_str());
+    const double phx = gflops("gemm_f32_phx" + arg), blas = gflops("gemm_f32_openblas" + arg);
+    const double bf16 = gflops("gemm_bf16_phx" + arg), f16 = gflops("gemm_f16_phx" + arg);
+    const double q8 = reporter.counter("qmatmul_i8_phx" + arg, kOps) / 1e9;
+    std::printf("%6lld %s %s %s %s %s %s %s %s %s %s %s %s\n", static_cast<long long>(n),
+                cell(phx, 9, 1).c_str(), cell(ratio(phx, f32_peak), 5, 2).c_str(),
+                cell(blas, 9, 1).c_str(), cell(ratio(blas, f32_peak), 5, 2).c_str(),
+                cell(ratio(phx, blas), 8, 2).c_str(), cell(bf16, 9, 1).c_str(),
+                cell(ratio(bf16, bf16_peak), 5, 2).c_str(), cell(ratio(bf16, phx), 9, 2).c_str(),
+                cell(f16, 9, 1).c_str(), cell(ratio(f16, f32_peak), 5, 2).c_str(),
+                cell(q8, 9, 1).c_str(), cell(ratio(q8, int8_peak), 5, 2).c_str());
+  }
+  std::printf("\nOther ops on the CPU device, f32, GFLOP/s and /pk (of f32 FMA)\n");
+  const std::string conv = "conv2d_f32_phx/";
+  std::printf("%-36s %9s %5s\n", "conv2d 3x3 [4,256,28,28] x 256", cell(gflops(conv), 9, 1).c_str(),
+              cell(ratio(gflops(conv), f32_peak), 5, 2).c_str());
+  for (int64_t s : kAttentionSizes) {
+    const double rate = gflops("attention_f32_phx/" + std::to_string(s));
+    const std::string label = "attention causal 8x64, S " + std::to_string(s);
+    std::printf("%-36s %9s %5s\n", label.c_str(), cell(rate, 9, 1).c_str(),
+                cell(ratio(rate, f32_peak), 5, 2).c_str());
   }
 }
 
@@ -164,18 +305,34 @@ int main(int argc, char** argv) {
   CpuDevice cpu = phx_bench::open_cpu_device(threads);
   g_cpu = &cpu;
 
+  // The peaks first: the rates below are fractions of them.
+  const std::vector<peak::Loop> loops = peak::available_loops();
+  for (peak::Kind kind : {peak::Kind::kF32, peak::Kind::kBf16, peak::Kind::kInt8}) {
+    const peak::Loop* loop = best_loop(loops, kind);
+    if (loop == nullptr) continue;
+    benchmark::RegisterBenchmark(loop->name,
+                                 [loop](benchmark::State& state) { peak::time_loop(state, *loop); })
+        ->Threads(static_cast<int>(threads))
+        ->UseRealTime();
+  }
   for (int64_t n : kSizes) {
     at_size(benchmark::RegisterBenchmark("gemm_f32_phx", gemm_phynexus, PHX_DTYPE_F32), n);
     at_size(benchmark::RegisterBenchmark("gemm_f32_openblas", gemm_openblas), n);
     at_size(benchmark::RegisterBenchmark("gemm_bf16_phx", gemm_phynexus, PHX_DTYPE_BF16), n);
     at_size(benchmark::RegisterBenchmark("gemm_f16_phx", gemm_phynexus, PHX_DTYPE_F16), n);
+    at_size(benchmark::RegisterBenchmark("qmatmul_i8_phx", qmatmul_phynexus), n);
   }
+  benchmark::RegisterBenchmark("conv2d_f32_phx", conv2d_phynexus)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  for (int64_t s : kAttentionSizes)
+    at_size(benchmark::RegisterBenchmark("attention_f32_phx", attention_phynexus), s);
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   phx_bench::RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  print_summary(reporter, threads);
+  print_summary(reporter, loops, threads);
   benchmark::Shutdown();
 
   g_cpu = nullptr;

@@ -1,76 +1,36 @@
-// The CPU's roofs, measured: the peak f32 FMA rate and the memory bandwidth, which
-// phx-plot roofline draws the CPU's ops under (docs/plots.md).
-// - peak_fma_f32_avx2 and peak_fma_f32_avx512: fused multiply-adds on many independent
-//   vector accumulators, on one core (threads:1) and on every core; the counter FLOPS
-//   (2 per lane per FMA). Each variant runs only where the CPU has its instructions,
-//   chosen at run time (__builtin_cpu_supports), compiled with target attributes so that
-//   the program itself still runs on any x86-64.
+// The CPU's roofs, measured: the peak rate of the arithmetic the CPU kernels use and the
+// memory bandwidth. phx-plot roofline draws the CPU's ops under the f32 FMA peak and the
+// bandwidth (docs/plots.md); bench_gemm divides its rates by the peaks it times itself.
+// - peak_fma_f32_avx2, peak_fma_f32_avx512 (counter FLOPS), peak_dot_bf16_avx512bf16
+//   (VDPBF16PS, FLOPS), peak_dot_i8_avx512vnni, peak_dot_i8_avxvnni (VPDPBUSD, zmm and
+//   ymm) and peak_dot_i8_avx2 (VPMADDUBSW + VPMADDWD + VPADDD; the three count OPS, 2 per
+//   int8 multiply-add): the loops of peak_kernels.h this CPU has, on one core (threads:1)
+//   and on every core.
 // - peak_stream_copy and peak_stream_triad: STREAM's copy (b = a) and triad
 //   (a = b + s * c) over arrays far larger than the caches, on one core and on every core;
 //   the counter bytes_per_second counts the bytes read and written (STREAM's convention,
 //   not the write-allocate reads).
-//   bench_peak [--benchmark_filter=fma ...]
+// It prints the instruction-set extensions it found first, and a table of the peaks, per
+// core and for all cores (the median where there are repetitions), last.
+//   bench_peak [--benchmark_filter=dot ...]
 #include <benchmark/benchmark.h>
-#include <immintrin.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <map>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "peak_kernels.h"
 
 namespace {
 
-// Enough independent chains to cover the FMA latency (4 to 5 cycles) on two FMA ports.
-constexpr int kAccumulators = 12;
-constexpr int kFmasPerPass = 1024;  // per accumulator, between checks of the loop state
+namespace peak = phx_bench::peak;
+
 // Three arrays of 32 Mi floats (128 MiB each): far beyond any last-level cache.
 constexpr size_t kStreamFloats = size_t{32} << 20;
-
-__attribute__((target("avx2,fma"))) float fma_pass_avx2(int passes) {
-  __m256 acc[kAccumulators];
-  for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm256_set1_ps(0.001f * static_cast<float>(j));
-  // Multiplier and addend that keep the values finite and far from subnormal.
-  const __m256 multiplier = _mm256_set1_ps(0.999f), addend = _mm256_set1_ps(0.001f);
-  for (int p = 0; p < passes; ++p) {
-    for (int i = 0; i < kFmasPerPass; ++i) {
-      for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm256_fmadd_ps(acc[j], multiplier, addend);
-    }
-  }
-  __m256 sum = acc[0];
-  for (int j = 1; j < kAccumulators; ++j) sum = _mm256_add_ps(sum, acc[j]);
-  return _mm256_cvtss_f32(sum);
-}
-
-__attribute__((target("avx512f"))) float fma_pass_avx512(int passes) {
-  __m512 acc[kAccumulators];
-  for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm512_set1_ps(0.001f * static_cast<float>(j));
-  const __m512 multiplier = _mm512_set1_ps(0.999f), addend = _mm512_set1_ps(0.001f);
-  for (int p = 0; p < passes; ++p) {
-    for (int i = 0; i < kFmasPerPass; ++i) {
-      for (int j = 0; j < kAccumulators; ++j) acc[j] = _mm512_fmadd_ps(acc[j], multiplier, addend);
-    }
-  }
-  __m512 sum = acc[0];
-  for (int j = 1; j < kAccumulators; ++j) sum = _mm512_add_ps(sum, acc[j]);
-  // Through memory: GCC 12 warns falsely inside _mm512_reduce_add_ps.
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0;
-  for (float lane : lanes) total += lane;
-  return total;
-}
-
-template <float (*kernel)(int), int kLanes>
-void peak_fma(benchmark::State& state) {
-  int passes = 1;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(passes);  // "changed" each time: no call is hoisted or folded
-    benchmark::DoNotOptimize(kernel(passes));
-  }
-  // Summed over the threads, divided by the wall-clock time: the rate of all cores together.
-  state.counters["FLOPS"] = benchmark::Counter(
-      2.0 * kLanes * kAccumulators * kFmasPerPass * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
-}
 
 // The arrays every stream benchmark shares, first touched in main before any timing.
 std::vector<float> g_a, g_b, g_c;
@@ -108,16 +68,70 @@ void on_one_and_all_cores(benchmark::internal::Benchmark* bench) {
   if (cores > 1) bench->Threads(cores);
 }
 
+// Prints as usual and keeps each run's counters by name and thread count: the median
+// with repetitions, else the run itself.
+class PeakReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type != Run::RT_Iteration && !median) continue;
+      counters_[{run.run_name.function_name, run.threads}] = run.counters;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  // Negative when it did not run.
+  double get(const std::string& name, int threads, const char* counter) const {
+    auto it = counters_.find({name, threads});
+    if (it == counters_.end()) return -1;
+    auto c = it->second.find(counter);
+    return c == it->second.end() ? -1 : c->second.value;
+  }
+
+ private:
+  std::map<std::pair<std::string, int>, benchmark::UserCounters> counters_;
+};
+
+void print_cell(double value, double scale) {
+  if (value < 0)
+    std::printf(" %10s", "-");
+  else
+    std::printf(" %10.1f", value / scale);
+}
+
+void print_summary(const PeakReporter& reporter, const std::vector<peak::Loop>& loops, int cores) {
+  std::printf("\nPeaks (G/s: FLOP/s for f32 and bf16, int8 OP/s), 1 core and %d cores\n", cores);
+  std::printf("%-26s %-30s %10s %10s\n", "loop", "instruction", "1 core", "all cores");
+  for (const peak::Loop& loop : loops) {
+    std::printf("%-26s %-30s", loop.name, loop.instruction);
+    const char* counter = peak::counter_name(loop.kind);
+    print_cell(reporter.get(loop.name, 1, counter), 1e9);
+    print_cell(cores > 1 ? reporter.get(loop.name, cores, counter) : -1, 1e9);
+    std::printf("\n");
+  }
+  for (const char* stream : {"peak_stream_copy", "peak_stream_triad"}) {
+    std::printf("%-26s %-30s", stream, "GB/s");
+    print_cell(reporter.get(stream, 1, "bytes_per_second"), 1e9);
+    print_cell(cores > 1 ? reporter.get(stream, cores, "bytes_per_second") : -1, 1e9);
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    on_one_and_all_cores(
-        benchmark::RegisterBenchmark("peak_fma_f32_avx2", peak_fma<fma_pass_avx2, 8>));
-  if (__builtin_cpu_supports("avx512f"))
-    on_one_and_all_cores(
-        benchmark::RegisterBenchmark("peak_fma_f32_avx512", peak_fma<fma_pass_avx512, 16>));
+  // First, so that every figure below reads against it; also in the JSON's context.
+  const std::string isa = peak::isa_line();
+  std::printf("ISA: %s\n", isa.c_str());
+  std::fflush(stdout);
+  benchmark::AddCustomContext("isa", isa);
+
+  const std::vector<peak::Loop> loops = peak::available_loops();
+  for (const peak::Loop& loop : loops)
+    on_one_and_all_cores(benchmark::RegisterBenchmark(
+        loop.name, [&loop](benchmark::State& state) { peak::time_loop(state, loop); }));
   g_a.assign(kStreamFloats, 1.0f);
   g_b.assign(kStreamFloats, 2.0f);
   g_c.assign(kStreamFloats, 0.5f);
@@ -126,7 +140,9 @@ int main(int argc, char** argv) {
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  PeakReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_summary(reporter, loops, static_cast<int>(std::thread::hardware_concurrency()));
   benchmark::Shutdown();
   return 0;
 }

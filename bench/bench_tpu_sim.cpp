@@ -4,16 +4,25 @@
 // tpu-sim / cpu at the end; the goal is at most 1.5. And what the simulator spends per op
 // beyond its kernel: 64 adds of a constant to a [1, 16] f32 tensor, eagerly (each op
 // checked by the host, costed and looked up in the chip's compile cache) and as an
-// executable (one run of a compiled program); prints the time per node of each.
+// executable (one run of a compiled program); prints the time per node of each. The
+// matmuls' rates are also printed as fractions of the machine's f32 FMA peak
+// (peak_kernels.h, timed here on every core): the simulator's bf16 products are widened
+// to f32 and summed by the f32 GEMM kernels in fixed passes, which VDPBF16PS cannot do
+// with the same bits.
 //   bench_tpu_sim [--benchmark_repetitions=5 ...]
 #include <benchmark/benchmark.h>
 #include <phynexus/phynexus.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_common.h"
+#include "peak_kernels.h"
 
 namespace {
 
@@ -155,9 +164,39 @@ BENCHMARK(BM_TpuSimBf16ToBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TpuSimChainEager)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_TpuSimChainExecutable)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// The best f32 loop this CPU has (available_loops lists the best first), or null.
+const phx_bench::peak::Loop* f32_peak_loop() {
+  static const std::vector<phx_bench::peak::Loop> loops = phx_bench::peak::available_loops();
+  for (const auto& loop : loops)
+    if (loop.kind == phx_bench::peak::Kind::kF32) return &loop;
+  return nullptr;
+}
+
+// The matmuls' GFLOP/s (best time) and their fraction of the f32 peak timed in this run.
+void print_fractions(const std::map<std::string, double>& best, int threads) {
+  const phx_bench::peak::Loop* loop = f32_peak_loop();
+  if (loop == nullptr || best.count(loop->name) == 0) return;
+  // GFLOP/s from the best times, which are in each benchmark's unit: ns for the loop
+  // (every thread runs it once per iteration, timed by the wall clock), ms for a matmul.
+  const double peak = threads * loop->ops_per_step * phx_bench::peak::kAccumulators *
+                      phx_bench::peak::kStepsPerIteration / best.at(loop->name);
+  std::printf("f32 peak (%s, %d threads): %.1f GFLOP/s\n", loop->instruction, threads, peak);
+  for (const char* matmul : {"BM_CpuF32", "BM_TpuSimBf16ToF32", "BM_TpuSimBf16ToBf16"}) {
+    if (best.count(matmul) == 0) continue;
+    const double rate = 2.0 * kSize * kSize * kSize / (best.at(matmul) * 1e6);
+    std::printf("%s: %.1f GFLOP/s, %.2f of the f32 peak\n", matmul, rate, rate / peak);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const phx_bench::peak::Loop* loop = f32_peak_loop())
+    benchmark::RegisterBenchmark(
+        loop->name, [loop](benchmark::State& state) { phx_bench::peak::time_loop(state, *loop); })
+        ->Threads(threads)
+        ->UseRealTime();
   const auto best = phx_bench::run_keeping_best_times(&argc, argv);
   if (best.count("BM_CpuF32") != 0) {
     for (const char* sim : {"BM_TpuSimBf16ToF32", "BM_TpuSimBf16ToBf16"})
@@ -168,6 +207,7 @@ int main(int argc, char** argv) {
   for (const char* chain : {"BM_TpuSimChainEager", "BM_TpuSimChainExecutable"})
     if (best.count(chain) != 0)
       std::printf("%s: %.0f ns per node (best real time)\n", chain, 1e3 * best.at(chain) / kChain);
+  print_fractions(best, threads);
   phx_bench::close_cpu_and_device(setup());
   return 0;
 }

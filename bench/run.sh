@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds the default preset (Release) and runs the benchmarks: about a minute on 2 cores,
-# plus the build. Each benchmark runs 3 times and the summaries use the median, which
+# Builds the default preset (Release) and runs the benchmarks: about two minutes on 2
+# cores, plus the build. Each benchmark runs 3 times and the summaries use the median, which
 # keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
-# each program, then its summary: for bench_peak the CPU's peak f32 FMA rate and memory
-# bandwidth (the roofs of phx-plot roofline), for bench_gemm the ratio of the CPU plugin to OpenBLAS
-# per N, for bench_dispatch the cost of one op, for bench_graph an executable's cost per
-# node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
+# each program, then its summary. bench_peak runs first, so that the top of the output is
+# the machine's instruction-set extensions and its peaks, per core and on all cores: f32
+# FMA, bf16 dot, int8 dot (whichever the CPU has) and memory bandwidth (the roofs of
+# phx-plot roofline). Then for bench_gemm the CPU plugin's GEMM, qmatmul, conv2d and
+# attention, each as a fraction of the peak of its kind (timed again in bench_gemm, in the
+# same run) and GEMM against OpenBLAS per N, for bench_dispatch the cost of one op, for
+# bench_graph an executable's cost per node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
 # simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
 # against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
 # and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for

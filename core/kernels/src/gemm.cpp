@@ -69,12 +69,12 @@ const IsaKernels& kernels_for(Isa isa) {
   }
 }
 
-// The automatic choice never takes the VDPBF16PS kernel: on the machine this was tuned
-// on (Xeon with AVX512_BF16, under KVM) a VDPBF16PS (32 bf16 products) issues once per
-// two cycles, 16 products a cycle, while two FMAs a cycle give 32 f32 products: bf16
-// inputs converted to f32 while packing run about 1.5x faster through the f32 kernel.
-// PHX_CPU_ISA=avx512-bf16 selects it anyway (where the CPU has AVX512_BF16).
+// The automatic choice takes the VDPBF16PS kernel only where it pays: where the
+// instruction, timed, multiplies faster than FMA by a margin (gemm_bf16_probe.cpp says
+// what was measured where). PHX_CPU_ISA=avx512-bf16 selects it anyway (where the CPU has
+// AVX512_BF16), and avx512 or below leaves it out.
 Isa best_isa() {
+  if (cpu_has(Isa::kAvx512Bf16) && bf16_dot_outpaces_fma()) return Isa::kAvx512Bf16;
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2})
     if (cpu_has(isa)) return isa;
   return Isa::kGeneric;
@@ -92,6 +92,8 @@ Isa chosen_isa() {
       cap = Isa::kGeneric;
     else if (std::strcmp(env, "avx2") == 0)
       cap = Isa::kAvx2;
+    else if (std::strcmp(env, "avx512") == 0)
+      cap = Isa::kAvx512;
     if (static_cast<int>(cap) < static_cast<int>(best)) {
       best = cap;
       while (!cpu_has(best)) best = static_cast<Isa>(static_cast<int>(best) - 1);
@@ -461,6 +463,11 @@ void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool) {
 const char* gemm_isa() {
   using namespace gemm_detail;
   return kernels_for(chosen_isa()).name;
+}
+
+bool gemm_bf16_dot_pays() {
+  using namespace gemm_detail;
+  return cpu_has(Isa::kAvx512Bf16) && bf16_dot_outpaces_fma();
 }
 
 std::vector<const char*> gemm_supported_isas() {

@@ -12,6 +12,10 @@ namespace phx::kernels {
 // "generic"), ignoring PHX_CPU_ISA.
 std::vector<const char*> gemm_supported_isas();
 
+// Whether the automatic choice takes "avx512-bf16" on this machine (its VDPBF16PS,
+// timed once per process, outpaces f32 FMA).
+bool gemm_bf16_dot_pays();
+
 // gemm() forced onto isa (one of gemm_supported_isas()); returns false (and does
 // nothing) when isa is unknown or not supported here.
 bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa);

@@ -81,6 +81,11 @@ const IsaKernels* avx2_kernels();    // null when not compiled in (non-x86)
 const IsaKernels* avx512_kernels();  // null when not compiled in
 const IsaKernels* avx512_bf16_kernels();
 
+// True where VDPBF16PS, timed once per process, multiplies bf16 at a rate that clears f32
+// FMA's by a margin (gemm_bf16_probe.cpp): the automatic choice then takes the
+// avx512-bf16 path. Call only where the CPU has AVX512_BF16.
+bool bf16_dot_outpaces_fma();
+
 // Portable packers (any dtype, any panel width).
 void pack_f32_generic(const PackSrc& s, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int panel,
                       void* dst);

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -406,6 +407,30 @@ TEST(Gemm, DefaultMatchesChosenIsa) {
   g.c = c2.data();
   ASSERT_TRUE(gemm_with_isa(g, pool, gemm_isa()));
   EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)));
+}
+
+// gemm_isa() follows PHX_CPU_ISA, which the forced_isa ctest entries set: a cap takes the
+// best path at or below it that the machine has; avx512-bf16 is taken when asked for and
+// present, and otherwise only where gemm_bf16_dot_pays(); without the variable (or with
+// an unknown value) the best path.
+TEST(Gemm, PhxCpuIsaCapsTheChoice) {
+  const std::vector<const char*> names = isas();
+  auto has = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const std::vector<std::string> ranked = {"generic", "avx2", "avx512", "avx512-bf16"};
+  const char* env = std::getenv("PHX_CPU_ISA");
+  const std::string asked = env != nullptr ? env : "";
+  std::string want;
+  if (asked == "avx512-bf16" && has(asked)) {
+    want = asked;
+  } else {
+    auto cap = std::find(ranked.begin(), ranked.end(), asked);
+    const size_t top = cap == ranked.end() ? ranked.size() - 1 : size_t(cap - ranked.begin());
+    for (size_t r = 0; r <= top; ++r)
+      if (has(ranked[r]) && (ranked[r] != "avx512-bf16" || gemm_bf16_dot_pays())) want = ranked[r];
+  }
+  EXPECT_EQ(want, gemm_isa()) << "PHX_CPU_ISA=" << asked;
 }
 
 }  // namespace

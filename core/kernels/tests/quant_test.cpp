@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -281,6 +282,24 @@ TEST(QuantGemm, NonFiniteMultiplierGivesTheZeroPointOrSaturates) {
     EXPECT_EQ(c[0], 3) << isa;
     EXPECT_EQ(c[1], 127) << isa;
   }
+}
+
+// gemm_s8_isa() follows PHX_CPU_ISA, which the forced_isa ctest entries set: avx2 and
+// generic cap it at the best path at or below them that the machine has; any other value
+// (avx512, avx512-bf16) or none leaves the best path.
+TEST(QuantGemm, PhxCpuIsaCapsTheChoice) {
+  const std::vector<const char*> names = gemm_s8_supported_isas();
+  const std::vector<std::string> ranked = {"generic", "avx2", "avx512-vnni"};  // rising
+  const char* env = std::getenv("PHX_CPU_ISA");
+  const std::string asked = env != nullptr ? env : "";
+  size_t top = ranked.size() - 1;
+  if (asked == "generic") top = 0;
+  if (asked == "avx2") top = 1;
+  std::string want;
+  for (size_t r = 0; r <= top; ++r)
+    for (const char* name : names)
+      if (ranked[r] == name) want = name;
+  EXPECT_EQ(want, gemm_s8_isa()) << "PHX_CPU_ISA=" << asked;
 }
 
 }  // namespace

@@ -81,7 +81,10 @@ PackedB gemm_pack_b(const GemmArgs& args);
 void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool);
 
 // The instruction set gemm dispatches to on this machine: "avx512-bf16", "avx512",
-// "avx2" or "generic". PHX_CPU_ISA=avx2|generic caps it (to test the other paths).
+// "avx2" or "generic": the best this machine has, "avx512-bf16" (VDPBF16PS for bf16
+// inputs) only where that instruction, timed once per process, outpaces f32 FMA.
+// PHX_CPU_ISA=avx512|avx2|generic caps it, avx512-bf16 selects that path where the CPU
+// has it (to test the other paths).
 const char* gemm_isa();
 
 }  // namespace phx::kernels
