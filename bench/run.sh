@@ -8,8 +8,9 @@
 # phx-plot roofline). Then for bench_gemm the CPU plugin's GEMM, qmatmul, conv2d and
 # attention, each as a fraction of the peak of its kind (timed again in bench_gemm, in the
 # same run) and GEMM against OpenBLAS per N, for bench_dispatch the cost of one op, for
-# bench_graph an executable's cost per node and its speed against the same ops run eagerly, for bench_tpu_sim and bench_npu_sim the
-# simulators' cost against the CPU plugin, for bench_vulkan the Vulkan device's matmul
+# bench_graph an executable's cost per node and its speed against the same ops run
+# eagerly, for bench_tpu_sim and bench_npu_sim the simulators' cost against the CPU
+# plugin, for bench_vulkan the Vulkan device's matmul
 # against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
 # and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for
 # bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
