@@ -1,11 +1,13 @@
 // max_pool and avg_pool over the 1 to 3 spatial dimensions of x [N, C, D1..Dk].
 //
 // Every shape is taken as 3-D (missing dimensions of size 1, kernel 1); each task takes
-// whole (n, c) planes and each output element walks its window directly. Float inputs
-// are converted to f32 first, and the output rounded once from f32: the maximum is then
-// exact, and avg_pool sums in f32. Integer max pooling compares the integers themselves.
+// whole (n, c) planes. max_pool reduces rows (below); avg_pool's output elements walk
+// their windows directly. Float inputs are converted to f32 first, and the output rounded
+// once from f32: the maximum is then exact, and avg_pool sums in f32. Integer max pooling
+// compares the integers themselves.
 #include <phx/op_geometry.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "ops_common.h"
@@ -96,22 +98,118 @@ void pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int6
   }
 }
 
+// ---- max_pool ----
+// The maximum is separable: a window's maximum is the maximum, over its taps along the
+// innermost axis, of the maxima down its taps along the outer two. Each output row first
+// reduces its outer taps to one row of the input's width; the outputs whose windows lie
+// inside x then read that row at fixed offsets and a stride, in loops over the row that
+// vectorize (a walk of each window does not). The few at the padded edges walk their taps.
+
+// NaN wins, as in reduce_max and NumPy's max.
+template <class T>
+PHX_INLINE T max_or_nan(T m, T v) {
+  return (v > m || v != v) ? v : m;
+}
+
+// dst[i] = src[i * stride] (kCopy) or max(dst[i], src[i * stride]) for i in [0, n). The
+// common strides get loops of their own: a constant stride vectorizes.
+template <bool kCopy, class T>
+PHX_INLINE void gather_max(const T* src, int64_t stride, T* dst, int64_t n) {
+  auto run = [&](auto step) {
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = kCopy ? src[i * step] : max_or_nan(dst[i], src[i * step]);
+  };
+  if (stride == 1) {
+    run(std::integral_constant<int64_t, 1>{});
+  } else if (stride == 2) {
+    run(std::integral_constant<int64_t, 2>{});
+  } else {
+    run(stride);
+  }
+}
+
+PHX_CLONES void copy_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
+  gather_max<true>(src, stride, dst, n);
+}
+PHX_CLONES void max_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
+  gather_max<false>(src, stride, dst, n);
+}
+template <class T>
+void copy_strided(const T* src, int64_t stride, T* dst, int64_t n) {
+  gather_max<true>(src, stride, dst, n);
+}
+template <class T>
+void max_strided(const T* src, int64_t stride, T* dst, int64_t n) {
+  gather_max<false>(src, stride, dst, n);
+}
+void copy_strided(const float* src, int64_t stride, float* dst, int64_t n) {
+  copy_strided_f32(src, stride, dst, n);
+}
+void max_strided(const float* src, int64_t stride, float* dst, int64_t n) {
+  max_strided_f32(src, stride, dst, n);
+}
+
+template <class T>
+void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+  const PoolAxis &a0 = g.axis[0], &a1 = g.axis[1], &a2 = g.axis[2];
+  std::vector<Taps> cols(static_cast<size_t>(a2.out));
+  for (int64_t o = 0; o < a2.out; ++o) cols[o] = taps_of(a2, o);
+  // Windows start further right as o grows: those inside x are one range [lo, hi).
+  auto inside = [&](int64_t o) { return cols[o].first == 0 && cols[o].end == a2.kernel; };
+  int64_t lo = 0, hi = a2.out;
+  while (lo < hi && !inside(lo)) ++lo;
+  while (hi > lo && !inside(hi - 1)) --hi;
+  std::vector<T> row(static_cast<size_t>(a2.in));
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const T* x = in + plane * g.in_plane();
+    T* y = out + plane * g.out_plane();
+    for (int64_t o0 = 0; o0 < a0.out; ++o0) {
+      const Taps t0 = taps_of(a0, o0);
+      for (int64_t o1 = 0; o1 < a1.out; ++o1, y += a2.out) {
+        const Taps t1 = taps_of(a1, o1);
+        if (t0.first == t0.end || t1.first == t1.end) {  // windows of padding only (dilated)
+          std::fill(y, y + a2.out, T{0});
+          continue;
+        }
+        const T* r = nullptr;  // the row of the outer taps' maxima
+        for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0.dilation)
+          for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1.dilation) {
+            const T* src = x + (p * a1.in + q) * a2.in;
+            if (r == nullptr) {
+              r = src;  // one outer tap: the input row itself
+              continue;
+            }
+            if (r != row.data()) {
+              copy_strided(r, 1, row.data(), a2.in);
+              r = row.data();
+            }
+            max_strided(src, 1, row.data(), a2.in);
+          }
+        auto edge = [&](int64_t o) {
+          const Taps& t = cols[o];
+          T m = t.first == t.end ? T{0} : r[t.first_in];
+          for (int64_t k = t.first + 1, at = t.first_in + a2.dilation; k < t.end;
+               ++k, at += a2.dilation)
+            m = max_or_nan(m, r[at]);
+          y[o] = m;
+        };
+        for (int64_t o = 0; o < lo; ++o) edge(o);
+        for (int64_t o = hi; o < a2.out; ++o) edge(o);
+        if (lo < hi) {
+          const T* start = r + lo * a2.stride - a2.pad_begin;
+          copy_strided(start, a2.stride, y + lo, hi - lo);
+          for (int64_t k = 1; k < a2.kernel; ++k)
+            max_strided(start + k * a2.dilation, a2.stride, y + lo, hi - lo);
+        }
+      }
+    }
+  }
+}
+
 template <class T>
 void max_pool_typed(const PoolGeometry& g, const T* in, T* out, ThreadPool& pool) {
-  parallel_for(pool, g.planes, g.out_plane() * g.window(), [&](int64_t begin, int64_t end) {
-    pool_planes(g, in, out, begin, end, [&](const T* x, const int64_t* o) {
-      int64_t padded;
-      T m = std::numeric_limits<T>::lowest();
-      bool nan = false;
-      const int64_t taps = for_each_tap(g, o, padded, [&](int64_t at) {
-        const T v = x[at];
-        nan = nan || v != v;  // NaN wins, as reduce_max and NumPy's max
-        m = v > m ? v : m;
-      });
-      if (taps == 0) return T{0};  // a window of padding only (a dilated one)
-      return nan ? std::numeric_limits<T>::quiet_NaN() : m;
-    });
-  });
+  parallel_for(pool, g.planes, g.out_plane() * g.window(),
+               [&](int64_t begin, int64_t end) { max_pool_planes(g, in, out, begin, end); });
 }
 
 void avg_pool_f32(const PoolGeometry& g, bool count_include_pad, const float* in, float* out,
