@@ -5,8 +5,10 @@
 // NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
 //   output column, fused into gemm with the activation.
 // A 1x1 convolution with stride 1 and no padding needs no col: x is the matrix.
-// Otherwise col is built for a bounded number of output pixels at a time.
+// Otherwise col is built for a bounded number of whole images, or of one image's output
+// pixels, at a time (Parts); each part is one gemm call, batched over its images.
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "ops_common.h"
@@ -83,67 +85,106 @@ PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += v;
 }
 
-// Output pixels per col: keeps col near this many bytes, whatever the patch size.
+// col is kept near this many bytes, whatever the image and patch sizes.
 constexpr int64_t kColBytes = 4 << 20;
+
+// What one gemm call computes: `images` whole images (a batched gemm, which gives each
+// thread whole images when there are enough: small images then need no split of their
+// product, whose every part would pack the other operand again), when one image's col
+// fits in kColBytes; else `pixels` output pixels of one image. A pointwise convolution
+// reads x itself: every image in one call.
+struct Parts {
+  int64_t images = 1, pixels = 0;
+};
+
+Parts parts_of(const Conv2dGeometry& g, int64_t elem_bytes) {
+  const int64_t pixels = g.pixels_out(), patch_bytes = g.patch() * elem_bytes;
+  if (g.is_pointwise()) return {g.batch, pixels};
+  if (patch_bytes * pixels > kColBytes)
+    return {1, std::clamp<int64_t>(kColBytes / patch_bytes, 1, pixels)};
+  // As many images as fit, in calls of equal size.
+  const int64_t fit = std::min(g.batch, kColBytes / (patch_bytes * pixels));
+  const int64_t calls = (g.batch + fit - 1) / fit;
+  return {(g.batch + calls - 1) / calls, pixels};
+}
+
+// col and product are written whole before they are read: left uninitialized.
+template <class T>
+std::unique_ptr<T[]> scratch(int64_t elements) {
+  return std::unique_ptr<T[]>(elements > 0 ? new T[static_cast<size_t>(elements)] : nullptr);
+}
 
 template <class T>
 void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
-  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.c_in * g.h * g.w;
   const bool pointwise = g.is_pointwise();
-  const int64_t chunk =
-      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  const Parts parts = parts_of(g, sizeof(T));
+  const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : parts.images * patch * parts.pixels);
   // With a bias, a 16-bit product goes through f32 so that it is rounded once.
   const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
-  std::vector<float> product(via_f32 ? static_cast<size_t>(g.c_out_group * chunk) : 0);
+  const std::unique_ptr<float[]> product =
+      scratch<float>(via_f32 ? parts.images * g.c_out_group * parts.pixels : 0);
   const size_t out_bytes = dtype_bytes(dtype);
 
   GemmArgs args;
   args.in_dtype = dtype;
   args.k = patch;
   args.m = g.c_out_group;
-  args.lda = patch;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* xg = x + (n * g.c_in + grp * g.c_in_group) * g.h * g.w;
-      const int64_t c0 = grp * g.c_out_group;
-      args.a = wt + c0 * patch;
-      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-        const int64_t count = std::min(chunk, pixels - p0);
+  args.lda = patch;  // every image multiplies the same weights: batch_stride_a 0
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const int64_t c0 = grp * g.c_out_group;
+    args.a = wt + c0 * patch;
+    for (int64_t n0 = 0; n0 < g.batch; n0 += parts.images) {
+      const int64_t images = std::min(parts.images, g.batch - n0);
+      const T* xg = x + n0 * x_image + grp * g.c_in_group * g.h * g.w;
+      args.batch = images;
+      for (int64_t p0 = 0; p0 < pixels; p0 += parts.pixels) {
+        const int64_t count = std::min(parts.pixels, pixels - p0);
         if (pointwise) {
           args.b = xg;
           args.ldb = pixels;
+          args.batch_stride_b = x_image;
         } else {
-          parallel_for(pool, patch, count, [&](int64_t r0, int64_t r1) {
-            im2col_nchw(g, xg, col.data(), r0, r1, p0, count);
+          parallel_for(pool, images * patch, count, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1;) {  // rows of image i, then of the next
+              const int64_t i = r / patch, end = std::min(r1, (i + 1) * patch);
+              im2col_nchw(g, xg + i * x_image, col.get() + i * patch * count, r - i * patch,
+                          end - i * patch, p0, count);
+              r = end;
+            }
           });
-          args.b = col.data();
+          args.b = col.get();
           args.ldb = count;
+          args.batch_stride_b = patch * count;
         }
         args.n = count;
-        char* dst = static_cast<char*>(out) + ((n * g.c_out + c0) * pixels + p0) * out_bytes;
+        char* dst = static_cast<char*>(out) + ((n0 * g.c_out + c0) * pixels + p0) * out_bytes;
         if (bias == nullptr) {  // gemm applies the activation
           args.c = dst;
           args.ldc = pixels;
+          args.batch_stride_c = g.c_out * pixels;
           args.out_dtype = dtype;
           args.activation = act;
           gemm(args, pool);
           continue;
         }
-        float* prod = via_f32 ? product.data() : reinterpret_cast<float*>(dst);
+        float* prod = via_f32 ? product.get() : reinterpret_cast<float*>(dst);
         const int64_t ld = via_f32 ? count : pixels;
+        const int64_t prod_image = via_f32 ? g.c_out_group * count : g.c_out * pixels;
         args.c = prod;
         args.ldc = ld;
+        args.batch_stride_c = prod_image;
         args.out_dtype = PHX_DTYPE_F32;
         args.activation = PHX_ACTIVATION_NONE;
         gemm(args, pool);
-        parallel_for(pool, g.c_out_group, count, [&](int64_t r0, int64_t r1) {
+        parallel_for(pool, images * g.c_out_group, count, [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) {
-            float* row = prod + r * ld;
-            add_scalar(row, bias[c0 + r], count);
+            const int64_t i = r / g.c_out_group, c = r % g.c_out_group;
+            float* row = prod + i * prod_image + c * ld;
+            add_scalar(row, bias[c0 + c], count);
             activation_f32(act, row, count);
-            if (via_f32) from_f32(dtype, row, dst + r * pixels * out_bytes, count);
+            if (via_f32) from_f32(dtype, row, dst + (i * g.c_out + c) * pixels * out_bytes, count);
           }
         });
       }
@@ -154,11 +195,10 @@ void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
 template <class T>
 void conv_nhwc(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
-  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.h * g.w * g.c_in;
   const bool pointwise = g.is_pointwise();
-  const int64_t chunk =
-      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  const Parts parts = parts_of(g, sizeof(T));
+  const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : parts.images * patch * parts.pixels);
   const size_t out_bytes = dtype_bytes(dtype);
 
   GemmArgs args;
@@ -167,29 +207,39 @@ void conv_nhwc(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
   args.k = patch;
   args.n = g.c_out_group;
   args.trans_b = true;  // w is [C_out, patch]: its rows are the columns of the product
-  args.ldb = patch;
+  args.ldb = patch;     // every image multiplies the same weights: batch_stride_b 0
   args.ldc = g.c_out;
+  args.batch_stride_c = pixels * g.c_out;
   args.activation = act;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const T* image = x + n * g.h * g.w * g.c_in;
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const int64_t c0 = grp * g.c_out_group;
-      args.b = wt + c0 * patch;
-      args.bias = bias != nullptr ? bias + c0 : nullptr;
-      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-        const int64_t count = std::min(chunk, pixels - p0);
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const int64_t c0 = grp * g.c_out_group;
+    args.b = wt + c0 * patch;
+    args.bias = bias != nullptr ? bias + c0 : nullptr;
+    for (int64_t n0 = 0; n0 < g.batch; n0 += parts.images) {
+      const int64_t images = std::min(parts.images, g.batch - n0);
+      const T* xg = x + n0 * x_image + grp * g.c_in_group;
+      args.batch = images;
+      for (int64_t p0 = 0; p0 < pixels; p0 += parts.pixels) {
+        const int64_t count = std::min(parts.pixels, pixels - p0);
         if (pointwise) {
-          args.a = image + p0 * g.c_in + grp * g.c_in_group;
+          args.a = xg + p0 * g.c_in;
           args.lda = g.c_in;
+          args.batch_stride_a = x_image;
         } else {
-          const T* xg = image + grp * g.c_in_group;
-          parallel_for(pool, count, patch,
-                       [&](int64_t q0, int64_t q1) { im2col_nhwc(g, xg, col.data(), p0, q0, q1); });
-          args.a = col.data();
+          parallel_for(pool, images * count, patch, [&](int64_t q0, int64_t q1) {
+            for (int64_t q = q0; q < q1;) {  // pixels of image i, then of the next
+              const int64_t i = q / count, end = std::min(q1, (i + 1) * count);
+              im2col_nhwc(g, xg + i * x_image, col.get() + i * count * patch, p0, q - i * count,
+                          end - i * count);
+              q = end;
+            }
+          });
+          args.a = col.get();
           args.lda = patch;
+          args.batch_stride_a = count * patch;
         }
         args.m = count;
-        args.c = static_cast<char*>(out) + ((n * pixels + p0) * g.c_out + c0) * out_bytes;
+        args.c = static_cast<char*>(out) + ((n0 * pixels + p0) * g.c_out + c0) * out_bytes;
         gemm(args, pool);
       }
     }
