@@ -18,6 +18,19 @@
 namespace phx::kernels::ops {
 namespace {
 
+// Copies n elements of an output row: often under 64 floats, where a call of memcpy costs
+// more than the copy. Fixed 32-byte moves, the last one overlapping the one before.
+template <class T>
+void copy_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  if (n < kStep) {
+    std::copy(src, src + n, dst);
+    return;
+  }
+  for (int64_t k = 0; k + kStep < n; k += kStep) std::memcpy(dst + k, src + k, 32);
+  std::memcpy(dst + n - kStep, src + n - kStep, 32);
+}
+
 // NCHW col rows [r0, r1) for output pixels [p0, p0 + count): row r = (c, i, j) holds
 // x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] (0 outside the image). x is the group's
 // first channel of the image. Each output row's run of pixels is split into the columns
@@ -29,32 +42,32 @@ void im2col_nchw(const Conv2dGeometry& g, const T* x, T* col, int64_t r0, int64_
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
     const T* plane = x + c * g.h * g.w;
-    T* dst = col + r * count;
+    T* d = col + r * count;
     // Output columns [ow_in, ow_out) read inside the row: 0 <= ow*sw + offset < w.
     const int64_t offset = j * g.dil_w - g.pad_left;
     const int64_t ow_in =
         std::min(g.w_out, offset >= 0 ? 0 : (g.stride_w - 1 - offset) / g.stride_w);
     const int64_t ow_out = std::clamp<int64_t>(
         g.w - offset <= 0 ? 0 : (g.w - offset + g.stride_w - 1) / g.stride_w, ow_in, g.w_out);
-    for (int64_t q = 0; q < count;) {
-      const int64_t oh = (p0 + q) / g.w_out, ow0 = (p0 + q) % g.w_out;
-      const int64_t ow1 = std::min(g.w_out, ow0 + count - q);  // the rest of this output row
-      T* d = dst + q;                                          // d[k]: output column ow0 + k
-      q += ow1 - ow0;
+    // Output row oh from column ow0 to ow1; d[k] is column ow0 + k.
+    for (int64_t oh = p0 / g.w_out, ow0 = p0 % g.w_out, left = count; left > 0; ++oh, ow0 = 0) {
+      const int64_t ow1 = std::min(g.w_out, ow0 + left);
       const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
       if (ih < 0 || ih >= g.h) {
         std::fill(d, d + (ow1 - ow0), T{0});
-        continue;
+      } else {
+        const int64_t a = std::clamp(ow_in, ow0, ow1), b = std::clamp(ow_out, a, ow1);
+        std::fill(d, d + (a - ow0), T{0});
+        const T* src = plane + ih * g.w;
+        if (g.stride_w != 1) {
+          for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = src[ow * g.stride_w + offset];
+        } else if (a < b) {
+          copy_row(src + (a + offset), d + (a - ow0), b - a);
+        }
+        std::fill(d + (b - ow0), d + (ow1 - ow0), T{0});
       }
-      const int64_t a = std::clamp(ow_in, ow0, ow1), b = std::clamp(ow_out, a, ow1);
-      std::fill(d, d + (a - ow0), T{0});
-      const T* src = plane + ih * g.w;
-      if (g.stride_w != 1) {
-        for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = src[ow * g.stride_w + offset];
-      } else if (a < b) {
-        std::copy(src + (a + offset), src + (b + offset), d + (a - ow0));
-      }
-      std::fill(d + (b - ow0), d + (ow1 - ow0), T{0});
+      d += ow1 - ow0;
+      left -= ow1 - ow0;
     }
   }
 }
