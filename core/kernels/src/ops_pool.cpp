@@ -102,8 +102,9 @@ void pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int6
 // The maximum is separable: a window's maximum is the maximum, over its taps along the
 // innermost axis, of the maxima down its taps along the outer two. Each output row first
 // reduces its outer taps to one row of the input's width; the outputs whose windows lie
-// inside x then read that row at fixed offsets and a stride, in loops over the row that
-// vectorize (a walk of each window does not). The few at the padded edges walk their taps.
+// inside x then read that row at fixed offsets and a stride, in loops over the row (or
+// over the plane's rows at once) that vectorize, where a walk of each window does not.
+// The few at the padded edges walk their taps.
 
 // NaN wins, as in reduce_max and NumPy's max.
 template <class T>
@@ -149,59 +150,78 @@ void max_strided(const float* src, int64_t stride, float* dst, int64_t n) {
   max_strided_f32(src, stride, dst, n);
 }
 
+std::vector<Taps> taps_along(const PoolAxis& a) {
+  std::vector<Taps> taps(static_cast<size_t>(a.out));
+  for (int64_t o = 0; o < a.out; ++o) taps[o] = taps_of(a, o);
+  return taps;
+}
+
 template <class T>
 void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
   const PoolAxis &a0 = g.axis[0], &a1 = g.axis[1], &a2 = g.axis[2];
-  std::vector<Taps> cols(static_cast<size_t>(a2.out));
-  for (int64_t o = 0; o < a2.out; ++o) cols[o] = taps_of(a2, o);
+  const std::vector<Taps> taps0 = taps_along(a0), taps1 = taps_along(a1), cols = taps_along(a2);
   // Windows start further right as o grows: those inside x are one range [lo, hi).
   auto inside = [&](int64_t o) { return cols[o].first == 0 && cols[o].end == a2.kernel; };
   int64_t lo = 0, hi = a2.out;
   while (lo < hi && !inside(lo)) ++lo;
   while (hi > lo && !inside(hi - 1)) --hi;
-  std::vector<T> row(static_cast<size_t>(a2.in));
+  // When every window of a row lies inside x and none overlaps the next (the kernel no
+  // wider than the stride, as CNNs pool), the rows of outer maxima are stored pitch =
+  // out * stride apart: output (row, o) then reads (row * out + o) * stride + k * dilation,
+  // and one loop per tap covers the whole plane, however short its rows. Those reads
+  // stay within the first `width` values of each row.
+  const bool flat = lo == 0 && hi == a2.out && (a2.kernel - 1) * a2.dilation < a2.stride;
+  const int64_t rows = a0.out * a1.out, pitch = flat ? a2.out * a2.stride : a2.in;
+  const int64_t width = flat ? (a2.out - 1) * a2.stride + (a2.kernel - 1) * a2.dilation + 1 : a2.in;
+  std::vector<T> buffer(static_cast<size_t>(flat ? rows * pitch : a2.in));
   for (int64_t plane = begin; plane < end; ++plane) {
     const T* x = in + plane * g.in_plane();
     T* y = out + plane * g.out_plane();
-    for (int64_t o0 = 0; o0 < a0.out; ++o0) {
-      const Taps t0 = taps_of(a0, o0);
-      for (int64_t o1 = 0; o1 < a1.out; ++o1, y += a2.out) {
-        const Taps t1 = taps_of(a1, o1);
-        if (t0.first == t0.end || t1.first == t1.end) {  // windows of padding only (dilated)
-          std::fill(y, y + a2.out, T{0});
-          continue;
-        }
-        const T* r = nullptr;  // the row of the outer taps' maxima
-        for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0.dilation)
-          for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1.dilation) {
-            const T* src = x + (p * a1.in + q) * a2.in;
-            if (r == nullptr) {
-              r = src;  // one outer tap: the input row itself
-              continue;
-            }
-            if (r != row.data()) {
-              copy_strided(r, 1, row.data(), a2.in);
-              r = row.data();
-            }
-            max_strided(src, 1, row.data(), a2.in);
-          }
-        auto edge = [&](int64_t o) {
-          const Taps& t = cols[o];
-          T m = t.first == t.end ? T{0} : r[t.first_in];
-          for (int64_t k = t.first + 1, at = t.first_in + a2.dilation; k < t.end;
-               ++k, at += a2.dilation)
-            m = max_or_nan(m, r[at]);
-          y[o] = m;
-        };
-        for (int64_t o = 0; o < lo; ++o) edge(o);
-        for (int64_t o = hi; o < a2.out; ++o) edge(o);
-        if (lo < hi) {
-          const T* start = r + lo * a2.stride - a2.pad_begin;
-          copy_strided(start, a2.stride, y + lo, hi - lo);
-          for (int64_t k = 1; k < a2.kernel; ++k)
-            max_strided(start + k * a2.dilation, a2.stride, y + lo, hi - lo);
-        }
+    for (int64_t row = 0; row < rows; ++row) {
+      const Taps &t0 = taps0[row / a1.out], &t1 = taps1[row % a1.out];
+      T* dst = flat ? buffer.data() + row * pitch : buffer.data();
+      if (t0.first == t0.end || t1.first == t1.end) {  // windows of padding only (dilated)
+        std::fill(flat ? dst : y + row * a2.out, flat ? dst + pitch : y + (row + 1) * a2.out, T{0});
+        continue;
       }
+      // The row of the outer taps' maxima: with one outer tap the input row itself (copied
+      // when the plane's rows are stored), else their maximum in dst.
+      const T* r = nullptr;
+      for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0.dilation)
+        for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1.dilation) {
+          const T* src = x + (p * a1.in + q) * a2.in;
+          if (r == nullptr) {
+            r = src;
+            continue;
+          }
+          if (r != dst) copy_strided(r, 1, dst, width);
+          max_strided(src, 1, dst, width);
+          r = dst;
+        }
+      if (flat && r != dst) copy_strided(r, 1, dst, width);
+      if (flat) continue;
+      T* yr = y + row * a2.out;
+      auto edge = [&](int64_t o) {
+        const Taps& t = cols[o];
+        T m = t.first == t.end ? T{0} : r[t.first_in];
+        for (int64_t k = t.first + 1, at = t.first_in + a2.dilation; k < t.end;
+             ++k, at += a2.dilation)
+          m = max_or_nan(m, r[at]);
+        yr[o] = m;
+      };
+      for (int64_t o = 0; o < lo; ++o) edge(o);
+      for (int64_t o = hi; o < a2.out; ++o) edge(o);
+      if (lo < hi) {
+        const T* start = r + lo * a2.stride - a2.pad_begin;
+        copy_strided(start, a2.stride, yr + lo, hi - lo);
+        for (int64_t k = 1; k < a2.kernel; ++k)
+          max_strided(start + k * a2.dilation, a2.stride, yr + lo, hi - lo);
+      }
+    }
+    if (flat) {
+      copy_strided(buffer.data(), a2.stride, y, rows * a2.out);
+      for (int64_t k = 1; k < a2.kernel; ++k)
+        max_strided(buffer.data() + k * a2.dilation, a2.stride, y, rows * a2.out);
     }
   }
 }

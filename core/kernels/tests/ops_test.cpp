@@ -1171,8 +1171,9 @@ TEST(OpsConv2d, LayoutsGroupsPaddingBias) {
 // ---- max_pool ----
 // Exact (it picks values). The kernel reduces the outer taps of a row first, then reads the
 // windows inside x at a stride (1, 2 and others take different loops) and walks those at
-// the padded edges: the cases put windows in both places, some of padding only, and NaNs
-// (which win) at the first, a middle and the last tap of windows.
+// the padded edges; windows all inside and apart are read over the whole plane at once.
+// The cases put windows in each place, some of padding only, and NaNs (which win) at the
+// first, a middle and the last tap of windows.
 
 struct PoolCase2d {
   int64_t n, c, h, w;
@@ -1232,6 +1233,9 @@ TEST(OpsMaxPool, InteriorEdgesStridesAndNaN) {
       {1, 1, 1, 13, {1, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}},  // one row, one outer tap
       {1, 2, 3, 4, {2, 2}, {2, 2}, {3, 3, 3, 3}, {1, 1}},   // windows of padding only: 0
       {1, 3, 6, 5, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {2, 3, 5, 9, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}},  // windows short of the stride
+      {1, 2, 8, 12, {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}},
+      {1, 2, 9, 14, {2, 2}, {3, 3}, {0, 0, 0, 0}, {2, 2}},  // dilated, still apart
   };
   for (const PoolCase2d& c : cases) {
     check_max_pool(PHX_DTYPE_F32, c, false);
