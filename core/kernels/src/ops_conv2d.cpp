@@ -4,14 +4,17 @@
 //   output row, which gemm cannot fuse, so it is added (with the activation) after.
 // NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
 //   output column, fused into gemm with the activation.
-// A 1x1 convolution with stride 1 and no padding needs no col: x is the matrix.
-// Otherwise col is built for a bounded number of whole images, or of one image's output
-// pixels, at a time (Parts); each part is one gemm call, batched over its images.
+// An f32 NCHW convolution with a short patch is computed directly instead
+// (ops_conv2d_direct.cpp). A 1x1 convolution with stride 1 and no padding needs no col: x
+// is the matrix. Otherwise col is built for a bounded number of whole images, or of one
+// image's output pixels, at a time (Parts); each part is one gemm call, batched over its
+// images.
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "ops_common.h"
+#include "ops_conv2d_direct.h"
 #include "phx/kernels/conv2d_geometry.h"
 #include "phx/kernels/gemm.h"
 
@@ -272,6 +275,9 @@ void conv(const Conv2dGeometry& g, const HostTensor& x, const HostTensor& wt, co
   const T* pw = static_cast<const T*>(wt.data);
   if (g.nhwc) {
     conv_nhwc(g, px, pw, bias, act, out.data, out.dtype, pool);
+  } else if (conv2d_direct_fits(g, out.dtype)) {
+    conv2d_direct(g, reinterpret_cast<const float*>(px), reinterpret_cast<const float*>(pw), bias,
+                  act, static_cast<float*>(out.data), pool);
   } else {
     conv_nchw(g, px, pw, bias, act, out.data, out.dtype, pool);
   }
