@@ -138,45 +138,50 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
                    phx_activation act, float* out, ThreadPool& pool, const char* isa) {
   const RowsFn run_rows = rows_for(isa != nullptr ? isa : gemm_isa());
   const int64_t patch = g.patch(), pixels = g.pixels_out();
-  // The padded image group: the rows and columns the windows reach, from -pad_top and
-  // -pad_left; 32 more values, which the last row's last tile reads past its end.
+  // The padded image: per channel the rows and columns the windows reach, from -pad_top
+  // and -pad_left; 32 more values, which the last row's last tile reads past its end.
   const int64_t hp = (g.h_out - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1;
-  const int64_t wp = g.w_out + (g.kw - 1) * g.dil_w;
-  std::vector<float> padded(static_cast<size_t>(g.c_in_group * hp * wp + 32), 0.0f);
-  std::vector<int64_t> off(static_cast<size_t>(patch));  // of each tap (c, i, j)
+  const int64_t wp = g.w_out + (g.kw - 1) * g.dil_w, plane = hp * wp;
+  std::vector<float> padded(static_cast<size_t>(g.c_in * plane + 32), 0.0f);
+  std::vector<int64_t> off(static_cast<size_t>(patch));  // of each tap (c, i, j) of a group
   for (int64_t r = 0; r < patch; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
-    off[r] = (c * hp + i * g.dil_h) * wp + j * g.dil_w;
+    off[r] = c * plane + i * g.dil_h * wp + j * g.dil_w;
   }
   // Input columns [iw0, iw1) land in the padded rows (those right of wp are never read).
   const int64_t iw0 = std::max<int64_t>(0, -g.pad_left), iw1 = std::min(g.w, wp - g.pad_left);
+  // Tasks take rows of a block of channels, of any group: a depthwise layer's groups
+  // spread over the threads too.
   const int64_t blocks = (g.c_out_group + kOutBlock - 1) / kOutBlock;
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* xg = x + (n * g.c_in + grp * g.c_in_group) * g.h * g.w;
-      for (int64_t c = 0; c < g.c_in_group; ++c)
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const float* image = x + n * g.c_in * g.h * g.w;
+    parallel_for(pool, g.c_in, plane, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
         for (int64_t r = 0; r < hp; ++r) {
           const int64_t ih = r - g.pad_top;
-          if (ih >= 0 && ih < g.h && iw0 < iw1)
-            std::copy(xg + (c * g.h + ih) * g.w + iw0, xg + (c * g.h + ih) * g.w + iw1,
-                      padded.data() + (c * hp + r) * wp + iw0 + g.pad_left);
+          if (ih < 0 || ih >= g.h || iw0 >= iw1) continue;  // stays zero
+          const float* src = image + (c * g.h + ih) * g.w;
+          std::copy(src + iw0, src + iw1, padded.data() + c * plane + r * wp + iw0 + g.pad_left);
         }
-      const int64_t c0 = grp * g.c_out_group;
-      float* y = out + (n * g.c_out + c0) * pixels;
-      parallel_for(pool, blocks * g.h_out, kOutBlock * patch * g.w_out,
-                   [&](int64_t b0, int64_t b1) {
-                     for (int64_t b = b0; b < b1; ++b) {
-                       const int64_t oh = b % g.h_out, co = b / g.h_out * kOutBlock;
-                       const int64_t channels = std::min<int64_t>(kOutBlock, g.c_out_group - co);
-                       float* yr = y + co * pixels + oh * g.w_out;
-                       run_rows(padded.data() + oh * g.stride_h * wp, off.data(), patch,
-                                w + (c0 + co) * patch, bias != nullptr ? bias + c0 + co : nullptr,
-                                yr, pixels, g.w_out, channels);
-                       for (int64_t c = 0; c < channels; ++c)
-                         activation_f32(act, yr + c * pixels, g.w_out);
-                     }
-                   });
-    }
+    });
+    float* y = out + n * g.c_out * pixels;
+    parallel_for(pool, g.groups * blocks * g.h_out, kOutBlock * patch * g.w_out,
+                 [&](int64_t b0, int64_t b1) {
+                   for (int64_t b = b0; b < b1; ++b) {
+                     const int64_t oh = b % g.h_out, block = b / g.h_out % blocks,
+                                   grp = b / g.h_out / blocks;
+                     const int64_t co = grp * g.c_out_group + block * kOutBlock;
+                     const int64_t channels =
+                         std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
+                     float* yr = y + co * pixels + oh * g.w_out;
+                     run_rows(padded.data() + grp * g.c_in_group * plane + oh * g.stride_h * wp,
+                              off.data(), patch, w + co * patch,
+                              bias != nullptr ? bias + co : nullptr, yr, pixels, g.w_out, channels);
+                     for (int64_t c = 0; c < channels; ++c)
+                       activation_f32(act, yr + c * pixels, g.w_out);
+                   }
+                 });
+  }
 }
 
 }  // namespace phx::kernels::ops

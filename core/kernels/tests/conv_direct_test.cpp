@@ -106,7 +106,8 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       // Rows of 38 (tiles and a tail on every path), 6 channels (a block and 2 alone),
       // stride 2 down, dilation, asymmetric padding.
       {1, 2, 9, 37, 6, 3, 3, 2, {2, 1, 0, 3}, 2, 1, 1, false, PHX_ACTIVATION_NONE},
-      {2, 5, 13, 10, 5, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 5, true, PHX_ACTIVATION_RELU},  // depthwise
+      {2, 5, 13, 10, 5, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 5, true, PHX_ACTIVATION_RELU},     // depthwise
+      {1, 32, 20, 20, 32, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 32, true, PHX_ACTIVATION_NONE},  // threaded
       {1, 2, 5, 4, 3, 2, 2, 1, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_NONE},   // rows of zeros
       {3, 4, 7, 11, 6, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},  // groups
       {1, 1, 6, 70, 4, 1, 5, 1, {0, 0, 2, 2}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
