@@ -1152,6 +1152,45 @@ TEST_F(GraphTest, MatmulTakesItsBiasAndActivation) {
   }
 }
 
+// relu(conv2d(x, w)) as two nodes, conv and act: compiled, the convolution takes the relu
+// as its activation, one step named "conv + act"; with PHX_COMPILE_NO_FUSION two steps.
+// Exact in f32: small integers.
+TEST_F(GraphTest, Conv2dTakesItsActivation) {
+  close_context();
+  open_context(PHX_CONTEXT_PROFILE);
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {1, 1, 3, 3});
+  const phx_value w = constant(g.get(), {1, 1, 2, 2}, {1, 2, -1, 1});
+  const phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+  const phx_value conv = node(g.get(), "conv", PHX_OP_CONV2D, &params, {x, w});
+  ASSERT_EQ(
+      phx_graph_add_output(g.get(), node(g.get(), "act", PHX_OP_RELU, nullptr, {conv}), nullptr),
+      kOk);
+  const std::vector<float> xs = {1, 0, 2, -1, 1, 0, 3, -2, 1};
+  // The 2x2 windows give 3, 3, -4 and 4; relu makes the -4 0.
+  const std::vector<float> expected = {3, 3, 0, 4};
+  const char* fused_names[] = {"conv + act"};
+  const char* plain_names[] = {"conv", "act"};
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.fused_nodes, fused ? 1u : 0u);
+    EXPECT_EQ(info.node_count, fused ? 1u : 2u);
+    ASSERT_EQ(phx_profile_clear(stream_), kOk);
+    EXPECT_EQ(run(exe.get(), {{1, 1, 3, 3}}, {xs}, {1, 1, 2, 2}), expected);
+    size_t count = 0;
+    ASSERT_EQ(phx_profile_count(stream_, &count), kOk);
+    ASSERT_EQ(count, info.node_count);
+    for (size_t i = 0; i < count; ++i) {
+      phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+      ASSERT_EQ(phx_profile_get(stream_, i, &record), kOk);
+      EXPECT_STREQ(record.node, fused ? fused_names[i] : plain_names[i]);
+    }
+  }
+}
+
 // A matmul's result that a graph output or a second node also reads stays its own.
 TEST_F(GraphTest, MatmulReadElsewhereKeepsItsEpilogue) {
   const Graph g = new_graph();

@@ -32,9 +32,13 @@ class Fusion {
 
   void run() {
     for (size_t n = 0; n < p_.nodes.size(); ++n) {
-      if (!p_.live[n] || p_.nodes[n].op != PHX_OP_MATMUL) continue;
-      take_bias(n);
-      take_activation(n);
+      if (!p_.live[n]) continue;
+      if (p_.nodes[n].op == PHX_OP_MATMUL) {
+        take_bias(n);
+        take_activation(n);
+      } else if (p_.nodes[n].op == PHX_OP_CONV2D) {
+        take_activation(n);  // conv2d's bias is its own third input already
+      }
     }
   }
 
@@ -73,15 +77,19 @@ class Fusion {
     absorb(n, std::move(candidate), a);
   }
 
+  // The activation parameter of a matmul or conv2d node.
+  static phx_activation& activation_param(Node& node) {
+    return node.op == PHX_OP_MATMUL ? node.params.matmul.activation : node.params.conv2d.activation;
+  }
+
   void take_activation(size_t n) {
-    const Node& matmul = p_.nodes[n];
-    if (matmul.params.matmul.activation != PHX_ACTIVATION_NONE) return;
-    const phx_value out = matmul.outputs[0];
+    Node candidate = p_.nodes[n];
+    if (activation_param(candidate) != PHX_ACTIVATION_NONE) return;
+    const phx_value out = candidate.outputs[0];
     size_t r = 0;
     const Node* unary = only_reader(out, r);
     if (unary == nullptr || activation_of(unary->op) == PHX_ACTIVATION_NONE) return;
-    Node candidate = matmul;
-    candidate.params.matmul.activation = activation_of(unary->op);
+    activation_param(candidate) = activation_of(unary->op);
     candidate.outputs = unary->outputs;
     absorb(n, std::move(candidate), r);
   }

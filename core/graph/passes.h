@@ -83,9 +83,9 @@ void remove_dead_nodes(Program& program);
 void fuse_attention(Program& program);
 
 // pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias of its output's shape takes the
-// bias, and one whose only reader (after the bias) is relu, gelu or silu takes the
-// activation, where the device the matmul goes to runs the fused matmul; the absorbed nodes are no
-// longer live. Unless PHX_COMPILE_NO_FUSION.
+// bias, and a matmul or conv2d whose only reader (after the bias) is relu, gelu or silu takes
+// the activation, where the device the node goes to runs the fused node; the absorbed nodes are
+// no longer live. Unless PHX_COMPILE_NO_FUSION.
 void fuse_matmul_epilogues(Program& program);
 
 // pass_norm_fusion.cpp: a layer_norm or rms_norm without gamma (nor beta) whose only reader

@@ -4,43 +4,73 @@
 //   output row, which gemm cannot fuse, so it is added (with the activation) after.
 // NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
 //   output column, fused into gemm with the activation.
-// A 1x1 convolution with stride 1 and no padding needs no col: x is the matrix.
-// Otherwise col is built for a bounded number of output pixels at a time.
+// An f32 NCHW convolution with a short patch is computed directly instead
+// (ops_conv2d_direct.cpp). A 1x1 convolution with stride 1 and no padding needs no col: x
+// is the matrix. Otherwise col is built for a bounded number of whole images, or of one
+// image's output pixels, at a time (Parts); each part is one gemm call, batched over its
+// images.
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "ops_common.h"
+#include "ops_conv2d_direct.h"
 #include "phx/kernels/conv2d_geometry.h"
 #include "phx/kernels/gemm.h"
 
 namespace phx::kernels::ops {
 namespace {
 
+// Copies n elements of an output row: often under 64 floats, where a call of memcpy costs
+// more than the copy. Fixed 32-byte moves, the last one overlapping the one before.
+template <class T>
+void copy_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t kStep = 32 / sizeof(T);
+  if (n < kStep) {
+    std::copy(src, src + n, dst);
+    return;
+  }
+  for (int64_t k = 0; k + kStep < n; k += kStep) std::memcpy(dst + k, src + k, 32);
+  std::memcpy(dst + n - kStep, src + n - kStep, 32);
+}
+
 // NCHW col rows [r0, r1) for output pixels [p0, p0 + count): row r = (c, i, j) holds
 // x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] (0 outside the image). x is the group's
-// first channel of the image.
+// first channel of the image. Each output row's run of pixels is split into the columns
+// left of the image, those inside (a copy, contiguous at stride 1) and those right of it,
+// so that no element tests its bounds.
 template <class T>
 void im2col_nchw(const Conv2dGeometry& g, const T* x, T* col, int64_t r0, int64_t r1, int64_t p0,
                  int64_t count) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
     const T* plane = x + c * g.h * g.w;
-    T* dst = col + r * count;
-    for (int64_t q = 0; q < count;) {
-      const int64_t oh = (p0 + q) / g.w_out, ow0 = (p0 + q) % g.w_out;
-      const int64_t len = std::min(count - q, g.w_out - ow0);  // the rest of this output row
+    T* d = col + r * count;
+    // Output columns [ow_in, ow_out) read inside the row: 0 <= ow*sw + offset < w.
+    const int64_t offset = j * g.dil_w - g.pad_left;
+    const int64_t ow_in =
+        std::min(g.w_out, offset >= 0 ? 0 : (g.stride_w - 1 - offset) / g.stride_w);
+    const int64_t ow_out = std::clamp<int64_t>(
+        g.w - offset <= 0 ? 0 : (g.w - offset + g.stride_w - 1) / g.stride_w, ow_in, g.w_out);
+    // Output row oh from column ow0 to ow1; d[k] is column ow0 + k.
+    for (int64_t oh = p0 / g.w_out, ow0 = p0 % g.w_out, left = count; left > 0; ++oh, ow0 = 0) {
+      const int64_t ow1 = std::min(g.w_out, ow0 + left);
       const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
       if (ih < 0 || ih >= g.h) {
-        std::fill(dst + q, dst + q + len, T{0});
+        std::fill(d, d + (ow1 - ow0), T{0});
       } else {
+        const int64_t a = std::clamp(ow_in, ow0, ow1), b = std::clamp(ow_out, a, ow1);
+        std::fill(d, d + (a - ow0), T{0});
         const T* src = plane + ih * g.w;
-        const int64_t offset = j * g.dil_w - g.pad_left;
-        for (int64_t t = 0; t < len; ++t) {
-          const int64_t iw = (ow0 + t) * g.stride_w + offset;
-          dst[q + t] = (iw >= 0 && iw < g.w) ? src[iw] : T{0};
+        if (g.stride_w != 1) {
+          for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = src[ow * g.stride_w + offset];
+        } else if (a < b) {
+          copy_row(src + (a + offset), d + (a - ow0), b - a);
         }
+        std::fill(d + (b - ow0), d + (ow1 - ow0), T{0});
       }
-      q += len;
+      d += ow1 - ow0;
+      left -= ow1 - ow0;
     }
   }
 }
@@ -71,67 +101,112 @@ PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += v;
 }
 
-// Output pixels per col: keeps col near this many bytes, whatever the patch size.
+// col is kept near this many bytes, whatever the image and patch sizes.
 constexpr int64_t kColBytes = 4 << 20;
+// Several images' col: about this many bytes per thread, so that the part of col each
+// thread's gemm packs is still in its second-level cache (a col of 4 MiB for one thread
+// made the CNN of bench_onnx 10% slower than one of 1 MiB).
+constexpr int64_t kThreadColBytes = 1 << 20;
+
+// What one gemm call computes: `images` whole images (a batched gemm, which gives each
+// thread whole images when there are enough: small images then need no split of their
+// product, whose every part would pack the other operand again), when one image's col
+// fits in kColBytes; else `pixels` output pixels of one image. A pointwise convolution
+// reads x itself: every image in one call.
+struct Parts {
+  int64_t images = 1, pixels = 0;
+};
+
+Parts parts_of(const Conv2dGeometry& g, int64_t elem_bytes, int64_t threads) {
+  const int64_t pixels = g.pixels_out(), patch_bytes = g.patch() * elem_bytes;
+  if (g.is_pointwise()) return {g.batch, pixels};
+  if (patch_bytes * pixels > kColBytes)
+    return {1, std::clamp<int64_t>(kColBytes / patch_bytes, 1, pixels)};
+  // As many images as fit, a multiple of the threads when each gets one, in calls of equal
+  // size.
+  int64_t fit = std::clamp<int64_t>(threads * kThreadColBytes / (patch_bytes * pixels), 1, g.batch);
+  if (fit >= threads) fit -= fit % threads;
+  const int64_t calls = (g.batch + fit - 1) / fit;
+  return {(g.batch + calls - 1) / calls, pixels};
+}
+
+// col and product are written whole before they are read: left uninitialized.
+template <class T>
+std::unique_ptr<T[]> scratch(int64_t elements) {
+  return std::unique_ptr<T[]>(elements > 0 ? new T[static_cast<size_t>(elements)] : nullptr);
+}
 
 template <class T>
 void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
-  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.c_in * g.h * g.w;
   const bool pointwise = g.is_pointwise();
-  const int64_t chunk =
-      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  const Parts parts = parts_of(g, sizeof(T), pool.size());
+  const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : parts.images * patch * parts.pixels);
   // With a bias, a 16-bit product goes through f32 so that it is rounded once.
   const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
-  std::vector<float> product(via_f32 ? static_cast<size_t>(g.c_out_group * chunk) : 0);
+  const std::unique_ptr<float[]> product =
+      scratch<float>(via_f32 ? parts.images * g.c_out_group * parts.pixels : 0);
   const size_t out_bytes = dtype_bytes(dtype);
 
   GemmArgs args;
   args.in_dtype = dtype;
   args.k = patch;
   args.m = g.c_out_group;
-  args.lda = patch;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* xg = x + (n * g.c_in + grp * g.c_in_group) * g.h * g.w;
-      const int64_t c0 = grp * g.c_out_group;
-      args.a = wt + c0 * patch;
-      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-        const int64_t count = std::min(chunk, pixels - p0);
+  args.lda = patch;  // every image multiplies the same weights: batch_stride_a 0
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const int64_t c0 = grp * g.c_out_group;
+    args.a = wt + c0 * patch;
+    for (int64_t n0 = 0; n0 < g.batch; n0 += parts.images) {
+      const int64_t images = std::min(parts.images, g.batch - n0);
+      const T* xg = x + n0 * x_image + grp * g.c_in_group * g.h * g.w;
+      args.batch = images;
+      for (int64_t p0 = 0; p0 < pixels; p0 += parts.pixels) {
+        const int64_t count = std::min(parts.pixels, pixels - p0);
         if (pointwise) {
           args.b = xg;
           args.ldb = pixels;
+          args.batch_stride_b = x_image;
         } else {
-          parallel_for(pool, patch, count, [&](int64_t r0, int64_t r1) {
-            im2col_nchw(g, xg, col.data(), r0, r1, p0, count);
+          parallel_for(pool, images * patch, count, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1;) {  // rows of image i, then of the next
+              const int64_t i = r / patch, end = std::min(r1, (i + 1) * patch);
+              im2col_nchw(g, xg + i * x_image, col.get() + i * patch * count, r - i * patch,
+                          end - i * patch, p0, count);
+              r = end;
+            }
           });
-          args.b = col.data();
+          args.b = col.get();
           args.ldb = count;
+          args.batch_stride_b = patch * count;
         }
         args.n = count;
-        char* dst = static_cast<char*>(out) + ((n * g.c_out + c0) * pixels + p0) * out_bytes;
+        char* dst = static_cast<char*>(out) + ((n0 * g.c_out + c0) * pixels + p0) * out_bytes;
         if (bias == nullptr) {  // gemm applies the activation
           args.c = dst;
           args.ldc = pixels;
+          args.batch_stride_c = g.c_out * pixels;
           args.out_dtype = dtype;
           args.activation = act;
           gemm(args, pool);
           continue;
         }
-        float* prod = via_f32 ? product.data() : reinterpret_cast<float*>(dst);
+        float* prod = via_f32 ? product.get() : reinterpret_cast<float*>(dst);
         const int64_t ld = via_f32 ? count : pixels;
+        const int64_t prod_image = via_f32 ? g.c_out_group * count : g.c_out * pixels;
         args.c = prod;
         args.ldc = ld;
+        args.batch_stride_c = prod_image;
         args.out_dtype = PHX_DTYPE_F32;
         args.activation = PHX_ACTIVATION_NONE;
         gemm(args, pool);
-        parallel_for(pool, g.c_out_group, count, [&](int64_t r0, int64_t r1) {
+        parallel_for(pool, images * g.c_out_group, count, [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) {
-            float* row = prod + r * ld;
-            add_scalar(row, bias[c0 + r], count);
+            const int64_t i = r / g.c_out_group, c = r % g.c_out_group;
+            float* row = prod + i * prod_image + c * ld;
+            add_scalar(row, bias[c0 + c], count);
             activation_f32(act, row, count);
-            if (via_f32) from_f32(dtype, row, dst + r * pixels * out_bytes, count);
+            if (via_f32) from_f32(dtype, row, dst + (i * g.c_out + c) * pixels * out_bytes, count);
           }
         });
       }
@@ -142,11 +217,10 @@ void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
 template <class T>
 void conv_nhwc(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
-  const int64_t pixels = g.pixels_out(), patch = g.patch();
+  const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.h * g.w * g.c_in;
   const bool pointwise = g.is_pointwise();
-  const int64_t chunk =
-      pointwise ? pixels : std::clamp<int64_t>(kColBytes / (patch * sizeof(T)), 1, pixels);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(patch * chunk));
+  const Parts parts = parts_of(g, sizeof(T), pool.size());
+  const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : parts.images * patch * parts.pixels);
   const size_t out_bytes = dtype_bytes(dtype);
 
   GemmArgs args;
@@ -155,29 +229,39 @@ void conv_nhwc(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
   args.k = patch;
   args.n = g.c_out_group;
   args.trans_b = true;  // w is [C_out, patch]: its rows are the columns of the product
-  args.ldb = patch;
+  args.ldb = patch;     // every image multiplies the same weights: batch_stride_b 0
   args.ldc = g.c_out;
+  args.batch_stride_c = pixels * g.c_out;
   args.activation = act;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    const T* image = x + n * g.h * g.w * g.c_in;
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const int64_t c0 = grp * g.c_out_group;
-      args.b = wt + c0 * patch;
-      args.bias = bias != nullptr ? bias + c0 : nullptr;
-      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-        const int64_t count = std::min(chunk, pixels - p0);
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const int64_t c0 = grp * g.c_out_group;
+    args.b = wt + c0 * patch;
+    args.bias = bias != nullptr ? bias + c0 : nullptr;
+    for (int64_t n0 = 0; n0 < g.batch; n0 += parts.images) {
+      const int64_t images = std::min(parts.images, g.batch - n0);
+      const T* xg = x + n0 * x_image + grp * g.c_in_group;
+      args.batch = images;
+      for (int64_t p0 = 0; p0 < pixels; p0 += parts.pixels) {
+        const int64_t count = std::min(parts.pixels, pixels - p0);
         if (pointwise) {
-          args.a = image + p0 * g.c_in + grp * g.c_in_group;
+          args.a = xg + p0 * g.c_in;
           args.lda = g.c_in;
+          args.batch_stride_a = x_image;
         } else {
-          const T* xg = image + grp * g.c_in_group;
-          parallel_for(pool, count, patch,
-                       [&](int64_t q0, int64_t q1) { im2col_nhwc(g, xg, col.data(), p0, q0, q1); });
-          args.a = col.data();
+          parallel_for(pool, images * count, patch, [&](int64_t q0, int64_t q1) {
+            for (int64_t q = q0; q < q1;) {  // pixels of image i, then of the next
+              const int64_t i = q / count, end = std::min(q1, (i + 1) * count);
+              im2col_nhwc(g, xg + i * x_image, col.get() + i * count * patch, p0, q - i * count,
+                          end - i * count);
+              q = end;
+            }
+          });
+          args.a = col.get();
           args.lda = patch;
+          args.batch_stride_a = count * patch;
         }
         args.m = count;
-        args.c = static_cast<char*>(out) + ((n * pixels + p0) * g.c_out + c0) * out_bytes;
+        args.c = static_cast<char*>(out) + ((n0 * pixels + p0) * g.c_out + c0) * out_bytes;
         gemm(args, pool);
       }
     }
@@ -191,6 +275,9 @@ void conv(const Conv2dGeometry& g, const HostTensor& x, const HostTensor& wt, co
   const T* pw = static_cast<const T*>(wt.data);
   if (g.nhwc) {
     conv_nhwc(g, px, pw, bias, act, out.data, out.dtype, pool);
+  } else if (conv2d_direct_fits(g, out.dtype)) {
+    conv2d_direct(g, reinterpret_cast<const float*>(px), reinterpret_cast<const float*>(pw), bias,
+                  act, static_cast<float*>(out.data), pool);
   } else {
     conv_nchw(g, px, pw, bias, act, out.data, out.dtype, pool);
   }

@@ -1,11 +1,13 @@
 // max_pool and avg_pool over the 1 to 3 spatial dimensions of x [N, C, D1..Dk].
 //
 // Every shape is taken as 3-D (missing dimensions of size 1, kernel 1); each task takes
-// whole (n, c) planes and each output element walks its window directly. Float inputs
-// are converted to f32 first, and the output rounded once from f32: the maximum is then
-// exact, and avg_pool sums in f32. Integer max pooling compares the integers themselves.
+// whole (n, c) planes. max_pool reduces rows (below); avg_pool's output elements walk
+// their windows directly. Float inputs are converted to f32 first, and the output rounded
+// once from f32: the maximum is then exact, and avg_pool sums in f32. Integer max pooling
+// compares the integers themselves.
 #include <phx/op_geometry.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "ops_common.h"
@@ -96,22 +98,138 @@ void pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int6
   }
 }
 
+// ---- max_pool ----
+// The maximum is separable: a window's maximum is the maximum, over its taps along the
+// innermost axis, of the maxima down its taps along the outer two. Each output row first
+// reduces its outer taps to one row of the input's width; the outputs whose windows lie
+// inside x then read that row at fixed offsets and a stride, in loops over the row (or
+// over the plane's rows at once) that vectorize, where a walk of each window does not.
+// The few at the padded edges walk their taps.
+
+// NaN wins, as in reduce_max and NumPy's max.
+template <class T>
+PHX_INLINE T max_or_nan(T m, T v) {
+  return (v > m || v != v) ? v : m;
+}
+
+// dst[i] = src[i * stride] (kCopy) or max(dst[i], src[i * stride]) for i in [0, n). The
+// common strides get loops of their own: a constant stride vectorizes.
+template <bool kCopy, class T>
+PHX_INLINE void gather_max(const T* src, int64_t stride, T* dst, int64_t n) {
+  auto run = [&](auto step) {
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = kCopy ? src[i * step] : max_or_nan(dst[i], src[i * step]);
+  };
+  if (stride == 1) {
+    run(std::integral_constant<int64_t, 1>{});
+  } else if (stride == 2) {
+    run(std::integral_constant<int64_t, 2>{});
+  } else {
+    run(stride);
+  }
+}
+
+PHX_CLONES void copy_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
+  gather_max<true>(src, stride, dst, n);
+}
+PHX_CLONES void max_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
+  gather_max<false>(src, stride, dst, n);
+}
+template <class T>
+void copy_strided(const T* src, int64_t stride, T* dst, int64_t n) {
+  gather_max<true>(src, stride, dst, n);
+}
+template <class T>
+void max_strided(const T* src, int64_t stride, T* dst, int64_t n) {
+  gather_max<false>(src, stride, dst, n);
+}
+void copy_strided(const float* src, int64_t stride, float* dst, int64_t n) {
+  copy_strided_f32(src, stride, dst, n);
+}
+void max_strided(const float* src, int64_t stride, float* dst, int64_t n) {
+  max_strided_f32(src, stride, dst, n);
+}
+
+std::vector<Taps> taps_along(const PoolAxis& a) {
+  std::vector<Taps> taps(static_cast<size_t>(a.out));
+  for (int64_t o = 0; o < a.out; ++o) taps[o] = taps_of(a, o);
+  return taps;
+}
+
+template <class T>
+void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+  const PoolAxis &a0 = g.axis[0], &a1 = g.axis[1], &a2 = g.axis[2];
+  const std::vector<Taps> taps0 = taps_along(a0), taps1 = taps_along(a1), cols = taps_along(a2);
+  // Windows start further right as o grows: those inside x are one range [lo, hi).
+  auto inside = [&](int64_t o) { return cols[o].first == 0 && cols[o].end == a2.kernel; };
+  int64_t lo = 0, hi = a2.out;
+  while (lo < hi && !inside(lo)) ++lo;
+  while (hi > lo && !inside(hi - 1)) --hi;
+  // When every window of a row lies inside x and none overlaps the next (the kernel no
+  // wider than the stride, as CNNs pool), the rows of outer maxima are stored pitch =
+  // out * stride apart: output (row, o) then reads (row * out + o) * stride + k * dilation,
+  // and one loop per tap covers the whole plane, however short its rows. Those reads
+  // stay within the first `width` values of each row.
+  const bool flat = lo == 0 && hi == a2.out && (a2.kernel - 1) * a2.dilation < a2.stride;
+  const int64_t rows = a0.out * a1.out, pitch = flat ? a2.out * a2.stride : a2.in;
+  const int64_t width = flat ? (a2.out - 1) * a2.stride + (a2.kernel - 1) * a2.dilation + 1 : a2.in;
+  std::vector<T> buffer(static_cast<size_t>(flat ? rows * pitch : a2.in));
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const T* x = in + plane * g.in_plane();
+    T* y = out + plane * g.out_plane();
+    for (int64_t row = 0; row < rows; ++row) {
+      const Taps &t0 = taps0[row / a1.out], &t1 = taps1[row % a1.out];
+      T* dst = flat ? buffer.data() + row * pitch : buffer.data();
+      if (t0.first == t0.end || t1.first == t1.end) {  // windows of padding only (dilated)
+        std::fill(flat ? dst : y + row * a2.out, flat ? dst + pitch : y + (row + 1) * a2.out, T{0});
+        continue;
+      }
+      // The row of the outer taps' maxima: with one outer tap the input row itself (copied
+      // when the plane's rows are stored), else their maximum in dst.
+      const T* r = nullptr;
+      for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0.dilation)
+        for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1.dilation) {
+          const T* src = x + (p * a1.in + q) * a2.in;
+          if (r == nullptr) {
+            r = src;
+            continue;
+          }
+          if (r != dst) copy_strided(r, 1, dst, width);
+          max_strided(src, 1, dst, width);
+          r = dst;
+        }
+      if (flat && r != dst) copy_strided(r, 1, dst, width);
+      if (flat) continue;
+      T* yr = y + row * a2.out;
+      auto edge = [&](int64_t o) {
+        const Taps& t = cols[o];
+        T m = t.first == t.end ? T{0} : r[t.first_in];
+        for (int64_t k = t.first + 1, at = t.first_in + a2.dilation; k < t.end;
+             ++k, at += a2.dilation)
+          m = max_or_nan(m, r[at]);
+        yr[o] = m;
+      };
+      for (int64_t o = 0; o < lo; ++o) edge(o);
+      for (int64_t o = hi; o < a2.out; ++o) edge(o);
+      if (lo < hi) {
+        const T* start = r + lo * a2.stride - a2.pad_begin;
+        copy_strided(start, a2.stride, yr + lo, hi - lo);
+        for (int64_t k = 1; k < a2.kernel; ++k)
+          max_strided(start + k * a2.dilation, a2.stride, yr + lo, hi - lo);
+      }
+    }
+    if (flat) {
+      copy_strided(buffer.data(), a2.stride, y, rows * a2.out);
+      for (int64_t k = 1; k < a2.kernel; ++k)
+        max_strided(buffer.data() + k * a2.dilation, a2.stride, y, rows * a2.out);
+    }
+  }
+}
+
 template <class T>
 void max_pool_typed(const PoolGeometry& g, const T* in, T* out, ThreadPool& pool) {
-  parallel_for(pool, g.planes, g.out_plane() * g.window(), [&](int64_t begin, int64_t end) {
-    pool_planes(g, in, out, begin, end, [&](const T* x, const int64_t* o) {
-      int64_t padded;
-      T m = std::numeric_limits<T>::lowest();
-      bool nan = false;
-      const int64_t taps = for_each_tap(g, o, padded, [&](int64_t at) {
-        const T v = x[at];
-        nan = nan || v != v;  // NaN wins, as reduce_max and NumPy's max
-        m = v > m ? v : m;
-      });
-      if (taps == 0) return T{0};  // a window of padding only (a dilated one)
-      return nan ? std::numeric_limits<T>::quiet_NaN() : m;
-    });
-  });
+  parallel_for(pool, g.planes, g.out_plane() * g.window(),
+               [&](int64_t begin, int64_t end) { max_pool_planes(g, in, out, begin, end); });
 }
 
 void avg_pool_f32(const PoolGeometry& g, bool count_include_pad, const float* in, float* out,

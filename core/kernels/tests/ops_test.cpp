@@ -1074,9 +1074,176 @@ TEST(OpsConv2d, LayoutsGroupsPaddingBias) {
        1,
        true,
        PHX_ACTIVATION_NONE},
+      // im2col's edges: padding wider than the kernel reaches (whole rows and columns of
+      // zeros), stride 2 with dilation, and a patch (K = 4608) large enough that col holds
+      // fewer pixels than the image, a part starting inside an output row.
+      {PHX_LAYOUT_NCHW,
+       1,
+       2,
+       5,
+       4,
+       3,
+       2,
+       2,
+       {1, 1},
+       {3, 2, 3, 4},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NCHW,
+       2,
+       3,
+       11,
+       12,
+       4,
+       3,
+       3,
+       {2, 2},
+       {2, 1, 2, 3},
+       {2, 2},
+       1,
+       true,
+       PHX_ACTIVATION_RELU},
+      {PHX_LAYOUT_NCHW,
+       1,
+       512,
+       20,
+       23,
+       3,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_NONE},
+      {PHX_LAYOUT_NHWC,
+       1,
+       512,
+       20,
+       23,
+       3,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       false,
+       PHX_ACTIVATION_NONE},
+      // Whole images per gemm call: five images whose col (K = 144, 46x46 pixels) fit three
+      // at a time run as calls of three and two.
+      {PHX_LAYOUT_NCHW,
+       5,
+       16,
+       46,
+       46,
+       4,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_RELU},
+      {PHX_LAYOUT_NHWC,
+       5,
+       16,
+       46,
+       46,
+       4,
+       3,
+       3,
+       {1, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       1,
+       true,
+       PHX_ACTIVATION_RELU},
   };
   for (phx_dtype d : kFloats)
     for (const ConvCase& c : cases) check_conv(d, c);
+}
+
+// ---- max_pool ----
+// Exact (it picks values). The kernel reduces the outer taps of a row first, then reads the
+// windows inside x at a stride (1, 2 and others take different loops) and walks those at
+// the padded edges; windows all inside and apart are read over the whole plane at once.
+// The cases put windows in each place, some of padding only, and NaNs (which win) at the
+// first, a middle and the last tap of windows.
+
+struct PoolCase2d {
+  int64_t n, c, h, w;
+  uint32_t kernel[2], stride[2], pad[4], dilation[2];  // pad: top, left, bottom, right
+};
+
+void check_max_pool(phx_dtype d, const PoolCase2d& c, bool nans) {
+  const int64_t ho = (c.h + c.pad[0] + c.pad[2] - c.dilation[0] * (c.kernel[0] - 1) - 1) /
+                         c.stride[0] +
+                     1,
+                wo = (c.w + c.pad[1] + c.pad[3] - c.dilation[1] * (c.kernel[1] - 1) - 1) /
+                         c.stride[1] +
+                     1;
+  Tensor x = random_tensor(d, {c.n, c.c, c.h, c.w});
+  if (nans)
+    for (int64_t i = 0; i < x.size(); i += 37) x.set(i, std::numeric_limits<double>::quiet_NaN());
+  Tensor y(d, {c.n, c.c, ho, wo});
+  phx_pool_params p = PHX_POOL_PARAMS_INIT;
+  for (int a = 0; a < 2; ++a) {
+    p.kernel[a] = c.kernel[a];
+    p.stride[a] = c.stride[a];
+    p.pad_begin[a] = c.pad[a];
+    p.pad_end[a] = c.pad[2 + a];
+    p.dilation[a] = c.dilation[a];
+  }
+  ASSERT_EQ(run(PHX_OP_MAX_POOL, &p, {&x}, y), PHX_STATUS_OK);
+  std::vector<double> ref(static_cast<size_t>(y.size()));
+  for (int64_t plane = 0; plane < c.n * c.c; ++plane)
+    for (int64_t i = 0; i < ho; ++i)
+      for (int64_t j = 0; j < wo; ++j) {
+        double m = -INFINITY;
+        bool any = false;
+        for (uint32_t a = 0; a < c.kernel[0]; ++a)
+          for (uint32_t b = 0; b < c.kernel[1]; ++b) {
+            const int64_t ih = i * c.stride[0] - c.pad[0] + a * c.dilation[0];
+            const int64_t iw = j * c.stride[1] - c.pad[1] + b * c.dilation[1];
+            if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+            const double v = x.get((plane * c.h + ih) * c.w + iw);
+            m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, v);
+            any = true;
+          }
+        ref[(plane * ho + i) * wo + j] = any ? m : 0.0;
+      }
+  expect_near(
+      y, ref, [](int64_t) { return 0.0; },
+      std::string("max_pool ") + name(d) + " " + std::to_string(c.h) + "x" + std::to_string(c.w));
+}
+
+TEST(OpsMaxPool, InteriorEdgesStridesAndNaN) {
+  const std::vector<PoolCase2d> cases = {
+      // n, c, h, w, kernel, stride, pad (t l b r), dilation
+      {8, 16, 64, 64, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},  // the CNN's pools; threaded
+      {2, 3, 9, 11, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},    // an odd last row and column
+      {1, 2, 7, 19, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {1, 2, 10, 23, {2, 3}, {3, 3}, {1, 2, 0, 2}, {1, 1}},
+      {2, 2, 9, 17, {3, 2}, {2, 2}, {2, 1, 2, 1}, {2, 3}},
+      {1, 1, 1, 13, {1, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}},  // one row, one outer tap
+      {1, 2, 3, 4, {2, 2}, {2, 2}, {3, 3, 3, 3}, {1, 1}},   // windows of padding only: 0
+      {1, 3, 6, 5, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {2, 3, 5, 9, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}},  // windows short of the stride
+      {1, 2, 8, 12, {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}},
+      {1, 2, 9, 14, {2, 2}, {3, 3}, {0, 0, 0, 0}, {2, 2}},  // dilated, still apart
+  };
+  for (const PoolCase2d& c : cases) {
+    check_max_pool(PHX_DTYPE_F32, c, false);
+    check_max_pool(PHX_DTYPE_F32, c, true);
+    check_max_pool(PHX_DTYPE_BF16, c, true);
+    check_max_pool(PHX_DTYPE_I8, c, false);
+    check_max_pool(PHX_DTYPE_I32, c, false);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+// Private: conv2d computed directly, without im2col or gemm (ops_conv2d_direct.cpp), for
+// the convolutions whose patch is too short for the gemm to fit them well.
+#pragma once
+
+#include <phynexus/phynexus.h>
+
+#include "phx/kernels/conv2d_geometry.h"
+#include "phx/kernels/thread_pool.h"
+
+namespace phx::kernels::ops {
+
+// Whether conv2d_direct computes this convolution: f32, NCHW, stride 1 along the width, a
+// patch (Cig * KH * KW) of at most 32 values, not pointwise (Conv2dGeometry::is_pointwise).
+bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype);
+
+// out = act(conv2d(x, w) + bias) for a convolution conv2d_direct_fits takes; bias may be
+// null. Each output is summed in f32 in patch order, from the bias (or 0). isa: one of
+// gemm_supported_isas(), for the tests, which run each; null for the one gemm_isa() names.
+void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
+                   phx_activation act, float* out, ThreadPool& pool, const char* isa = nullptr);
+
+}  // namespace phx::kernels::ops

@@ -1,0 +1,139 @@
+// Tests of the direct convolution (ops_conv2d_direct.cpp) on every instruction set this
+// machine runs, against float64 references.
+//
+// Tolerance: each output is the bias plus K = Cig*KH*KW products summed in f32 in order,
+// each product rounded or fused into its addition: at most K + 1 roundings of partial sums
+// bounded by |bias| + sum |w x|, so |y - ref| <= (K + 2) eps (|bias| + sum |w x|), with
+// eps = 2^-24 (the unit roundoff of f32). relu is exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gemm_dispatch.h"
+#include "ops_conv2d_direct.h"
+
+namespace phx::kernels::ops {
+namespace {
+
+constexpr double kEps = 0x1p-24;
+
+struct Case {
+  int64_t n, c_in, h, w, c_out, kh, kw, stride_h;
+  int64_t pad[4];  // top, bottom, left, right
+  int64_t dil_h, dil_w, groups;
+  bool bias;
+  phx_activation act;
+};
+
+Conv2dGeometry geometry(const Case& c) {
+  Conv2dGeometry g;
+  g.batch = c.n;
+  g.c_in = c.c_in;
+  g.h = c.h;
+  g.w = c.w;
+  g.c_out = c.c_out;
+  g.kh = c.kh;
+  g.kw = c.kw;
+  g.h_out = (c.h + c.pad[0] + c.pad[1] - c.dil_h * (c.kh - 1) - 1) / c.stride_h + 1;
+  g.w_out = c.w + c.pad[2] + c.pad[3] - c.dil_w * (c.kw - 1);
+  g.groups = c.groups;
+  g.c_in_group = c.c_in / c.groups;
+  g.c_out_group = c.c_out / c.groups;
+  g.stride_h = c.stride_h;
+  g.pad_top = c.pad[0];
+  g.pad_left = c.pad[2];
+  g.dil_h = c.dil_h;
+  g.dil_w = c.dil_w;
+  return g;
+}
+
+std::vector<float> random_values(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+void check(const Case& c, const char* isa, ThreadPool& pool) {
+  const Conv2dGeometry g = geometry(c);
+  ASSERT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32));
+  std::mt19937 rng(7);
+  const std::vector<float> x = random_values(c.n * c.c_in * c.h * c.w, rng),
+                           w = random_values(c.c_out * g.patch(), rng),
+                           b = random_values(c.c_out, rng);
+  std::vector<float> y(static_cast<size_t>(c.n * c.c_out * g.pixels_out()), NAN);
+  conv2d_direct(g, x.data(), w.data(), c.bias ? b.data() : nullptr, c.act, y.data(), pool, isa);
+  int failures = 0;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.c_out; ++o)
+      for (int64_t i = 0; i < g.h_out; ++i)
+        for (int64_t j = 0; j < g.w_out && failures < 5; ++j) {
+          double sum = c.bias ? b[o] : 0.0, abs = std::fabs(sum);
+          const int64_t grp = o / g.c_out_group;
+          for (int64_t ch = 0; ch < g.c_in_group; ++ch)
+            for (int64_t a = 0; a < c.kh; ++a)
+              for (int64_t e = 0; e < c.kw; ++e) {
+                const int64_t ih = i * c.stride_h - c.pad[0] + a * c.dil_h;
+                const int64_t iw = j - c.pad[2] + e * c.dil_w;
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                const double v =
+                    double(x[((n * c.c_in + grp * g.c_in_group + ch) * c.h + ih) * c.w + iw]) *
+                    w[((o * g.c_in_group + ch) * c.kh + a) * c.kw + e];
+                sum += v;
+                abs += std::fabs(v);
+              }
+          const double want = c.act == PHX_ACTIVATION_RELU ? std::max(sum, 0.0) : sum;
+          const double got = y[((n * c.c_out + o) * g.h_out + i) * g.w_out + j];
+          const double tolerance = double(g.patch() + 2) * kEps * abs;
+          if (!(std::fabs(got - want) <= tolerance)) {
+            ++failures;
+            ADD_FAILURE() << isa << ": image " << n << " channel " << o << " (" << i << ", " << j
+                          << ") is " << got << ", want " << want << " (tolerance " << tolerance
+                          << ")";
+          }
+        }
+}
+
+TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
+  ThreadPool pool(3);
+  const std::vector<Case> cases = {
+      // n, c_in, h, w, c_out, kh, kw, stride_h, pad (t b l r), dil_h, dil_w, groups, bias, act
+      {2, 3, 64, 64, 16, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},  // the CNN's
+      // Rows of 38 (tiles and a tail on every path), 6 channels (a block and 2 alone),
+      // stride 2 down, dilation, asymmetric padding.
+      {1, 2, 9, 37, 6, 3, 3, 2, {2, 1, 0, 3}, 2, 1, 1, false, PHX_ACTIVATION_NONE},
+      {2, 5, 13, 10, 5, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 5, true, PHX_ACTIVATION_RELU},     // depthwise
+      {1, 32, 20, 20, 32, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 32, true, PHX_ACTIVATION_NONE},  // threaded
+      {1, 2, 5, 4, 3, 2, 2, 1, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_NONE},   // rows of zeros
+      {3, 4, 7, 11, 6, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},  // groups
+      {1, 1, 6, 70, 4, 1, 5, 1, {0, 0, 2, 2}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      {1, 8, 6, 9, 4, 2, 2, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},  // K = 32
+  };
+  for (const char* isa : gemm_supported_isas())
+    for (const Case& c : cases) check(c, isa, pool);
+}
+
+TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnly) {
+  const Case base = {1, 8, 6, 9, 4, 2, 2, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
+  Conv2dGeometry g = geometry(base);
+  EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32));
+  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F16));
+  g.nhwc = true;
+  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32));
+  g = geometry(base);
+  g.stride_w = 2;
+  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "stride 2 along the width";
+  g = geometry(base);
+  g.c_in = g.c_in_group = 9;
+  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36";
+  const Case pointwise = {
+      1, 8, 6, 9, 4, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
+  EXPECT_FALSE(conv2d_direct_fits(geometry(pointwise), PHX_DTYPE_F32));
+}
+
+}  // namespace
+}  // namespace phx::kernels::ops
