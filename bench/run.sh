@@ -7,7 +7,8 @@
 # FMA, bf16 dot, int8 dot (whichever the CPU has) and memory bandwidth (the roofs of
 # phx-plot roofline). Then for bench_gemm the CPU plugin's GEMM, qmatmul, conv2d and
 # attention, each as a fraction of the peak of its kind (timed again in bench_gemm, in the
-# same run) and GEMM against OpenBLAS per N, for bench_dispatch the cost of one op, for
+# same run) and GEMM against OpenBLAS per N, for bench_conv ResNet-like conv2d layers
+# against im2col + OpenBLAS sgemm, for bench_dispatch the cost of one op, for
 # bench_graph an executable's cost per node and its speed against the same ops run
 # eagerly, for bench_tpu_sim and bench_npu_sim the simulators' cost against the CPU
 # plugin, for bench_vulkan the Vulkan device's matmul
@@ -44,8 +45,8 @@ done
 mkdir -p "$out"
 
 cmake --preset default >/dev/null
-targets=(bench_peak bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim phx_plugin_cpu
-         phx_plugin_tpu_sim phx_plugin_npu_sim)
+targets=(bench_peak bench_gemm bench_conv bench_dispatch bench_graph bench_tpu_sim bench_npu_sim
+         phx_plugin_cpu phx_plugin_tpu_sim phx_plugin_npu_sim)
 target_list=$(cmake --build --preset default --target help)
 # bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
 have_onnx=$(grep -c '^bench_onnx:' <<<"$target_list" || true)
@@ -73,7 +74,7 @@ options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
          --benchmark_repetitions="${PHX_BENCH_REPETITIONS:-3}"
          --benchmark_report_aggregates_only=true)
 
-programs=(bench_peak bench_gemm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
+programs=(bench_peak bench_gemm bench_conv bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
 [ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
