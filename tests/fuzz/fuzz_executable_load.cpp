@@ -30,8 +30,8 @@ void destroy_state() {
 void save_destroy_and_load_again(phx_executable exe) {
   size_t size = 0;
   std::vector<uint8_t> bytes;
-  bool saved = check("phx_executable_save", phx_executable_save(exe, nullptr, 0, &size)) ==
-               PHX_STATUS_OK;
+  bool saved =
+      check("phx_executable_save", phx_executable_save(exe, nullptr, 0, &size)) == PHX_STATUS_OK;
   if (saved) {
     bytes.resize(size);
     saved = check("phx_executable_save", phx_executable_save(exe, bytes.data(), size, &size)) ==
