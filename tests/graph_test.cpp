@@ -213,6 +213,34 @@ class GraphTest : public ::testing::Test {
     return download(out.get(), element_count(out_shape));
   }
 
+  // Compiles g with fusion and with PHX_COMPILE_NO_FUSION, and checks each executable: its
+  // steps (one profile record each, named fused_names or plain_names) and the nodes the
+  // fusion absorbed, and that it computes expected from the inputs. The context profiles.
+  void expect_fusion(phx_graph g, const std::vector<const char*>& fused_names,
+                     const std::vector<const char*>& plain_names, const std::vector<Shape>& shapes,
+                     const std::vector<std::vector<float>>& values, const Shape& out_shape,
+                     const std::vector<float>& expected) {
+    for (bool fused : {true, false}) {
+      SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+      const std::vector<const char*>& names = fused ? fused_names : plain_names;
+      const Executable exe = compile(g, fused ? 0 : PHX_COMPILE_NO_FUSION);
+      ASSERT_TRUE(exe);
+      const phx_executable_info info = describe(exe.get());
+      EXPECT_EQ(info.fused_nodes, fused ? plain_names.size() - fused_names.size() : 0u);
+      EXPECT_EQ(info.node_count, names.size());
+      ASSERT_EQ(phx_profile_clear(stream_), kOk);
+      EXPECT_EQ(run(exe.get(), shapes, values, out_shape), expected);
+      size_t count = 0;
+      ASSERT_EQ(phx_profile_count(stream_, &count), kOk);
+      ASSERT_EQ(count, names.size());
+      for (size_t i = 0; i < count; ++i) {
+        phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+        ASSERT_EQ(phx_profile_get(stream_, i, &record), kOk);
+        EXPECT_STREQ(record.node, names[i]);
+      }
+    }
+  }
+
   phx_context context_ = nullptr;
   phx_stream stream_ = nullptr;
   size_t cpu_ = 0;
@@ -1130,26 +1158,8 @@ TEST_F(GraphTest, MatmulTakesItsBiasAndActivation) {
   const std::vector<float> xs = {1, 0, 2, -1, 1, 0}, bs = {1, -20, -3, 1};
   // x W = [[11, 14], [2, 2]]; plus b, then relu.
   const std::vector<float> expected = {12, 0, 0, 3};
-  const char* fused_names[] = {"fc1 + bias + act"};
-  const char* plain_names[] = {"fc1", "bias", "act"};
-  for (bool fused : {true, false}) {
-    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
-    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
-    ASSERT_TRUE(exe);
-    const phx_executable_info info = describe(exe.get());
-    EXPECT_EQ(info.fused_nodes, fused ? 2u : 0u);
-    EXPECT_EQ(info.node_count, fused ? 1u : 3u);
-    ASSERT_EQ(phx_profile_clear(stream_), kOk);
-    EXPECT_EQ(run(exe.get(), {{2, 3}, {2, 2}}, {xs, bs}, {2, 2}), expected);
-    size_t count = 0;
-    ASSERT_EQ(phx_profile_count(stream_, &count), kOk);
-    ASSERT_EQ(count, info.node_count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-      ASSERT_EQ(phx_profile_get(stream_, i, &record), kOk);
-      EXPECT_STREQ(record.node, fused ? fused_names[i] : plain_names[i]);
-    }
-  }
+  expect_fusion(g.get(), {"fc1 + bias + act"}, {"fc1", "bias", "act"}, {{2, 3}, {2, 2}}, {xs, bs},
+                {2, 2}, expected);
 }
 
 // relu(conv2d(x, w)) as two nodes, conv and act: compiled, the convolution takes the relu
@@ -1169,26 +1179,8 @@ TEST_F(GraphTest, Conv2dTakesItsActivation) {
   const std::vector<float> xs = {1, 0, 2, -1, 1, 0, 3, -2, 1};
   // The 2x2 windows give 3, 3, -4 and 4; relu makes the -4 0.
   const std::vector<float> expected = {3, 3, 0, 4};
-  const char* fused_names[] = {"conv + act"};
-  const char* plain_names[] = {"conv", "act"};
-  for (bool fused : {true, false}) {
-    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
-    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
-    ASSERT_TRUE(exe);
-    const phx_executable_info info = describe(exe.get());
-    EXPECT_EQ(info.fused_nodes, fused ? 1u : 0u);
-    EXPECT_EQ(info.node_count, fused ? 1u : 2u);
-    ASSERT_EQ(phx_profile_clear(stream_), kOk);
-    EXPECT_EQ(run(exe.get(), {{1, 1, 3, 3}}, {xs}, {1, 1, 2, 2}), expected);
-    size_t count = 0;
-    ASSERT_EQ(phx_profile_count(stream_, &count), kOk);
-    ASSERT_EQ(count, info.node_count);
-    for (size_t i = 0; i < count; ++i) {
-      phx_profile_record record = PHX_PROFILE_RECORD_INIT;
-      ASSERT_EQ(phx_profile_get(stream_, i, &record), kOk);
-      EXPECT_STREQ(record.node, fused ? fused_names[i] : plain_names[i]);
-    }
-  }
+  expect_fusion(g.get(), {"conv + act"}, {"conv", "act"}, {{1, 1, 3, 3}}, {xs}, {1, 1, 2, 2},
+                expected);
 }
 
 // A matmul's result that a graph output or a second node also reads stays its own.
