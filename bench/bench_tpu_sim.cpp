@@ -8,13 +8,15 @@
 // matmuls' rates are also printed as fractions of the machine's f32 FMA peak
 // (peak_kernels.h, timed here on every core): the simulator's bf16 products are widened
 // to f32 and summed by the f32 GEMM kernels in fixed passes, which VDPBF16PS cannot do
-// with the same bits.
+// with the same bits. Each tpu-sim matmul also reports the simulated chip's roofs and the
+// rate its timing model gives the matmul (the model_* counters, for phx-plot roofline).
 //   bench_tpu_sim [--benchmark_repetitions=5 ...]
 #include <benchmark/benchmark.h>
 #include <phynexus/phynexus.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -36,10 +38,10 @@ phx_bench::CpuAndDevice& setup() {
   return s;
 }
 
-phx_tensor square(size_t device, phx_dtype dtype, float value) {
+phx_tensor square(phx_context context, size_t device, phx_dtype dtype, float value) {
   const int64_t shape[2] = {kSize, kSize};
   phx_tensor t = nullptr;
-  check(phx_tensor_create(setup().context, device, dtype, 2, shape, &t), "phx_tensor_create");
+  check(phx_tensor_create(context, device, dtype, 2, shape, &t), "phx_tensor_create");
   const size_t n = size_t(kSize * kSize);
   if (dtype == PHX_DTYPE_F32) {
     std::vector<float> data(n, value);
@@ -53,23 +55,74 @@ phx_tensor square(size_t device, phx_dtype dtype, float value) {
   return t;
 }
 
-void run_matmul(benchmark::State& state, size_t device, phx_stream stream, phx_dtype in,
-                phx_dtype out) {
-  phx_tensor a = square(device, in, 0.5f), b = square(device, in, 0.25f);
-  phx_tensor c = square(device, out, 0.0f);
+constexpr double kMatmulFlops = 2.0 * kSize * kSize * kSize;
+
+// Runs the matmul out = a b on the device's stream, once or for every iteration of state.
+void matmul(phx_context context, size_t device, phx_stream stream, phx_dtype in, phx_dtype out,
+            benchmark::State* state) {
+  phx_tensor a = square(context, device, in, 0.5f), b = square(context, device, in, 0.25f);
+  phx_tensor c = square(context, device, out, 0.0f);
   const phx_tensor inputs[2] = {a, b};
   const phx_op_desc desc = {sizeof(phx_op_desc), PHX_OP_MATMUL, nullptr, inputs, 2, &c, 1};
-  for (auto _ : state) {
+  auto run = [&] {
     check(phx_op_run(stream, &desc, nullptr), "phx_op_run");
     check(phx_stream_synchronize(stream), "phx_stream_synchronize");
+  };
+  if (state == nullptr) {
+    run();
+  } else {
+    for (auto _ : *state) run();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kSize * kSize * kSize,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["N"] = kSize;  // for phx-plot gemm, which reads N from the name elsewhere
-  phx_bench::set_gemm_intensity(state, kSize, in, out);
   phx_tensor_destroy(a);
   phx_tensor_destroy(b);
   phx_tensor_destroy(c);
+}
+
+// The number a property's value starts with ("819 GB/s": 819), 0 when absent.
+double property_number(const phx_device_info& info, const char* key) {
+  for (size_t i = 0; i < info.property_count; ++i)
+    if (std::strcmp(info.properties[i].key, key) == 0)
+      return std::strtod(info.properties[i].value, nullptr);
+  return 0;
+}
+
+// The simulated chip as its timing model sees it, for phx-plot roofline (docs/plots.md):
+// the roofs from the device's properties (peak_bf16_tflops, hbm_bandwidth) and the
+// matmul's rate from the time the model gives it (the profile record's estimated_time_ns).
+// The record comes from a profiling context of its own, so that the timed runs pay no
+// profiling.
+void set_model_counters(benchmark::State& state, phx_dtype in, phx_dtype out) {
+  phx_device_info info{};  // not PHX_DEVICE_INFO_INIT: see open_cpu_device
+  info.struct_size = sizeof info;
+  check(phx_device_get(setup().context, setup().device, &info), "phx_device_get");
+  state.counters["model_peak_FLOPS"] = property_number(info, "peak_bf16_tflops") * 1e12;
+  state.counters["model_bytes_per_second"] = property_number(info, "hbm_bandwidth") * 1e9;
+
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.flags = PHX_CONTEXT_PROFILE;
+  phx_context context = nullptr;
+  check(phx_context_create(&options, &context), "phx_context_create");
+  phx_stream stream = nullptr;
+  // The same plugins in the same order: the same device index.
+  check(phx_stream_create(context, setup().device, &stream), "phx_stream_create");
+  matmul(context, setup().device, stream, in, out, nullptr);
+  phx_profile_record record = PHX_PROFILE_RECORD_INIT;
+  check(phx_profile_get(stream, 0, &record), "phx_profile_get");
+  for (size_t i = 0; i < record.metric_count; ++i)
+    if (std::strcmp(record.metrics[i].name, "estimated_time_ns") == 0)
+      state.counters["model_FLOPS"] = kMatmulFlops / (record.metrics[i].value * 1e-9);
+  phx_stream_destroy(stream);
+  phx_context_destroy(context);
+}
+
+void run_matmul(benchmark::State& state, size_t device, phx_stream stream, phx_dtype in,
+                phx_dtype out) {
+  matmul(setup().context, device, stream, in, out, &state);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(kMatmulFlops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["N"] = kSize;  // for phx-plot gemm, which reads N from the name elsewhere
+  phx_bench::set_gemm_intensity(state, kSize, in, out);
+  if (device == setup().device) set_model_counters(state, in, out);
 }
 
 void BM_CpuF32(benchmark::State& state) {
@@ -183,7 +236,7 @@ void print_fractions(const std::map<std::string, double>& best, int threads) {
   std::printf("f32 peak (%s, %d threads): %.1f GFLOP/s\n", loop->instruction, threads, peak);
   for (const char* matmul : {"BM_CpuF32", "BM_TpuSimBf16ToF32", "BM_TpuSimBf16ToBf16"}) {
     if (best.count(matmul) == 0) continue;
-    const double rate = 2.0 * kSize * kSize * kSize / (best.at(matmul) * 1e6);
+    const double rate = kMatmulFlops / (best.at(matmul) * 1e6);
     std::printf("%s: %.1f GFLOP/s, %.2f of the f32 peak\n", matmul, rate, rate / peak);
   }
 }

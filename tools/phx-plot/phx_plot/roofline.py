@@ -4,7 +4,9 @@ arithmetic intensity (FLOP/byte), under a compute roof and a memory roof.
 The CPU's roofs come from bench_peak: its peak_fma_* runs (FLOPS, the best over all cores)
 and its peak_stream_* runs (bytes_per_second). A device whose benchmark reports its
 model's roofs (the counters model_peak_FLOPS and model_bytes_per_second: a simulator's
-timing model) gets those; any other device is drawn under the CPU's roofs, said so."""
+timing model, bench_tpu_sim) gets those, and its points are the rates the model gives
+(model_FLOPS) rather than the simulation's on this machine; any other device is drawn
+under the CPU's roofs, said so."""
 
 import sys
 
@@ -53,9 +55,10 @@ def model_roofs(results):
 def points_by_device(results):
     points = {}
     for r in results:
-        rate, intensity = r.flop_rate(), r.get(INTENSITY)
+        modelled = r.get("model_FLOPS")
+        rate, intensity = modelled or r.flop_rate(), r.get(INTENSITY)
         if rate and intensity:
-            label = r.name.replace("/real_time", "")
+            label = r.name.replace("/real_time", "") + (" (modelled)" if modelled else "")
             points.setdefault(device_of(r.family), []).append((intensity, rate / 1e9, label))
     return points
 

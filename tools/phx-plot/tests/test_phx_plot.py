@@ -23,13 +23,18 @@ def png_size(path):
     return struct.unpack(">II", header[16:24])
 
 
-def trace_reader():
-    """phx_plot.trace.read_trace, from the source tree beside DATA."""
+def phx_plot_module(name):
+    """The module phx_plot.<name>, from the source tree beside DATA."""
     sys.dont_write_bytecode = True  # nothing written into the source tree
     sys.path.insert(0, os.path.dirname(os.path.abspath(DATA)))
-    from phx_plot.trace import read_trace
+    import importlib
 
-    return read_trace
+    return importlib.import_module(f"phx_plot.{name}")
+
+
+def trace_reader():
+    """phx_plot.trace.read_trace, from the source tree beside DATA."""
+    return phx_plot_module("trace").read_trace
 
 
 class PhxPlotTest(unittest.TestCase):
@@ -84,6 +89,19 @@ class PhxPlotTest(unittest.TestCase):
 
     def test_roofline(self):
         self.assertEqual(self.draw("roofline", ["example_bench.json"], "1000x500"), (1000, 500))
+
+    def test_roofline_of_a_simulator_is_its_models(self):
+        # example_bench.json's tpu-sim matmul carries bench_tpu_sim's model_* counters.
+        bench, roofline = phx_plot_module("bench"), phx_plot_module("roofline")
+        results = bench.read_results([os.path.join(DATA, "example_bench.json")])
+        roof = roofline.model_roofs(results)["tpu-sim"]
+        self.assertEqual((roof.flops, roof.bytes_per_second), (197e12, 819e9))
+        [(intensity, gflops, label)] = roofline.points_by_device(results)["tpu-sim"]
+        self.assertEqual((intensity, gflops), (256.0, 176683.0))  # the model's, not 77.6
+        self.assertIn("(modelled)", label)
+        # The CPU's points stay the measured rates.
+        cpu_rates = [p[1] for p in roofline.points_by_device(results)["cpu"]]
+        self.assertNotIn(176683.0, cpu_rates)
 
     def test_gemm(self):
         self.assertEqual(self.draw("gemm", ["example_bench.json"], "800x600"), (800, 600))
