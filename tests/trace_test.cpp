@@ -290,6 +290,66 @@ TEST_F(Trace, ShortRunOnEveryDeviceMatchesTheProfileRecords) {
   }
 }
 
+// The compiles an op causes: on a Vulkan device, the pipelines its first submission
+// creates, a span inside the op's; on a simulated TPU, the chip's compile cache, missed by
+// the first matmul of a shape and hit by the second, instants on its simulated track.
+TEST_F(Trace, CompilesAreDrawnWithTheOpsThatCausedThem) {
+  open(0);
+  const std::string path = file("compiles.json");
+  ASSERT_EQ(phx_trace_begin(context_, path.c_str()), PHX_STATUS_OK) << phx_last_error();
+  std::vector<std::pair<uint64_t, std::string>> checked;  // pid, plugin
+  for (size_t d = 0; d < device_count_; ++d) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    ASSERT_EQ(phx_device_get(context_, d, &info), PHX_STATUS_OK);
+    const std::string plugin = info.plugin;
+    if (plugin != "vulkan" && plugin != "tpu-sim") continue;
+    checked.emplace_back(d + 2, plugin);
+    phx_stream stream = nullptr;
+    ASSERT_EQ(phx_stream_create(context_, d, &stream), PHX_STATUS_OK);
+    const phx_tensor a = tensor(d, 4, 4, -1), b = tensor(d, 4, 4, 0.5f), c = tensor(d, 4, 4, 0);
+    const phx_tensor in[] = {a, b};
+    const phx_op_desc matmul = {sizeof(phx_op_desc), PHX_OP_MATMUL, nullptr, in, 2, &c, 1};
+    for (int i = 0; i < 2; ++i)
+      ASSERT_EQ(phx_op_run(stream, &matmul, nullptr), PHX_STATUS_OK) << phx_last_error();
+    ASSERT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK);
+    for (phx_tensor t : {a, b, c}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
+    EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
+  }
+  ASSERT_EQ(phx_trace_end(context_), PHX_STATUS_OK) << phx_last_error();
+  if (checked.empty()) GTEST_SKIP() << "no Vulkan or tpu-sim device";
+
+  const json events = parse_trace(path, true);
+  check_layout(events);
+  for (const auto& [pid, plugin] : checked) {
+    SCOPED_TRACE(plugin);
+    std::vector<std::string> lookups;
+    size_t compiles = 0;
+    for (const json& e : events) {
+      if (e["pid"] != pid || e["cat"] != "compile") continue;
+      if (e["ph"] == "i") {
+        EXPECT_EQ(e["tid"].get<uint64_t>() % 2, 1u) << "not on the simulated track";
+        lookups.push_back(e["name"]);
+        continue;
+      }
+      ASSERT_EQ(e["ph"], "X");
+      ++compiles;
+      EXPECT_EQ(e["name"], "pipeline compile");
+      EXPECT_GE(e["args"]["pipelines"].get<double>(), 1);
+      // The op that caused it starts with it and holds it.
+      bool held = false;
+      for (const json& op : events)
+        held |= op["cat"] == "op" && op["pid"] == pid && op["tid"] == e["tid"] &&
+                op["ts"] == e["ts"] && op["dur"].get<double>() + 0.0015 >= e["dur"].get<double>();
+      EXPECT_TRUE(held) << e.dump();
+    }
+    if (plugin == "vulkan") {
+      EXPECT_GE(compiles, 1u);
+    } else {
+      EXPECT_EQ(lookups, (std::vector<std::string>{"compile cache miss", "compile cache hit"}));
+    }
+  }
+}
+
 // The matmul of an executable run on the CPU device lies inside its run's span.
 TEST_F(Trace, ExecutableNodesNestUnderTheirRun) {
   open(0);

@@ -321,6 +321,7 @@ void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simu
   };
 
   stream_track(stream, false);
+  pipeline_compile(record, pid, 2 * stream.trace_id);
   open_event(name, "op", 'X', pid, 2 * stream.trace_id, record.start_ns);
   append_key(buffer_, "dur");
   append_microseconds(buffer_, record.host_time_ns);
@@ -334,12 +335,41 @@ void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simu
     const auto duration = static_cast<uint64_t>(std::llround(simulated));
     simulated_end_ns = start + duration;
     stream_track(stream, true);
+    compile_cache_lookup(record, pid, 2 * stream.trace_id + 1, start);
     open_event(name, "simulated op", 'X', pid, 2 * stream.trace_id + 1, start);
     append_key(buffer_, "dur");
     append_microseconds(buffer_, duration);
     args(duration);
   }
   flush(record.start_ns + record.host_time_ns, false);
+}
+
+void Writer::pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid) {
+  const double compile_ns = metric(record, "pipeline_compile_ns", 0);
+  if (compile_ns <= 0) return;
+  // The compile ran inside the submission: its span starts with the op's and ends within
+  // it (and is written first, as spans are written in the order they end).
+  const uint64_t duration =
+      std::min(static_cast<uint64_t>(std::llround(compile_ns)), record.host_time_ns);
+  open_event("pipeline compile", "compile", 'X', pid, tid, record.start_ns);
+  append_key(buffer_, "dur");
+  append_microseconds(buffer_, duration);
+  buffer_ += ",\"args\":{\"pipelines\":";
+  append_number(buffer_, metric(record, "pipelines_created", 0));
+  append_key(buffer_, "cache_hits");
+  append_number(buffer_, metric(record, "pipeline_cache_hits", 0));
+  buffer_ += "}}";
+}
+
+void Writer::compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint32_t tid,
+                                  uint64_t ts_ns) {
+  const double hit = metric(record, "compile_cache_hit", -1);
+  if (hit < 0) return;
+  open_event(hit != 0 ? "compile cache hit" : "compile cache miss", "compile", 'i', pid, tid,
+             ts_ns);
+  buffer_ += ",\"s\":\"t\",\"args\":{\"compile_time_ns\":";
+  append_number(buffer_, metric(record, "compile_time_ns", 0));
+  buffer_ += "}}";
 }
 
 void Writer::executable_run(const Stream& stream, const RunSpan& run) {

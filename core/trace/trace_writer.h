@@ -76,6 +76,12 @@ class Writer {
   bool track_is_new(uint32_t pid, uint32_t tid);  // true once per track and trace
   void name_track(uint32_t pid, uint32_t tid, const std::string& name);
   void host_event(const char* name, uint64_t start_ns, uint64_t end_ns);
+  // The compile events an op's record carries, written with the op: the pipelines its
+  // submission created (pipeline_compile_ns, pipelines_created, pipeline_cache_hits: the
+  // Vulkan plugin), a span on its track; and the lookup in a simulated chip's compile cache
+  // (compile_cache_hit, compile_time_ns: tpu-sim), an instant on its simulated track.
+  void pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid);
+  void compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint32_t tid, uint64_t ts_ns);
   void stream_track(const Stream& stream, bool simulated);
   // Hands the buffer to the file when it is full, when force is set, or every 100 ms, so
   // that a killed process loses at most that much.

@@ -153,7 +153,8 @@ void CommandRecorder::dispatch(std::string_view kernel, std::span<const Binding>
     throw Error{PHX_STATUS_INTERNAL, std::string(kernel) + ": " + std::to_string(push_size) +
                                          " bytes of push constants, at most " +
                                          std::to_string(caps().max_push_constant_bytes)};
-  const Kernel& k = device_.pipelines().get(kernel, uint32_t(bindings.size()), spec_constants);
+  const Kernel& k =
+      device_.pipelines().get(kernel, uint32_t(bindings.size()), spec_constants, &compiles_);
   if (kernel_keys_ != nullptr) kernel_keys_->push_back(k.key);
   ++op_dispatches_;
   if (commands_ == VK_NULL_HANDLE) return;

@@ -63,6 +63,8 @@ class CommandRecorder final : public OpRecorder {
   uint32_t op_dispatches() const { return op_dispatches_; }
   // The barriers recorded so far, before ops and inside them.
   uint32_t barriers() const { return barriers_; }
+  // The pipelines its dispatches so far had to create.
+  const PipelineCompiles& pipeline_compiles() const { return compiles_; }
   // From now on, appends the Kernel::key of every dispatch's pipeline to keys (which
   // outlives the recorder); null stops it.
   void collect_kernels(std::vector<std::string>* keys) { kernel_keys_ = keys; }
@@ -91,6 +93,7 @@ class CommandRecorder final : public OpRecorder {
   std::vector<ByteRange> scratch_writes_;
   uint32_t op_dispatches_ = 0;
   uint32_t barriers_ = 0;
+  PipelineCompiles compiles_;
   std::vector<std::string>* kernel_keys_ = nullptr;
 };
 

@@ -216,7 +216,8 @@ VkResult Pipelines::create(const Spec& spec, VkPipelineCache cache,
 }
 
 const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
-                             std::span<const OpRecorder::SpecConstant> constants) {
+                             std::span<const OpRecorder::SpecConstant> constants,
+                             PipelineCompiles* compiles) {
   if (binding_count > kMaxBindings)
     throw Error{PHX_STATUS_INTERNAL, std::to_string(binding_count) + " bindings for " +
                                          std::string(module) + ", at most " +
@@ -239,8 +240,9 @@ const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
     throw Error{result_status(result) == PHX_STATUS_OUT_OF_MEMORY ? PHX_STATUS_OUT_OF_MEMORY
                                                                   : PHX_STATUS_COMPILATION_ERROR,
                 "the driver could not create the pipeline " + key + ": " + result_name(result)};
-  stats_.pipeline_compile_ns +=
+  const auto elapsed_ns =
       uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  stats_.pipeline_compile_ns += elapsed_ns;
   ++stats_.pipelines_created;
   // The driver's word where it gives one; else a pipeline created from a loaded cache is
   // counted as a hit, the best a driver without feedback lets us say.
@@ -249,6 +251,11 @@ const Kernel& Pipelines::get(std::string_view module, uint32_t binding_count,
     hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT) !=
           0;
   ++(hit ? stats_.pipeline_cache_hits : stats_.pipeline_cache_misses);
+  if (compiles != nullptr) {
+    compiles->ns += elapsed_ns;
+    ++compiles->created;
+    compiles->cache_hits += hit ? 1 : 0;
+  }
   specs_.emplace(key, spec);
   return kernels_[key] = kernel;
 }

@@ -33,6 +33,14 @@ struct Kernel {
   std::string key;  // module, binding count and constants: what Pipelines::get keys it by
 };
 
+// The pipelines a caller of Pipelines::get made it create: for an op's profile record
+// and, through it, a trace's compile events.
+struct PipelineCompiles {
+  uint64_t ns = 0;  // host time spent creating them
+  uint32_t created = 0;
+  uint32_t cache_hits = 0;  // of those, the ones the pipeline cache held
+};
+
 struct PipelinesConfig {
   VkDevice device = VK_NULL_HANDLE;
   bool push_descriptor = false;    // set layouts for vkCmdPushDescriptorSetKHR
@@ -52,9 +60,11 @@ class Pipelines {
   Pipelines& operator=(const Pipelines&) = delete;
 
   // Throws Error: INTERNAL for an unknown module or too many bindings,
-  // COMPILATION_ERROR when the driver refuses the pipeline.
+  // COMPILATION_ERROR when the driver refuses the pipeline. A pipeline it creates is
+  // added to *compiles when compiles is not null.
   const Kernel& get(std::string_view module, uint32_t binding_count,
-                    std::span<const OpRecorder::SpecConstant> constants);
+                    std::span<const OpRecorder::SpecConstant> constants,
+                    PipelineCompiles* compiles = nullptr);
 
   // The device and driver the cache data is for.
   const PipelineCacheIdentity& identity() const { return config_.identity; }

@@ -27,6 +27,7 @@ struct Stream::Batch {
     VkQueryPool queries;  // VK_NULL_HANDLE when not timed
     uint32_t query;       // its first timestamp
     uint32_t dispatches;
+    PipelineCompiles compiles;  // what recording it created
   };
   std::vector<Profiled> profiled;
   uint64_t last_ticket = 0;
@@ -144,7 +145,7 @@ uint64_t Stream::submit(const phx_plugin_op& op) {
   batch.ends_host_visible = flush_now;
   if (op.profile != nullptr)
     batch.profiled.push_back({op.profile, timed ? batch.queries : VK_NULL_HANDLE, timestamps.first,
-                              recorder.op_dispatches()});
+                              recorder.op_dispatches(), recorder.pipeline_compiles()});
   ++device_.stats().ops;
   device_.stats().dispatches += recorder.op_dispatches();
   device_.stats().barriers += recorder.barriers();
@@ -171,7 +172,8 @@ uint64_t Stream::run(Executable& executable, const phx_plugin_tensor* values,
   for (size_t i = 0; node_profiles != nullptr && i < executable.node_count(); ++i)
     if (node_profiles[i] != nullptr && executable.node_has_figures(i))
       batch.profiled.push_back({node_profiles[i], timed ? recording->queries : VK_NULL_HANDLE,
-                                uint32_t(2 * i), recording->node_dispatches[i]});
+                                uint32_t(2 * i), recording->node_dispatches[i],
+                                PipelineCompiles{}});  // compiled with the executable
   ++device_.stats().runs;
   device_.stats().ops += executable.node_count();
   device_.stats().dispatches += recording->dispatches;
@@ -234,6 +236,11 @@ void Stream::recycle(Batch& batch, bool finished) {
         }
       }
       add_metric(*p.profile, "dispatches", double(p.dispatches));
+      if (p.compiles.created > 0) {
+        add_metric(*p.profile, "pipeline_compile_ns", double(p.compiles.ns));
+        add_metric(*p.profile, "pipelines_created", double(p.compiles.created));
+        add_metric(*p.profile, "pipeline_cache_hits", double(p.compiles.cache_hits));
+      }
     }
   }
   batch.profiled.clear();
