@@ -26,24 +26,37 @@ constexpr int kOutBlock = 4;
 
 // Vectors of GCC's vector extension, of `Lanes` floats: the instruction set of the function
 // they are compiled in carries out their arithmetic, and the blocks stay in registers.
-// Loads and stores go through `unaligned` (any address, any aliasing).
+// (Spelled out per width: GCC drops the attribute from an alias template.)
 template <int Lanes>
-struct Vec;
+struct VecOf;
 template <>
-struct Vec<4> {
+struct VecOf<4> {
   using type = float __attribute__((vector_size(16)));
-  using unaligned = float __attribute__((vector_size(16), aligned(4), may_alias));
 };
 template <>
-struct Vec<8> {
+struct VecOf<8> {
   using type = float __attribute__((vector_size(32)));
-  using unaligned = float __attribute__((vector_size(32), aligned(4), may_alias));
 };
 template <>
-struct Vec<16> {
+struct VecOf<16> {
   using type = float __attribute__((vector_size(64)));
-  using unaligned = float __attribute__((vector_size(64), aligned(4), may_alias));
 };
+template <int Lanes>
+using Vec = typename VecOf<Lanes>::type;
+
+// Loads and stores at any address through memcpy, which compiles to one unaligned vector
+// move: a pointer cast to an under-aligned vector type is what clang's UBSan (rightly)
+// reports as a misaligned load.
+// (Through references: a vector passed or returned by value would change the ABI of a
+// function compiled without the instruction set.)
+template <class V>
+PHX_INLINE void load(V& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+template <class V>
+PHX_INLINE void store(float* p, const V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 // Row pixels [0, n) of CB channels: y[c * ldy + t] = bias[c] + sum over k of
 // w[c * K + k] * x[off[k] + t], in tiles of 2 vectors per channel. x is read up to a tile
@@ -51,14 +64,15 @@ struct Vec<16> {
 template <int Lanes, int CB>
 PHX_INLINE void block_row(const float* x, const int64_t* off, int64_t k_count, const float* w,
                           const float* bias, float* y, int64_t ldy, int64_t n) {
-  using V = typename Vec<Lanes>::type;
-  using U = typename Vec<Lanes>::unaligned;
+  using V = Vec<Lanes>;
   for (int64_t t0 = 0; t0 < n; t0 += 2 * Lanes) {
     V acc[CB][2];
     for (int c = 0; c < CB; ++c) acc[c][0] = acc[c][1] = V{} + (bias != nullptr ? bias[c] : 0.0f);
     for (int64_t k = 0; k < k_count; ++k) {
       const float* xr = x + off[k] + t0;
-      const V x0 = *reinterpret_cast<const U*>(xr), x1 = *reinterpret_cast<const U*>(xr + Lanes);
+      V x0, x1;
+      load(x0, xr);
+      load(x1, xr + Lanes);
       for (int c = 0; c < CB; ++c) {
         const float wv = w[c * k_count + k];
         acc[c][0] += wv * x0;
@@ -69,12 +83,12 @@ PHX_INLINE void block_row(const float* x, const int64_t* off, int64_t k_count, c
     for (int c = 0; c < CB; ++c) {
       float* dst = y + c * ldy + t0;
       if (len == 2 * Lanes) {
-        *reinterpret_cast<U*>(dst) = acc[c][0];
-        *reinterpret_cast<U*>(dst + Lanes) = acc[c][1];
+        store(dst, acc[c][0]);
+        store(dst + Lanes, acc[c][1]);
       } else {
         float tail[2 * Lanes];
-        *reinterpret_cast<U*>(tail) = acc[c][0];
-        *reinterpret_cast<U*>(tail + Lanes) = acc[c][1];
+        store(tail, acc[c][0]);
+        store(tail + Lanes, acc[c][1]);
         std::memcpy(dst, tail, static_cast<size_t>(len) * sizeof(float));
       }
     }
