@@ -55,6 +55,14 @@ std::vector<float> random_values(size_t count, unsigned seed) {
   return values;
 }
 
+// Times op on stream: each iteration runs it and waits for it.
+void time_op(benchmark::State& state, phx_stream stream, const phx_op_desc& op) {
+  for (auto _ : state) {
+    check(phx_op_run(stream, &op, nullptr), phx_op_name(op.op));
+    check(phx_stream_synchronize(stream), "phx_stream_synchronize");
+  }
+}
+
 void set_flops(benchmark::State& state, int64_t n, phx_dtype dtype) {
   const double size = static_cast<double>(n);
   // kIsRate divides by the measured time, the wall clock here (UseRealTime).
@@ -109,10 +117,7 @@ void gemm_phynexus(benchmark::State& state, phx_dtype dtype) {
   const phx_tensor output = c.get();
   const phx_op_desc matmul = phx_bench::op_desc(PHX_OP_MATMUL, inputs, 2, &output);
 
-  for (auto _ : state) {
-    check(phx_op_run(cpu.stream, &matmul, nullptr), "phx_op_run(matmul)");
-    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
-  }
+  time_op(state, cpu.stream, matmul);
   set_flops(state, n, dtype);
 }
 
@@ -153,10 +158,7 @@ void qmatmul_phynexus(benchmark::State& state) {
   const phx_tensor inputs[5] = {a.get(), b.get(), a_scale.get(), nullptr, b_scale.get()};
   const phx_tensor output = c.get();
   const phx_op_desc qmatmul = phx_bench::op_desc(PHX_OP_QMATMUL, inputs, 5, &output);
-  for (auto _ : state) {
-    check(phx_op_run(cpu.stream, &qmatmul, nullptr), "phx_op_run(qmatmul)");
-    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
-  }
+  time_op(state, cpu.stream, qmatmul);
   // OPS rather than FLOPS: phx-plot draws FLOP rates only, under float roofs.
   const double size = static_cast<double>(n);
   state.counters[kOps] =
@@ -183,10 +185,7 @@ void conv2d_phynexus(benchmark::State& state) {
   const phx_tensor output = y.get();
   phx_op_desc conv = phx_bench::op_desc(PHX_OP_CONV2D, inputs, 2, &output);
   conv.params = &params;
-  for (auto _ : state) {
-    check(phx_op_run(cpu.stream, &conv, nullptr), "phx_op_run(conv2d)");
-    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
-  }
+  time_op(state, cpu.stream, conv);
   state.counters[kFlops] =
       benchmark::Counter(2.0 * static_cast<double>(b * c * c * 9 * side * side),
                          benchmark::Counter::kIsIterationInvariantRate);
@@ -206,10 +205,7 @@ void attention_phynexus(benchmark::State& state) {
   const phx_tensor output = o.get();
   phx_op_desc attention = phx_bench::op_desc(PHX_OP_ATTENTION, inputs, 3, &output);
   attention.params = &params;
-  for (auto _ : state) {
-    check(phx_op_run(cpu.stream, &attention, nullptr), "phx_op_run(attention)");
-    check(phx_stream_synchronize(cpu.stream), "phx_stream_synchronize");
-  }
+  time_op(state, cpu.stream, attention);
   // q k^T and p v, 2 flops per multiply-add, over half the scores (causal), as
   // bench_vulkan counts them.
   state.counters[kFlops] =
