@@ -312,6 +312,19 @@ typedef struct phx_plugin_node_report {
   phx_dtype compute_dtype;
 } phx_plugin_node_report;
 
+/* ---- Collectives (since ABI 1.3) ------------------------------------------------------
+ * The host's communicator (comm.h) moves the bytes of a collective itself; a plugin that
+ * models its devices' interconnect prices the collective with collective_estimate, and the
+ * host reports that time in the collective's profile records.
+ */
+typedef enum phx_plugin_collective {
+  PHX_PLUGIN_COLLECTIVE_ALL_REDUCE = 0,     /* every rank ends with the reduction of all */
+  PHX_PLUGIN_COLLECTIVE_ALL_GATHER = 1,     /* every rank ends with every rank's part */
+  PHX_PLUGIN_COLLECTIVE_REDUCE_SCATTER = 2, /* rank r ends with part r of the reduction */
+  PHX_PLUGIN_COLLECTIVE_BROADCAST = 3,      /* every rank ends with the root's (rank 0's) */
+  PHX_PLUGIN_COLLECTIVE_SEND = 4            /* devices[0] sends to devices[1] */
+} phx_plugin_collective;
+
 /* ---- The plugin's function table ------------------------------------------------------
  * Every object the plugin hands out (plugin, buffer, stream) is an opaque pointer of its
  * own; the host never looks inside.
@@ -495,6 +508,18 @@ typedef struct phx_plugin_api {
    * writes there while no work that uses the buffer is pending (the host waited), and
    * may keep the address for the buffer's life. UNSUPPORTED otherwise. Thread-safe. */
   phx_status (*buffer_host_data)(void* plugin, void* buffer, void** out_data);
+
+  /* (ABI 1.3, continued: see "Collectives" above) */
+
+  /* (optional) Sets *out_time_ns to the modelled time, in ns, of collective among
+   * device_count (>= 2) distinct devices of this plugin, given in rank order (the host
+   * checked). bytes is the size of the whole buffer the collective is about, whatever
+   * the op: each rank's buffer for all_reduce and broadcast, the gathered result for
+   * all_gather, each rank's input for reduce_scatter, the message for send. UNSUPPORTED
+   * when the plugin has no model for these devices. Thread-safe. */
+  phx_status (*collective_estimate)(void* plugin, phx_plugin_collective collective,
+                                    const uint32_t* devices, size_t device_count, uint64_t bytes,
+                                    uint64_t* out_time_ns);
 } phx_plugin_api;
 
 /* The entry every plugin exports. host lives until the plugin's shutdown returns.

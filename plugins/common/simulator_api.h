@@ -33,6 +33,7 @@ struct SimulatorEntries {
   decltype(phx_plugin_api::graph_estimate) graph_estimate = nullptr;
   decltype(phx_plugin_api::executable_serialize) executable_serialize = nullptr;
   decltype(phx_plugin_api::executable_node_report) executable_node_report = nullptr;
+  decltype(phx_plugin_api::collective_estimate) collective_estimate = nullptr;
 };
 
 template <class Plugin>
@@ -87,6 +88,7 @@ constexpr phx_plugin_api simulator_api(const SimulatorEntries& own) {
       own.executable_node_report,
       nullptr,  // buffer_import_host: a simulated device's memory stands apart from the host's
       nullptr,  // buffer_host_data: the same
+      own.collective_estimate,
   };
 }
 

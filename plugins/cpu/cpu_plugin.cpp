@@ -221,6 +221,7 @@ constexpr phx_plugin_api kApi = {
     nullptr,  // executable_node_report: every node computes in its own dtype
     host_buffer_import,
     host_buffer_data,
+    nullptr,  // collective_estimate: one device, no interconnect to model
 };
 
 const phx_plugin_api& api_table() { return kApi; }

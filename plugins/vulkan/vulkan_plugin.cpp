@@ -415,6 +415,7 @@ constexpr phx_plugin_api kApi = {
     nullptr,  // executable_node_report: every node computes in its own dtype
     nullptr,  // buffer_import_host: device memory (host memory needs a driver extension)
     nullptr,  // buffer_host_data: device memory, not the host's
+    nullptr,  // collective_estimate: no model of a link between GPUs
 };
 
 const phx_plugin_api& api_table() { return kApi; }
