@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config_sources.h"
+#include "ici_model.h"
 #include "mxu_model.h"
 
 namespace phx::tpu_sim {
@@ -33,6 +34,7 @@ struct ChipConfig {
   uint32_t tensor_cores = 0;
   double clock_ghz = 0;
   std::string source;
+  std::string ici_source;  // where the interconnect's figures come from
 
   // 2 flops per MAC, MXUs * R * C MACs per cycle.
   double peak_bf16_tflops() const;
@@ -41,6 +43,7 @@ struct ChipConfig {
 struct SimConfig {
   ChipConfig chip;
   uint32_t chips = 1;
+  Pod pod;  // the chips' torus (topology) and its links
   double memory_fraction = 1.0;
   TimingMode timing = TimingMode::kOverlap;
   Precision precision = Precision::kDefault;

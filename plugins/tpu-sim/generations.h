@@ -17,6 +17,12 @@ struct ChipFigures {
   uint32_t mxu_size;      // the MXU is mxu_size x mxu_size
   uint32_t tensor_cores;  // each has one vector unit (VPU)
   const char* source;
+  // The inter-chip interconnect (docs/tpu-sim.md, "Pods"): a torus of torus_dims axes,
+  // each chip linked to its two neighbours along every axis.
+  uint32_t torus_dims;    // 2 or 3
+  double ici_link_gbps;   // one way, per link, 10^9 bytes per second
+  double ici_latency_ns;  // per hop
+  const char* ici_source;
 };
 
 // The figures of a generation ("v4", "v5e", "v5p", "v6e", "v7"); null when unknown.

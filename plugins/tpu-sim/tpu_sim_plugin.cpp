@@ -4,12 +4,15 @@
 // model and goes through the chip's compile cache; the figures go to the op's profile
 // record and to the device statistics. A graph is compiled as one program (executable.h):
 // one lookup in the compile cache, then runs of its nodes with the same code as the ops.
+// The chips form a pod whose interconnect prices the host's collectives (ici_model.h).
 #include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "executable.h"
 #include "hbm.h"
 #include "host_buffers.h"
+#include "ici_model.h"
 #include "memory_entries.h"
 #include "mxu_ops.h"
 #include "op_cost.h"
@@ -98,9 +102,19 @@ struct Totals {
   }
 };
 
-// The device properties of a chip of config.
-std::vector<std::pair<std::string, std::string>> describe_chip(const SimConfig& config) {
+// "1,0,1": where chip sits on the pod's torus, x first.
+std::string pod_coordinates(const Pod& pod, uint32_t chip) {
+  std::string text;
+  for (uint32_t c : chip_coordinates(pod, chip))
+    text += (text.empty() ? "" : ",") + std::to_string(c);
+  return text;
+}
+
+// The device properties of chip index of config.
+std::vector<std::pair<std::string, std::string>> describe_chip(const SimConfig& config,
+                                                               uint32_t index) {
   const ChipConfig& chip = config.chip;
+  const Pod& pod = config.pod;
   return {
       {"generation", chip.generation},
       {"hbm", format_number(double(chip.hbm_bytes) / 1e9) + " GB (" +
@@ -117,13 +131,19 @@ std::vector<std::pair<std::string, std::string>> describe_chip(const SimConfig& 
       {"subnormals", config.flush_subnormals ? "flush" : "keep"},
       {"compile_cache_size", std::to_string(config.compile_cache_size)},
       {"source", chip.source},
+      {"topology", pod.topology()},
+      {"pod_coordinates", pod_coordinates(pod, index)},
+      {"ici_links", std::to_string(2 * pod.dims.size())},
+      {"ici_link_bandwidth", format_number(pod.link_gbps) + " GB/s per link each way"},
+      {"ici_latency", format_number(pod.hop_latency_ns) + " ns per hop"},
+      {"ici_source", chip.ici_source},
   };
 }
 
 struct Device {
   Device(uint32_t index, const SimConfig& config)
       : name("TPU " + config.chip.generation + " (simulated)"),
-        properties(describe_chip(config)),
+        properties(describe_chip(config, index)),
         hbm(index, config.usable_hbm_bytes(), kHbmOptions),
         cache(config.compile_cache_size) {}
 
@@ -488,6 +508,23 @@ phx_status device_stats(void* plugin, uint32_t device, phx_metric* out_metrics, 
   return write_device_stats(metrics, out_metrics, capacity, out_count);
 }
 
+// The interconnect model's time (ici_model.h), rounded up to whole ns. The host checked
+// the devices: at least two, distinct, of this plugin.
+phx_status collective_estimate(void* plugin, phx_plugin_collective collective,
+                               const uint32_t* devices, size_t device_count, uint64_t bytes,
+                               uint64_t* out_time_ns) {
+  Plugin& p = self(plugin);
+  return guarded(*p.host, [&] {
+    const std::optional<double> time_ns =
+        collective_time_ns(p.config.pod, collective, {devices, device_count}, bytes);
+    if (!time_ns)
+      return p.error(PHX_STATUS_UNSUPPORTED,
+                     "tpu-sim: no interconnect model for collective " + std::to_string(collective));
+    *out_time_ns = static_cast<uint64_t>(std::ceil(*time_ns));
+    return PHX_STATUS_OK;
+  });
+}
+
 constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .name = "tpu-sim",
     .version = kVersion,
@@ -503,6 +540,7 @@ constexpr phx_plugin_api kApi = simulator_api<Plugin>({
     .executable_stats = executable_stats,
     .graph_estimate = graph_estimate,
     .executable_serialize = executable_serialize,
+    .collective_estimate = collective_estimate,
 });
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace phx::tpu_sim {
 namespace {
@@ -128,6 +129,66 @@ TEST(Config, MalformedFileNamesTheLine) {
   EXPECT_NE(error.find("tpu-sim.conf:2"), std::string::npos) << error;
   error = parse("generation", cfg);
   EXPECT_NE(error.find("PHX_TPU_SIM"), std::string::npos) << error;
+}
+
+// Without a topology the chips form the most cube-like torus of the generation's
+// dimensionality, with the generation's links.
+TEST(Config, TopologyDefaultsToTheMostCubeLikeTorus) {
+  struct Expected {
+    const char* settings;
+    std::vector<uint32_t> dims;
+  };
+  for (const Expected& e :
+       {Expected{"generation=v5p,chips=8", {2, 2, 2}}, Expected{"generation=v5e,chips=8", {2, 4}},
+        Expected{"generation=v6e,chips=16", {4, 4}}, Expected{"generation=v4,chips=16", {2, 2, 4}},
+        Expected{"generation=v7,chips=6", {1, 2, 3}}, Expected{"generation=v5p,chips=7", {1, 1, 7}},
+        Expected{"generation=v5p", {1, 1, 1}}, Expected{"", {1, 1}}}) {
+    SimConfig cfg;
+    ASSERT_EQ(parse(e.settings, cfg), "") << e.settings;
+    EXPECT_EQ(cfg.pod.dims, e.dims) << e.settings;
+    EXPECT_EQ(cfg.pod.chip_count(), cfg.chips) << e.settings;
+  }
+  SimConfig cfg;
+  ASSERT_EQ(parse("generation=v5e", cfg), "");
+  EXPECT_EQ(cfg.pod.link_gbps, 50.0);  // JAX scaling book: 5e10 bytes/s per link each way
+  EXPECT_EQ(cfg.pod.hop_latency_ns, 1000.0);
+  ASSERT_EQ(parse("generation=v4", cfg), "");
+  EXPECT_EQ(cfg.pod.link_gbps, 45.0);
+}
+
+// A topology of fewer axes than the torus is padded with axes of 1; the links' figures
+// are overridden.
+TEST(Config, TopologyAndLinksAreRead) {
+  SimConfig cfg;
+  ASSERT_EQ(parse("generation=v5p,chips=8,topology=2x2x2", cfg), "");
+  EXPECT_EQ(cfg.pod.dims, (std::vector<uint32_t>{2, 2, 2}));
+  ASSERT_EQ(parse("generation=v5p,chips=8,topology=8x1", cfg), "");
+  EXPECT_EQ(cfg.pod.dims, (std::vector<uint32_t>{8, 1, 1}));
+  ASSERT_EQ(parse("chips=16,topology=4x4,ici_link_gbps=25.5,ici_latency_ns=0", cfg), "");
+  EXPECT_EQ(cfg.pod.dims, (std::vector<uint32_t>{4, 4}));
+  EXPECT_EQ(cfg.pod.link_gbps, 25.5);
+  EXPECT_EQ(cfg.pod.hop_latency_ns, 0.0);
+}
+
+TEST(Config, TopologyErrorsSayWhatIsWrong) {
+  SimConfig cfg;
+  // The product against chips: both keys and both numbers named.
+  std::string error = parse("generation=v5p,chips=4,topology=2x2x2", cfg);
+  for (const char* part : {"'topology'", "'chips'", "is 8 chips", "is 4", "PHX_TPU_SIM"})
+    EXPECT_NE(error.find(part), std::string::npos) << part << ": " << error;
+  // More axes than the generation's torus.
+  error = parse("generation=v5e,chips=8,topology=2x2x2", cfg);
+  for (const char* part : {"'topology'", "3 axes", "v5e's torus has 2"})
+    EXPECT_NE(error.find(part), std::string::npos) << part << ": " << error;
+  for (const char* bad : {"8", "2x", "x2", "2*4", "0x8", "2x-4", "2x2x2x1", "100x1", "1x8x1x1"}) {
+    error = parse(std::string("generation=v5p,chips=8,topology=") + bad, cfg);
+    EXPECT_NE(error.find("'topology'"), std::string::npos) << bad << ": " << error;
+  }
+  for (const char* bad : {"ici_link_gbps=0", "ici_link_gbps=fast", "ici_latency_ns=-1"}) {
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    error = parse(bad, cfg);
+    EXPECT_NE(error.find("'" + key + "'"), std::string::npos) << bad << ": " << error;
+  }
 }
 
 }  // namespace

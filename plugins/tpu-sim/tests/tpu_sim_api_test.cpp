@@ -1,5 +1,6 @@
-// The TPU-sim plugin through the C API: the chips it lists, bit-exact MXU numerics, HBM
-// capacity, configuration errors, the compile cache, profile records and statistics.
+// The TPU-sim plugin through the C API: the chips it lists (and their place in the pod),
+// bit-exact MXU numerics, HBM capacity per chip, configuration errors, the compile cache,
+// profile records and statistics.
 // Every test sets PHX_TPU_SIM before creating its context (the plugin reads it then).
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
@@ -728,6 +729,50 @@ TEST(TpuSim, HbmCapacityIsEnforced) {
   EXPECT_EQ(back.status(), PHX_STATUS_OK);
 }
 
+// HBM is per chip: a pod of two 1 MiB chips does not hold a 1.5 MiB tensor, and what one
+// chip refuses or holds leaves the other's memory untouched.
+TEST(TpuSim, EachChipOfAPodHasItsOwnHbm) {
+  Sim sim("chips=2,hbm_bytes=1048576");
+  ASSERT_EQ(sim.devices().size(), 2u);
+  const size_t first = sim.devices()[0], second = sim.devices()[1];
+  Tensor pod_sized(sim.context(), first, PHX_DTYPE_F32, {393216});  // 1.5 MiB
+  EXPECT_EQ(pod_sized.status(), PHX_STATUS_OUT_OF_MEMORY);
+  Tensor fits(sim.context(), first, PHX_DTYPE_F32, {196608});  // 768 KiB
+  ASSERT_EQ(fits.status(), PHX_STATUS_OK);
+  Tensor past_first(sim.context(), first, PHX_DTYPE_F32, {131072});  // 512 KiB more
+  EXPECT_EQ(past_first.status(), PHX_STATUS_OUT_OF_MEMORY);
+  const std::string message = phx_last_error();
+  EXPECT_NE(message.find("device " + std::to_string(first) + " (tpu-sim): out of HBM"),
+            std::string::npos)
+      << message;
+  phx_memory_stats other = PHX_MEMORY_STATS_INIT;
+  ASSERT_EQ(phx_memory_stats_get(sim.context(), second, &other), PHX_STATUS_OK);
+  EXPECT_EQ(other.bytes_in_use, 0u);
+  EXPECT_EQ(other.peak_bytes_in_use, 0u);
+  EXPECT_EQ(other.allocation_count, 0u);
+  Tensor on_second(sim.context(), second, PHX_DTYPE_F32, {131072});
+  EXPECT_EQ(on_second.status(), PHX_STATUS_OK) << phx_last_error();
+}
+
+// Every chip reports the pod's topology and links, and its own coordinates (x fastest).
+TEST(TpuSim, ChipsReportTheirPlaceInThePod) {
+  Sim sim("generation=v5p,chips=8,topology=2x2x2");
+  ASSERT_EQ(sim.devices().size(), 8u);
+  const char* coordinates[] = {"0,0,0", "1,0,0", "0,1,0", "1,1,0",
+                               "0,0,1", "1,0,1", "0,1,1", "1,1,1"};
+  for (size_t i = 0; i < 8; ++i) {
+    const size_t d = sim.devices()[i];
+    EXPECT_EQ(property(sim.context(), d, "topology"), "2x2x2");
+    EXPECT_EQ(property(sim.context(), d, "pod_coordinates"), coordinates[i]);
+    EXPECT_EQ(property(sim.context(), d, "ici_links"), "6");
+    EXPECT_EQ(property(sim.context(), d, "ici_link_bandwidth"), "100 GB/s per link each way");
+    EXPECT_EQ(property(sim.context(), d, "ici_latency"), "1000 ns per hop");
+  }
+  Sim one("generation=v6e");
+  EXPECT_EQ(property(one.context(), one.device(), "topology"), "1x1");
+  EXPECT_EQ(property(one.context(), one.device(), "ici_links"), "4");
+}
+
 void expect_same_memory_stats(const phx_memory_stats& got, const phx_memory_stats& want) {
   EXPECT_EQ(got.bytes_in_use, want.bytes_in_use);
   EXPECT_EQ(got.peak_bytes_in_use, want.peak_bytes_in_use);
@@ -810,6 +855,7 @@ TEST(TpuSim, BadConfigurationRejectsThePluginNamingTheKey) {
   expect_rejected(Sim("hbm_bytes=-1"), "'hbm_bytes'");
   expect_rejected(Sim("memory_fraction=2"), "'memory_fraction'");
   expect_rejected(Sim("chips=2,turbo=1"), "'turbo'");
+  expect_rejected(Sim("chips=4,topology=2x4"), "'topology'");
 }
 
 TEST(TpuSim, BadConfigFileRejectsThePlugin) {
