@@ -45,7 +45,7 @@ done
 mkdir -p "$out"
 
 cmake --preset default >/dev/null
-targets=(bench_peak bench_gemm bench_conv bench_dispatch bench_graph bench_tpu_sim bench_npu_sim
+targets=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim
          phx_plugin_cpu phx_plugin_tpu_sim phx_plugin_npu_sim)
 target_list=$(cmake --build --preset default --target help)
 # bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
@@ -74,7 +74,7 @@ options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
          --benchmark_repetitions="${PHX_BENCH_REPETITIONS:-3}"
          --benchmark_report_aggregates_only=true)
 
-programs=(bench_peak bench_gemm bench_conv bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
+programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
 [ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)

@@ -4,7 +4,7 @@
 // Each must answer INVALID_ARGUMENT with a message naming the function, never crash, and
 // leave every live object working.
 //
-// The table lists every such function of phynexus.h and graph.h;
+// The table lists every such function of phynexus.h, graph.h and comm.h;
 // HeaderFunctionsAreAllInTheTable reads the headers and fails for a function that takes a handle
 // and is not listed, so a new one cannot go untested.
 #include <gtest/gtest.h>
@@ -22,9 +22,9 @@
 
 namespace {
 
-enum class Kind { kContext, kTensor, kStream, kCalibrator, kGraph, kExecutable };
-constexpr Kind kKinds[] = {Kind::kContext,    Kind::kTensor, Kind::kStream,
-                           Kind::kCalibrator, Kind::kGraph,  Kind::kExecutable};
+enum class Kind { kContext, kTensor, kStream, kCalibrator, kGraph, kExecutable, kEvent, kComm };
+constexpr Kind kKinds[] = {Kind::kContext, Kind::kTensor,     Kind::kStream, Kind::kCalibrator,
+                           Kind::kGraph,   Kind::kExecutable, Kind::kEvent,  Kind::kComm};
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -40,6 +40,10 @@ const char* kind_name(Kind kind) {
       return "phx_graph";
     case Kind::kExecutable:
       return "phx_executable";
+    case Kind::kEvent:
+      return "phx_event";
+    case Kind::kComm:
+      return "phx_comm";
   }
   return "?";
 }
@@ -63,6 +67,8 @@ struct World {
   phx_calibrator calibrator = nullptr;
   phx_graph graph = nullptr;
   phx_executable executable = nullptr;
+  phx_event event = nullptr;
+  phx_comm comm = nullptr;  // two ranks on the CPU device
   phx_value x = 0, sum = 0;
 
   void create() {
@@ -97,6 +103,10 @@ struct World {
     ASSERT_EQ(phx_graph_add_node(graph, &node, &sum), PHX_STATUS_OK) << phx_last_error();
     ASSERT_EQ(phx_graph_add_output(graph, sum, nullptr), PHX_STATUS_OK) << phx_last_error();
     ASSERT_EQ(phx_graph_compile(context, graph, nullptr, &executable), PHX_STATUS_OK)
+        << phx_last_error();
+    ASSERT_EQ(phx_event_record(stream, 0, &event), PHX_STATUS_OK) << phx_last_error();
+    const size_t devices[2] = {0, 0};
+    ASSERT_EQ(phx_comm_create(context, devices, 2, nullptr, &comm), PHX_STATUS_OK)
         << phx_last_error();
   }
 
@@ -135,6 +145,10 @@ struct World {
         return raw(graph);
       case Kind::kExecutable:
         return raw(executable);
+      case Kind::kEvent:
+        return raw(event);
+      case Kind::kComm:
+        return raw(comm);
     }
     return 0;
   }
@@ -422,6 +436,154 @@ const std::vector<Row>& rows() {
          phx_executable exe = nullptr;
          return phx_executable_load(as<phx_context>(h), data, sizeof data, nullptr, &exe);
        }},
+      // comm.h: events, asynchronous transfers, communicators.
+      {"phx_event_record", K::kStream, false,
+       [](W, uintptr_t h) {
+         phx_event e = nullptr;
+         return phx_event_record(as<phx_stream>(h), 0, &e);
+       }},
+      {"phx_event_destroy", K::kEvent, false,
+       [](W, uintptr_t h) { return phx_event_destroy(as<phx_event>(h)); }},
+      {"phx_event_query", K::kEvent, false,
+       [](W, uintptr_t h) {
+         int done = 0;
+         return phx_event_query(as<phx_event>(h), &done);
+       }},
+      {"phx_event_synchronize", K::kEvent, false,
+       [](W, uintptr_t h) { return phx_event_synchronize(as<phx_event>(h)); }},
+      {"phx_stream_wait_event", K::kStream, true,
+       [](W w, uintptr_t h) { return phx_stream_wait_event(as<phx_stream>(h), w.event); }},
+      {"phx_stream_wait_event", K::kEvent, true,
+       [](W w, uintptr_t h) { return phx_stream_wait_event(w.stream, as<phx_event>(h)); }},
+      {"phx_tensor_upload_async", K::kStream, true,
+       [](W w, uintptr_t h) {
+         static const float data[4] = {};
+         return phx_tensor_upload_async(as<phx_stream>(h), w.tensor, 0, data, sizeof data,
+                                        nullptr);
+       }},
+      {"phx_tensor_upload_async", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         static const float data[4] = {};
+         return phx_tensor_upload_async(w.stream, as<phx_tensor>(h), 0, data, sizeof data,
+                                        nullptr);
+       }},
+      {"phx_tensor_download_async", K::kStream, true,
+       [](W w, uintptr_t h) {
+         static float data[4] = {};
+         return phx_tensor_download_async(as<phx_stream>(h), w.tensor, 0, data, sizeof data,
+                                          nullptr);
+       }},
+      {"phx_tensor_download_async", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         static float data[4] = {};
+         return phx_tensor_download_async(w.stream, as<phx_tensor>(h), 0, data, sizeof data,
+                                          nullptr);
+       }},
+      {"phx_tensor_copy_async", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_tensor_copy_async(as<phx_stream>(h), w.output, w.tensor, nullptr);
+       }},
+      {"phx_tensor_copy_async", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_tensor_copy_async(w.stream, as<phx_tensor>(h), w.tensor, nullptr);
+       }},
+      {"phx_tensor_copy_async", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_tensor_copy_async(w.stream, w.output, as<phx_tensor>(h), nullptr);
+       }},
+      {"phx_comm_create", K::kContext, false,
+       [](W, uintptr_t h) {
+         const size_t devices[1] = {0};
+         phx_comm c = nullptr;
+         return phx_comm_create(as<phx_context>(h), devices, 1, nullptr, &c);
+       }},
+      {"phx_comm_destroy", K::kComm, false,
+       [](W, uintptr_t h) { return phx_comm_destroy(as<phx_comm>(h)); }},
+      {"phx_comm_ranks", K::kComm, false,
+       [](W, uintptr_t h) {
+         size_t ranks = 0;
+         return phx_comm_ranks(as<phx_comm>(h), &ranks);
+       }},
+      {"phx_all_reduce", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_all_reduce(as<phx_comm>(h), 0, w.stream, w.tensor, w.output, PHX_REDUCE_SUM,
+                               nullptr);
+       }},
+      {"phx_all_reduce", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_all_reduce(w.comm, 0, as<phx_stream>(h), w.tensor, w.output, PHX_REDUCE_SUM,
+                               nullptr);
+       }},
+      {"phx_all_reduce", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_all_reduce(w.comm, 0, w.stream, as<phx_tensor>(h), w.output, PHX_REDUCE_SUM,
+                               nullptr);
+       }},
+      {"phx_all_reduce", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_all_reduce(w.comm, 0, w.stream, w.tensor, as<phx_tensor>(h), PHX_REDUCE_SUM,
+                               nullptr);
+       }},
+      {"phx_all_gather", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_all_gather(as<phx_comm>(h), 0, w.stream, w.tensor, w.output, nullptr);
+       }},
+      {"phx_all_gather", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_all_gather(w.comm, 0, as<phx_stream>(h), w.tensor, w.output, nullptr);
+       }},
+      {"phx_all_gather", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_all_gather(w.comm, 0, w.stream, as<phx_tensor>(h), w.output, nullptr);
+       }},
+      {"phx_all_gather", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_all_gather(w.comm, 0, w.stream, w.tensor, as<phx_tensor>(h), nullptr);
+       }},
+      {"phx_reduce_scatter", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_reduce_scatter(as<phx_comm>(h), 0, w.stream, w.tensor, w.output,
+                                   PHX_REDUCE_SUM, nullptr);
+       }},
+      {"phx_reduce_scatter", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_reduce_scatter(w.comm, 0, as<phx_stream>(h), w.tensor, w.output,
+                                   PHX_REDUCE_SUM, nullptr);
+       }},
+      {"phx_reduce_scatter", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_reduce_scatter(w.comm, 0, w.stream, as<phx_tensor>(h), w.output,
+                                   PHX_REDUCE_SUM, nullptr);
+       }},
+      {"phx_reduce_scatter", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_reduce_scatter(w.comm, 0, w.stream, w.tensor, as<phx_tensor>(h),
+                                   PHX_REDUCE_SUM, nullptr);
+       }},
+      {"phx_broadcast", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_broadcast(as<phx_comm>(h), 0, w.stream, w.tensor, 0, nullptr);
+       }},
+      {"phx_broadcast", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_broadcast(w.comm, 0, as<phx_stream>(h), w.tensor, 0, nullptr);
+       }},
+      {"phx_broadcast", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_broadcast(w.comm, 0, w.stream, as<phx_tensor>(h), 0, nullptr);
+       }},
+      {"phx_send", K::kComm, true,
+       [](W w, uintptr_t h) { return phx_send(as<phx_comm>(h), 0, w.stream, w.tensor, 1, nullptr); }},
+      {"phx_send", K::kStream, true,
+       [](W w, uintptr_t h) { return phx_send(w.comm, 0, as<phx_stream>(h), w.tensor, 1, nullptr); }},
+      {"phx_send", K::kTensor, true,
+       [](W w, uintptr_t h) { return phx_send(w.comm, 0, w.stream, as<phx_tensor>(h), 1, nullptr); }},
+      {"phx_recv", K::kComm, true,
+       [](W w, uintptr_t h) { return phx_recv(as<phx_comm>(h), 1, w.stream, w.tensor, 0, nullptr); }},
+      {"phx_recv", K::kStream, true,
+       [](W w, uintptr_t h) { return phx_recv(w.comm, 1, as<phx_stream>(h), w.tensor, 0, nullptr); }},
+      {"phx_recv", K::kTensor, true,
+       [](W w, uintptr_t h) { return phx_recv(w.comm, 1, w.stream, as<phx_tensor>(h), 0, nullptr); }},
   };
   return table;
 }
@@ -452,6 +614,13 @@ class StaleHandles : public ::testing::Test {
     ASSERT_EQ(phx_graph_create(w.context, &graph), PHX_STATUS_OK);
     phx_executable executable = nullptr;
     ASSERT_EQ(phx_graph_compile(w.context, w.graph, nullptr, &executable), PHX_STATUS_OK);
+    phx_event event = nullptr;
+    ASSERT_EQ(phx_event_record(w.stream, 0, &event), PHX_STATUS_OK);
+    phx_comm comm = nullptr;
+    const size_t devices[1] = {0};
+    ASSERT_EQ(phx_comm_create(w.context, devices, 1, nullptr, &comm), PHX_STATUS_OK);
+    ASSERT_EQ(phx_event_destroy(event), PHX_STATUS_OK);
+    ASSERT_EQ(phx_comm_destroy(comm), PHX_STATUS_OK);
     ASSERT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
     ASSERT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
     ASSERT_EQ(phx_calibrator_destroy(calibrator), PHX_STATUS_OK);
@@ -462,6 +631,8 @@ class StaleHandles : public ::testing::Test {
     destroyed_[Kind::kCalibrator].push_back({"a destroyed calibrator", raw(calibrator)});
     destroyed_[Kind::kGraph].push_back({"a destroyed graph", raw(graph)});
     destroyed_[Kind::kExecutable].push_back({"a destroyed executable", raw(executable)});
+    destroyed_[Kind::kEvent].push_back({"a destroyed event", raw(event)});
+    destroyed_[Kind::kComm].push_back({"a destroyed communicator", raw(comm)});
     for (Kind kind : kKinds)
       destroyed_[kind].push_back(
           {std::string("a ") + kind_name(kind) + " of a destroyed context", doomed.live(kind)});
@@ -516,12 +687,12 @@ TEST_F(StaleHandles, EveryHandleParameterRejectsEveryBadValue) {
   }
 }
 
-// The public functions of phynexus.h and graph.h and the handle kinds their parameters
+// The public functions of phynexus.h, graph.h and comm.h and the handle kinds their parameters
 // take (an op descriptor holds tensors). A plain scan rather than std::regex, whose
 // libstdc++ 12 code trips -Wmaybe-uninitialized under the sanitizers.
 std::map<std::string, std::set<std::string>> header_functions_taking_handles() {
   std::stringstream text;
-  for (const char* path : {PHX_TEST_PUBLIC_HEADER, PHX_TEST_GRAPH_HEADER}) {
+  for (const char* path : {PHX_TEST_PUBLIC_HEADER, PHX_TEST_GRAPH_HEADER, PHX_TEST_COMM_HEADER}) {
     std::ifstream in(path);
     text << in.rdbuf();
   }
@@ -552,7 +723,7 @@ std::map<std::string, std::set<std::string>> header_functions_taking_handles() {
       const bool out_parameter = next != std::string::npos && params[next] == '*';
       if (name == "phx_op_desc") found[function].insert("phx_tensor");
       for (const char* kind : {"phx_context", "phx_tensor", "phx_stream", "phx_calibrator",
-                               "phx_graph", "phx_executable"})
+                               "phx_graph", "phx_executable", "phx_event", "phx_comm"})
         if (name == kind && !out_parameter) found[function].insert(kind);
       word = end;
     }

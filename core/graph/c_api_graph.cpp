@@ -26,18 +26,6 @@ Executable& lookup_executable(phx_executable handle) {
   return lookup_object<Executable>(executable_table(), handle, "executable");
 }
 
-// Registers object's handle, then gives it to its context; returns the handle.
-template <typename Object, typename Table>
-uintptr_t register_object(Context& context, std::unique_ptr<Object> object, Table& table,
-                          const char* what) {
-  object->context = &context;
-  object->handle = table.add(object.get());
-  if (object->handle == 0) fail(PHX_STATUS_OUT_OF_MEMORY, std::string("too many live ") + what);
-  const uintptr_t handle = object->handle;
-  context.adopt(std::move(object));
-  return handle;
-}
-
 // The tensors of a run, checked against the executable's inputs or outputs: their count,
 // context and device.
 void resolve_run_tensors(const Executable& exe, const phx_tensor* handles, size_t count,

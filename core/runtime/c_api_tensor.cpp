@@ -22,6 +22,29 @@ void check_range(const Tensor& tensor, size_t offset, size_t size) {
                                           std::to_string(tensor.byte_size) + " bytes");
 }
 
+// What phx_tensor_copy and phx_tensor_copy_async refuse.
+void check_copy(const Tensor& dst, const Tensor& src) {
+  require(&dst != &src, "dst and src are the same tensor");
+  require(dst.context == src.context, "dst and src belong to different contexts");
+  if (dst.dtype != src.dtype || dst.byte_size != src.byte_size)
+    fail(PHX_STATUS_INVALID_ARGUMENT, std::string("dst (") + phx_dtype_name(dst.dtype) + ", " +
+                                          std::to_string(dst.byte_size) + " bytes) and src (" +
+                                          phx_dtype_name(src.dtype) + ", " +
+                                          std::to_string(src.byte_size) + " bytes) differ");
+}
+
+// The stream an asynchronous transfer of tensor is ordered on, checked to be of its device.
+Stream& transfer_stream(phx_stream handle, const Tensor& tensor) {
+  Stream& stream = lookup(handle);
+  if (stream.context != tensor.context)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "the stream belongs to another context");
+  if (stream.device != tensor.device)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "the stream is on device " + std::to_string(stream.device->index) +
+             ", the tensor on device " + std::to_string(tensor.device->index));
+  return stream;
+}
+
 // The device a tensor of dtype and shape is to be made on, after checking them: what
 // phx_tensor_create and phx_tensor_create_from_host refuse alike. dtype by reference, as
 // enum_value reads it: a copy of a value outside the enum is undefined behavior.
@@ -161,19 +184,81 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
   return guard(__func__, [&] {
     Tensor& dst = lookup(dst_handle);
     Tensor& src = lookup(src_handle);
-    require(&dst != &src, "dst and src are the same tensor");
-    require(dst.context == src.context, "dst and src belong to different contexts");
-    if (dst.dtype != src.dtype || dst.byte_size != src.byte_size)
-      fail(PHX_STATUS_INVALID_ARGUMENT, std::string("dst (") + phx_dtype_name(dst.dtype) + ", " +
-                                            std::to_string(dst.byte_size) + " bytes) and src (" +
-                                            phx_dtype_name(src.dtype) + ", " +
-                                            std::to_string(src.byte_size) + " bytes) differ");
+    check_copy(dst, src);
     trace::Writer& tracer = dst.context->tracer;
     const uint64_t start = tracer.active() ? trace::now_ns() : 0;
     src.device->wait_for_streams();
     dst.device->wait_for_streams();
     copy_tensor(dst, src);
     if (start != 0) tracer.copy(dst, src, start);
+  });
+}
+
+PHX_API phx_status phx_tensor_upload_async(phx_stream stream_handle, phx_tensor handle,
+                                           size_t offset, const void* src, size_t size,
+                                           uint64_t* out_ticket) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    Stream& stream = transfer_stream(stream_handle, tensor);
+    require(src != nullptr || size == 0, "src is null");
+    check_range(tensor, offset, size);
+    const uint64_t ticket = stream.hold_host_work([&tensor, offset, src, size](uint64_t) {
+      if (size == 0) return;
+      trace::Writer& tracer = tensor.context->tracer;
+      const uint64_t start = tracer.active() ? trace::now_ns() : 0;
+      auto& plugin = *tensor.device->plugin;
+      plugin.call("buffer_write", tensor.device->index, [&] {
+        return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
+      });
+      if (start != 0) tracer.transfer("upload", tensor, size, start);
+    });
+    if (out_ticket != nullptr) *out_ticket = ticket;
+  });
+}
+
+PHX_API phx_status phx_tensor_download_async(phx_stream stream_handle, phx_tensor handle,
+                                             size_t offset, void* dst, size_t size,
+                                             uint64_t* out_ticket) {
+  return guard(__func__, [&] {
+    Tensor& tensor = lookup(handle);
+    Stream& stream = transfer_stream(stream_handle, tensor);
+    require(dst != nullptr || size == 0, "dst is null");
+    check_range(tensor, offset, size);
+    const uint64_t ticket = stream.hold_host_work([&tensor, offset, dst, size](uint64_t) {
+      if (size == 0) return;
+      trace::Writer& tracer = tensor.context->tracer;
+      const uint64_t start = tracer.active() ? trace::now_ns() : 0;
+      auto& plugin = *tensor.device->plugin;
+      std::lock_guard lock(tensor.host_read_mutex);
+      plugin.call("buffer_read", tensor.device->index, [&] {
+        return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
+      });
+      if (start != 0) tracer.transfer("download", tensor, size, start);
+    });
+    if (out_ticket != nullptr) *out_ticket = ticket;
+  });
+}
+
+PHX_API phx_status phx_tensor_copy_async(phx_stream stream_handle, phx_tensor dst_handle,
+                                         phx_tensor src_handle, uint64_t* out_ticket) {
+  return guard(__func__, [&] {
+    Tensor& dst = lookup(dst_handle);
+    Tensor& src = lookup(src_handle);
+    check_copy(dst, src);
+    Stream& stream = lookup(stream_handle);
+    if (stream.context != dst.context)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "the stream belongs to another context");
+    if (stream.device != dst.device && stream.device != src.device)
+      fail(PHX_STATUS_INVALID_ARGUMENT, "the stream is on device " +
+                                            std::to_string(stream.device->index) +
+                                            ", neither dst's nor src's");
+    const uint64_t ticket = stream.hold_host_work([&dst, &src](uint64_t) {
+      trace::Writer& tracer = dst.context->tracer;
+      const uint64_t start = tracer.active() ? trace::now_ns() : 0;
+      copy_tensor(dst, src);
+      if (start != 0) tracer.copy(dst, src, start);
+    });
+    if (out_ticket != nullptr) *out_ticket = ticket;
   });
 }
 

@@ -348,6 +348,12 @@ std::pair<phx_host_release_fn, void*> Context::free_tensor(Tensor& tensor) {
   } catch (const Error& e) {
     logger->warn("tensor freed after a failed wait: {}", e.what());
   }
+  {
+    // Held work of another device's stream may name the tensor too (a copy between two
+    // devices, ordered on the other's stream). The lock keeps those streams alive.
+    std::lock_guard lock(objects_mutex_);
+    for (Stream* stream : streams_) stream->release_held();
+  }
   plugin.call_void("buffer_free",
                    [&] { plugin.api().buffer_free(plugin.instance(), tensor.buffer); });
   const std::pair release{tensor.release, tensor.release_data};
@@ -392,6 +398,7 @@ Stream& Context::create_stream(Device& device) {
     std::lock_guard lock(device.streams_mutex);
     device.streams.push_back(raw);
   }
+  raw->link->stream = raw;
   raw->handle = stream_table().add(raw);
   if (raw->handle == 0) {
     destroy_stream(*raw);
@@ -417,6 +424,10 @@ void Context::destroy_stream(Stream& stream) {
     stream.wait(UINT64_MAX);
   } catch (const Error& e) {
     logger->warn("stream destroyed with a failed op: {}", e.what());
+  }
+  {
+    std::lock_guard lock(stream.link->mutex);
+    stream.link->stream = nullptr;
   }
   plugin.call_void("stream_destroy",
                    [&] { plugin.api().stream_destroy(plugin.instance(), stream.plugin_stream); });

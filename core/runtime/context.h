@@ -6,12 +6,15 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -98,15 +101,45 @@ struct ProfileEntry {
   uint64_t ticket = 0;
   phx_op_id op = PHX_OP_INVALID;
   std::string signature;
-  std::string node;       // the graph node an executable ran it for; "" for phx_op_run
-  uint64_t start_ns = 0;  // trace::now_ns() at submission
+  std::string node;                  // the graph node an executable ran it for; "" for phx_op_run
+  const char* collective = nullptr;  // a collective's name (comm.h), whose op is INVALID
+  uint64_t start_ns = 0;             // trace::now_ns() at submission
   uint64_t host_time_ns = 0;
   double flops = 0;             // op_figures.h
   uint64_t bytes = 0;           // of its inputs and outputs
   phx_plugin_profile plugin{};  // filled by the plugin until the op completes
 };
 
+// Work a stream's host holds back until what it waits for has happened (comm.h, "Held
+// work"): another stream's event, an asynchronous transfer, a collective's other ranks.
+struct HeldWork {
+  enum class Kind {
+    kSubmission,  // an op held behind other held work: handed to the plugin in turn
+    kHostWork,    // run by the host once the plugin has finished the earlier work
+    kWait,        // holds the later work until it returns; takes no ticket
+  };
+  Kind kind = Kind::kHostWork;
+  uint64_t ticket = 0;
+  // Given the work's ticket. A submission runs under the stream's lock, the others without.
+  std::function<void(uint64_t ticket)> run;
+};
+
+// What outlives a stream for those that wait on it from elsewhere (events): the stream
+// until its destruction, which first waits for its work.
+struct StreamLink {
+  std::mutex mutex;
+  Stream* stream = nullptr;  // null once the stream is being destroyed
+
+  // Whether the stream's work up to ticket has finished; never blocks on it.
+  bool finished(uint64_t ticket);
+};
+
 struct Stream {
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();  // stops the worker; the caller has waited for the stream's work
+
   Context* context = nullptr;
   Device* device = nullptr;
   uintptr_t handle = 0;
@@ -116,10 +149,13 @@ struct Stream {
   // The fallback drains the device before it runs, so every ticket up to its own has
   // finished (drained_through), and the plugin's ticket of a later op is the stream's
   // minus ticket_offset (the fallback ops so far). Changed under mutex.
+  // With held work, the stream gives out tickets before the plugin has seen their work:
+  // submitted is the last ticket handed to the plugin or finished by the host.
   uint64_t last_ticket = 0;
+  uint64_t submitted = 0;
   uint64_t drained_through = 0;
   uint64_t ticket_offset = 0;
-  std::mutex mutex;  // serializes the plugin's calls on this stream, and guards records
+  std::mutex mutex;  // serializes the plugin's calls on this stream, guards records and held
   bool profiling = false;
   bool internal = false;  // the runtime's own (the CPU fallback's): traces leave it out
   // The ops' records, for the profile API when profiling, and until their trace events
@@ -130,9 +166,17 @@ struct Stream {
   std::deque<trace::RunSpan> run_spans;  // executable runs whose events wait for their ops
   uint32_t trace_id = 0;                 // the stream's number in its context's traces
   uint64_t simulated_end_ns = 0;         // where the modelled device's timeline has got to
+  std::shared_ptr<StreamLink> link = std::make_shared<StreamLink>();
 
   void wait(uint64_t ticket);  // UINT64_MAX: everything
   uint64_t completed();        // the highest finished ticket
+
+  // Queues run as host work (HeldWork::kHostWork) and returns its ticket.
+  uint64_t hold_host_work(std::function<void(uint64_t ticket)> run);
+  // Holds the stream's later work until wait returns (HeldWork::kWait).
+  void hold_until(std::function<void()> wait);
+  // Waits until the stream holds nothing back: for the calls that cannot be held.
+  void release_held();
 
   // Gives out the ticket of an op the host ran to its end itself, after the stream's
   // earlier work had finished (the CPU fallback).
@@ -164,10 +208,32 @@ struct Stream {
   // the ticket, gives it to records and returns the stream's.
   template <typename Submit>
   uint64_t take_ticket(const char* entry, std::span<ProfileEntry* const> records, Submit&& submit);
+  template <typename Submit>
+  uint64_t take_ticket_locked(const char* entry, std::span<ProfileEntry* const> records,
+                              Submit&& submit);
+  // Hands a checked op to the plugin, with a record to fill when entry is not null.
+  uint64_t submit_locked(phx_plugin_op& call, ProfileEntry* entry);
   // Writes the trace events of the records and runs up to ticket done, which has
   // finished. Called under mutex.
   void write_finished(uint64_t done);
-  void wait_locked(uint64_t ticket);
+  // Waits for ticket, held work included, and returns held work's first error.
+  void wait_locked(std::unique_lock<std::mutex>& lock, uint64_t ticket);
+  // Waits for the plugin's work up to ticket (submitted already) and writes its trace.
+  void wait_plugin_locked(uint64_t ticket);
+  // Queues work behind the held work, starting the worker on first use. Under mutex.
+  void hold_locked(HeldWork work);
+  // The worker: hands on the held work in order until the stream is destroyed.
+  void run_held();
+  // Counts ticket as finished by the host: every earlier ticket has finished too (the
+  // plugin's work was drained first). Under mutex.
+  void finish_on_host(uint64_t ticket);
+
+  std::deque<HeldWork> held_;
+  std::condition_variable held_changed_;  // a held item finished, or one was queued
+  std::thread worker_;
+  bool stopping_ = false;
+  // The first error of held work, returned by the next wait.
+  std::optional<std::pair<phx_status, std::string>> held_error_;
 };
 
 class Context {
@@ -256,6 +322,19 @@ Object& lookup_object(Table& table, const void* handle, const char* what) {
   if (object == nullptr)
     fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is not a live handle (destroyed?)");
   return *object;
+}
+
+// Registers the handle of an object of a layer above the runtime, then gives the object
+// to its context; returns the handle. The object's destructor removes it from table.
+template <typename Object, typename Table>
+uintptr_t register_object(Context& context, std::unique_ptr<Object> object, Table& table,
+                          const char* what) {
+  object->context = &context;
+  object->handle = table.add(object.get());
+  if (object->handle == 0) fail(PHX_STATUS_OUT_OF_MEMORY, std::string("too many live ") + what);
+  const uintptr_t handle = object->handle;
+  context.adopt(std::move(object));
+  return handle;
 }
 
 // phx_context_destroy: turns away the calls that begin from now on, waits for those

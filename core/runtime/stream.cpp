@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "context.h"
 #include "errors.h"
@@ -11,14 +13,53 @@ namespace {
 // Records a stream may hold unwritten while a trace is being written, before a submission
 // waits for the oldest: the bound on a trace's memory when a program never waits.
 constexpr size_t kMaxUnwrittenRecords = 1024;
+
+// An op held behind held work, with copies of what its caller may free meanwhile.
+struct HeldOp {
+  phx_plugin_op call{};
+  phx_plugin_tensor inputs[kMaxOpInputs]{};
+  phx_plugin_tensor outputs[kMaxOpOutputs]{};
+  OpParams params{};
+  ProfileEntry entry;
+};
 }  // namespace
 
-void Stream::wait(uint64_t ticket) {
+bool StreamLink::finished(uint64_t ticket) {
   std::lock_guard lock(mutex);
-  wait_locked(ticket);
+  if (stream == nullptr) return true;
+  try {
+    return stream->completed() >= ticket;
+  } catch (const Error&) {
+    return true;  // the device failed: the error is its stream's to report, not the waiter's
+  }
 }
 
-void Stream::wait_locked(uint64_t ticket) {
+Stream::~Stream() {
+  {
+    std::lock_guard lock(mutex);
+    stopping_ = true;
+  }
+  held_changed_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Stream::wait(uint64_t ticket) {
+  std::unique_lock lock(mutex);
+  wait_locked(lock, ticket);
+}
+
+void Stream::wait_locked(std::unique_lock<std::mutex>& lock, uint64_t ticket) {
+  held_changed_.wait(lock,
+                     [&] { return ticket == UINT64_MAX ? held_.empty() : submitted >= ticket; });
+  wait_plugin_locked(ticket);
+  if (held_error_) {
+    auto [status, message] = std::move(*held_error_);
+    held_error_.reset();
+    fail(status, std::move(message));
+  }
+}
+
+void Stream::wait_plugin_locked(uint64_t ticket) {
   if (ticket == UINT64_MAX || ticket > drained_through) {
     const uint64_t plugin_ticket = ticket == UINT64_MAX ? ticket : ticket - ticket_offset;
     auto& plugin = *device->plugin;
@@ -42,10 +83,92 @@ uint64_t Stream::completed() {
 }
 
 uint64_t Stream::issue_finished_ticket() {
-  std::lock_guard lock(mutex);
-  ++ticket_offset;
-  drained_through = ++last_ticket;
+  std::unique_lock lock(mutex);
+  held_changed_.wait(lock, [&] { return held_.empty(); });
+  finish_on_host(++last_ticket);
   return last_ticket;
+}
+
+void Stream::finish_on_host(uint64_t ticket) {
+  ++ticket_offset;
+  drained_through = submitted = ticket;
+}
+
+uint64_t Stream::hold_host_work(std::function<void(uint64_t ticket)> run) {
+  std::lock_guard lock(mutex);
+  hold_locked({HeldWork::Kind::kHostWork, ++last_ticket, std::move(run)});
+  return last_ticket;
+}
+
+void Stream::hold_until(std::function<void()> wait) {
+  std::lock_guard lock(mutex);
+  hold_locked({HeldWork::Kind::kWait, 0, [wait = std::move(wait)](uint64_t) { wait(); }});
+}
+
+void Stream::release_held() {
+  std::unique_lock lock(mutex);
+  held_changed_.wait(lock, [&] { return held_.empty(); });
+}
+
+void Stream::hold_locked(HeldWork work) {
+  held_.push_back(std::move(work));
+  if (!worker_.joinable()) worker_ = std::thread([this] { run_held(); });
+  held_changed_.notify_all();
+}
+
+void Stream::run_held() {
+  std::unique_lock lock(mutex);
+  for (;;) {
+    held_changed_.wait(lock, [&] { return stopping_ || !held_.empty(); });
+    if (held_.empty()) return;  // stopping, with nothing left
+    HeldWork& work = held_.front();
+    // An error belongs to the work's ticket: the stream's next wait returns it, and the
+    // ticket still finishes, so that later work and waits go on.
+    auto keep_error = [&](phx_status status, std::string message) {
+      if (!held_error_) held_error_.emplace(status, std::move(message));
+    };
+    try {
+      if (work.kind == HeldWork::Kind::kSubmission) {
+        work.run(work.ticket);
+      } else {
+        if (work.kind == HeldWork::Kind::kHostWork) {
+          auto& plugin = *device->plugin;
+          plugin.call("stream_wait", device->index, [&] {
+            return plugin.api().stream_wait(plugin.instance(), plugin_stream, UINT64_MAX);
+          });
+        }
+        lock.unlock();
+        try {
+          work.run(work.ticket);
+        } catch (...) {
+          lock.lock();
+          throw;
+        }
+        lock.lock();
+      }
+    } catch (const Error& e) {
+      keep_error(e.status(), e.what());
+    } catch (const std::bad_alloc&) {
+      keep_error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
+    } catch (const std::exception& e) {
+      keep_error(PHX_STATUS_INTERNAL, std::string("internal error: ") + e.what());
+    }
+    if (work.ticket != 0 && submitted < work.ticket) {
+      // Host work, or a submission the plugin refused: drain what the plugin holds, so
+      // that every ticket up to this one has finished.
+      try {
+        auto& plugin = *device->plugin;
+        plugin.call("stream_wait", device->index, [&] {
+          return plugin.api().stream_wait(plugin.instance(), plugin_stream, UINT64_MAX);
+        });
+      } catch (const Error& e) {
+        keep_error(e.status(), e.what());
+      }
+      finish_on_host(work.ticket);
+    }
+    held_.pop_front();
+    held_changed_.notify_all();
+  }
 }
 
 bool Stream::keeps_records() const { return profiling || (!internal && context->tracer.active()); }
@@ -121,13 +244,35 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
     entry.flops = figures.flops;
     entry.bytes = figures.bytes;
   }
-  ProfileEntry* const prepared[1] = {&entry};
-  return take_ticket("stream_submit", std::span(prepared, keep ? 1 : 0),
-                     [&](uint64_t* ticket, ProfileEntry* const* kept) {
-                       if (keep) call.profile = &kept[0]->plugin;
-                       return device->plugin->api().stream_submit(device->plugin->instance(),
-                                                                  plugin_stream, &call, ticket);
-                     });
+  std::lock_guard lock(mutex);
+  if (held_.empty()) return submit_locked(call, keep ? &entry : nullptr);
+  // Behind held work: the op waits in the queue with copies of what the caller may free
+  // once this returns (its parameters and tensor views; the tensors outlive the stream's
+  // work, as their destruction waits for it).
+  auto copy = std::make_shared<HeldOp>();
+  std::copy_n(in_views, input_count, copy->inputs);
+  std::copy_n(out_views, output_count, copy->outputs);
+  if (params != nullptr)
+    std::memcpy(&copy->params, params, params_struct_size(find_op_schema(op)->params));
+  copy->call = call;
+  copy->call.params = params != nullptr ? &copy->params : nullptr;
+  copy->call.inputs = copy->inputs;
+  copy->call.outputs = copy->outputs;
+  copy->entry = std::move(entry);
+  hold_locked({HeldWork::Kind::kSubmission, ++last_ticket, [this, copy, keep](uint64_t) {
+                 submit_locked(copy->call, keep ? &copy->entry : nullptr);
+               }});
+  return last_ticket;
+}
+
+uint64_t Stream::submit_locked(phx_plugin_op& call, ProfileEntry* entry) {
+  ProfileEntry* const prepared[1] = {entry};
+  return take_ticket_locked("stream_submit", std::span(prepared, entry != nullptr ? 1 : 0),
+                            [&](uint64_t* ticket, ProfileEntry* const* kept) {
+                              if (entry != nullptr) call.profile = &kept[0]->plugin;
+                              return device->plugin->api().stream_submit(
+                                  device->plugin->instance(), plugin_stream, &call, ticket);
+                            });
 }
 
 uint64_t Stream::run_executable(void* executable, const phx_plugin_tensor* values,
@@ -154,7 +299,15 @@ uint64_t Stream::run_executable(void* executable, const phx_plugin_tensor* value
 template <typename Submit>
 uint64_t Stream::take_ticket(const char* entry, std::span<ProfileEntry* const> prepared,
                              Submit&& submit) {
-  std::lock_guard lock(mutex);
+  std::unique_lock lock(mutex);
+  // An executable's run is not held: it waits for the held work instead.
+  held_changed_.wait(lock, [&] { return held_.empty(); });
+  return take_ticket_locked(entry, prepared, std::forward<Submit>(submit));
+}
+
+template <typename Submit>
+uint64_t Stream::take_ticket_locked(const char* entry, std::span<ProfileEntry* const> prepared,
+                                    Submit&& submit) {
   // The prepared records join the stream's under its lock, where the plugin fills them and
   // another thread's wait may write them to the trace.
   const size_t first = records.size();
@@ -174,24 +327,26 @@ uint64_t Stream::take_ticket(const char* entry, std::span<ProfileEntry* const> p
     records.resize(first);
     throw;
   }
-  const uint64_t expected = last_ticket - ticket_offset + 1;
+  const uint64_t expected = submitted - ticket_offset + 1;
   if (ticket != expected)
     fail(PHX_STATUS_PLUGIN_ERROR, plugin.name + ": " + entry + " returned ticket " +
                                       std::to_string(ticket) + ", expected " +
                                       std::to_string(expected));
-  last_ticket = ticket + ticket_offset;
-  if (kept.empty()) return last_ticket;
+  submitted = ticket + ticket_offset;
+  // A held op's ticket was given out already; the caller's thread reads last_ticket.
+  if (submitted > last_ticket) last_ticket = submitted;
+  if (kept.empty()) return submitted;
   const uint64_t host_time_ns = trace::now_ns() - start;
   // The nodes of one submission share its time, in equal consecutive parts.
   const uint64_t share = host_time_ns / kept.size();
   for (size_t i = 0; i < kept.size(); ++i) {
-    kept[i]->ticket = last_ticket;
+    kept[i]->ticket = submitted;
     kept[i]->start_ns = start + i * share;
     kept[i]->host_time_ns = share;
   }
   if (records.size() - traced > kMaxUnwrittenRecords && context->tracer.active())
-    wait_locked(records[traced].ticket);
-  return last_ticket;
+    wait_plugin_locked(records[traced].ticket);
+  return submitted;
 }
 
 }  // namespace phx

@@ -285,7 +285,7 @@ void Writer::host_event(const char* name, uint64_t start_ns, uint64_t end_ns) {
 void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || record.start_ns < origin_ns_) return;  // ended, or begun before the trace
-  const char* name = phx_op_name(record.op);
+  const char* name = record.collective != nullptr ? record.collective : phx_op_name(record.op);
   const uint32_t pid = device_pid(*stream.device);
   const bool fallback = metric(record, "fallback_to_cpu", 0) != 0;
   auto args = [&](uint64_t duration_ns) {

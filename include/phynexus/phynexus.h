@@ -1156,7 +1156,8 @@ PHX_API phx_status phx_trace_end(phx_context context);
 } /* extern "C" */
 #endif
 
-/* Graphs and executables: one include still gives the whole API. */
+/* Graphs and executables, events and communicators: one include still gives the whole API. */
+#include "comm.h"
 #include "graph.h"
 
 #endif /* PHYNEXUS_PHYNEXUS_H */
