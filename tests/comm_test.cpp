@@ -556,3 +556,153 @@ TEST(CommPod, CollectivesOnAPodCarryTheInterconnectModelsTime) {
 }
 
 }  // namespace
+
+namespace {
+
+// Tensors split along each axis: a [4, 8, 8] f32 tensor whose elements are their own
+// index, scattered from rank 1 along axis a and gathered back along it. Part r along axis
+// a holds the indices whose coordinate a lies in [r * n / R, (r + 1) * n / R).
+TEST_F(Comm, ShardsScatterAndGatherAlongEveryAxis) {
+  phx_comm comm = make_comm();
+  const int64_t whole_shape[3] = {4, 8, 8};
+  const int64_t count = 4 * 8 * 8;
+  std::vector<float> indices(count);
+  for (int64_t i = 0; i < count; ++i) indices[i] = static_cast<float>(i);
+  for (size_t axis = 0; axis < 3; ++axis) {
+    int64_t part_shape[3] = {whole_shape[0], whole_shape[1], whole_shape[2]};
+    part_shape[axis] /= static_cast<int64_t>(kRanks);
+    std::vector<phx_tensor> parts, gathered;
+    phx_tensor full = nullptr;
+    for (size_t r = 0; r < kRanks; ++r) {
+      phx_tensor part = nullptr, back = nullptr;
+      ASSERT_EQ(phx_tensor_create(context_, rank_devices_[r], PHX_DTYPE_F32, 3, part_shape, &part),
+                PHX_STATUS_OK);
+      ASSERT_EQ(phx_tensor_create(context_, rank_devices_[r], PHX_DTYPE_F32, 3, whole_shape, &back),
+                PHX_STATUS_OK);
+      parts.push_back(part);
+      gathered.push_back(back);
+    }
+    ASSERT_EQ(phx_tensor_create(context_, rank_devices_[1], PHX_DTYPE_F32, 3, whole_shape, &full),
+              PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_upload(full, 0, indices.data(), count * sizeof(float)), PHX_STATUS_OK);
+    for (size_t r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(phx_shard_scatter(comm, r, streams_[r], r == 1 ? full : nullptr, 1, axis, parts[r],
+                                  nullptr),
+                PHX_STATUS_OK)
+          << phx_last_error();
+      ASSERT_EQ(phx_shard_gather(comm, r, streams_[r], parts[r], axis, gathered[r], nullptr),
+                PHX_STATUS_OK)
+          << phx_last_error();
+    }
+    synchronize_all();
+    for (size_t r = 0; r < kRanks; ++r) {
+      const auto part = read<float>(parts[r], count / kRanks);
+      size_t at = 0;
+      for (int64_t i = 0; i < whole_shape[0]; ++i)
+        for (int64_t j = 0; j < whole_shape[1]; ++j)
+          for (int64_t k = 0; k < whole_shape[2]; ++k) {
+            const int64_t coordinate[3] = {i, j, k};
+            if (coordinate[axis] / part_shape[axis] != static_cast<int64_t>(r)) continue;
+            ASSERT_EQ(part[at++], static_cast<float>((i * 8 + j) * 8 + k))
+                << "axis " << axis << " rank " << r;
+          }
+      EXPECT_EQ(read<float>(gathered[r], count), indices) << "axis " << axis;
+    }
+  }
+  // Shapes that do not split, and an axis past the rank, are refused.
+  phx_tensor a = tensor(rank_devices_[0], PHX_DTYPE_F32, 8),
+             b = tensor(rank_devices_[0], PHX_DTYPE_F32, 12);
+  EXPECT_EQ(phx_shard_gather(comm, 0, streams_[0], a, 0, b, nullptr), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_shard_gather(comm, 0, streams_[0], a, 1, b, nullptr), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_shard_scatter(comm, 0, streams_[0], nullptr, 0, 0, a, nullptr),
+            PHX_STATUS_INVALID_ARGUMENT);  // the root's full is null
+}
+
+// A transport of one process holding the only rank: every exchange is a copy. It runs the
+// transport path of the host (the exchange of each call's description, the all-to-all
+// reduction, the reordering of sharded gathers) without a second process; libphynexus_mpi's
+// tests run it across processes.
+struct SingleRank {
+  int destroyed = 0;
+
+  static phx_status copy(void*, const void* send, void* recv, size_t bytes) {
+    std::memcpy(recv, send, bytes);
+    return PHX_STATUS_OK;
+  }
+  static phx_status broadcast(void*, void*, size_t, size_t) { return PHX_STATUS_OK; }
+  static phx_status message(void*, const void*, size_t, size_t) {
+    return phx_set_last_error(PHX_STATUS_INTERNAL, "a single rank has no peer");
+  }
+  static phx_status receive(void*, void*, size_t, size_t) {
+    return phx_set_last_error(PHX_STATUS_INTERNAL, "a single rank has no peer");
+  }
+  static void destroy(void* self) { ++static_cast<SingleRank*>(self)->destroyed; }
+
+  phx_comm_transport transport() {
+    phx_comm_transport t{};
+    t.struct_size = sizeof t;
+    t.rank = 0;
+    t.ranks = 1;
+    t.user_data = this;
+    t.all_gather = copy;
+    t.all_to_all = copy;
+    t.broadcast = broadcast;
+    t.send = message;
+    t.recv = receive;
+    t.destroy = destroy;
+    return t;
+  }
+};
+
+TEST_F(Comm, ATransportCommunicatorRunsEveryCollectiveThroughItsTransport) {
+  SingleRank single;
+  const phx_comm_transport transport = single.transport();
+  phx_comm comm = nullptr;
+  ASSERT_EQ(phx_comm_create_transport(context_, rank_devices_[0], &transport, &comm), PHX_STATUS_OK)
+      << phx_last_error();
+  const auto values = rank_values(0, 999);
+  phx_tensor x = tensor(rank_devices_[0], PHX_DTYPE_F32, 999, values.data());
+  phx_tensor y = tensor(rank_devices_[0], PHX_DTYPE_F32, 999);
+  phx_tensor z = tensor(rank_devices_[0], PHX_DTYPE_F32, 999);
+  ASSERT_EQ(phx_all_reduce(comm, 0, streams_[0], x, y, PHX_REDUCE_MAX, nullptr), PHX_STATUS_OK);
+  ASSERT_EQ(phx_reduce_scatter(comm, 0, streams_[0], y, z, PHX_REDUCE_SUM, nullptr), PHX_STATUS_OK);
+  ASSERT_EQ(phx_broadcast(comm, 0, streams_[0], z, 0, nullptr), PHX_STATUS_OK);
+  phx_tensor w = tensor(rank_devices_[0], PHX_DTYPE_F32, 999);
+  ASSERT_EQ(phx_shard_scatter(comm, 0, streams_[0], z, 0, 0, w, nullptr), PHX_STATUS_OK);
+  ASSERT_EQ(phx_shard_gather(comm, 0, streams_[0], w, 0, x, nullptr), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_synchronize(streams_[0]), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(read<float>(z, 999), values);
+  EXPECT_EQ(read<float>(x, 999), values);
+  EXPECT_EQ(phx_all_reduce(comm, 1, streams_[0], x, y, PHX_REDUCE_SUM, nullptr),
+            PHX_STATUS_INVALID_ARGUMENT);  // no rank 1
+  // A failing transport entry fails the collective with its message.
+  phx_tensor one = tensor(rank_devices_[0], PHX_DTYPE_F32, 4);
+  phx_comm pair = nullptr;
+  phx_comm_transport two = transport;
+  two.ranks = 2;
+  two.destroy = nullptr;
+  ASSERT_EQ(phx_comm_create_transport(context_, rank_devices_[0], &two, &pair), PHX_STATUS_OK);
+  ASSERT_EQ(phx_send(pair, 0, streams_[0], one, 1, nullptr), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_synchronize(streams_[0]), PHX_STATUS_INTERNAL);
+  EXPECT_NE(std::string(phx_last_error()).find("a single rank has no peer"), std::string::npos)
+      << phx_last_error();
+  // The transport is destroyed once, with its communicator; never on a refused create.
+  EXPECT_EQ(single.destroyed, 0);
+  EXPECT_EQ(phx_comm_destroy(comm), PHX_STATUS_OK);
+  EXPECT_EQ(single.destroyed, 1);
+  phx_comm_transport broken = transport;
+  broken.all_to_all = nullptr;
+  phx_comm refused = nullptr;
+  EXPECT_EQ(phx_comm_create_transport(context_, rank_devices_[0], &broken, &refused),
+            PHX_STATUS_INVALID_ARGUMENT);
+  broken = transport;
+  broken.rank = 1;
+  EXPECT_EQ(phx_comm_create_transport(context_, rank_devices_[0], &broken, &refused),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(phx_comm_create_transport(context_, device_count_, &transport, &refused),
+            PHX_STATUS_NOT_FOUND);
+  EXPECT_EQ(phx_comm_create_transport(context_, 0, nullptr, &refused), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(single.destroyed, 1);
+}
+
+}  // namespace

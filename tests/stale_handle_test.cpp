@@ -578,6 +578,45 @@ const std::vector<Row>& rows() {
        [](W w, uintptr_t h) { return phx_send(w.comm, 0, as<phx_stream>(h), w.tensor, 1, nullptr); }},
       {"phx_send", K::kTensor, true,
        [](W w, uintptr_t h) { return phx_send(w.comm, 0, w.stream, as<phx_tensor>(h), 1, nullptr); }},
+      {"phx_shard_scatter", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_scatter(as<phx_comm>(h), 0, w.stream, w.output, 0, 0, w.tensor, nullptr);
+       }},
+      {"phx_shard_scatter", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_scatter(w.comm, 0, as<phx_stream>(h), w.output, 0, 0, w.tensor, nullptr);
+       }},
+      {"phx_shard_scatter", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_scatter(w.comm, 0, w.stream, as<phx_tensor>(h), 0, 0, w.tensor, nullptr);
+       }},
+      {"phx_shard_scatter", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_scatter(w.comm, 0, w.stream, w.output, 0, 0, as<phx_tensor>(h), nullptr);
+       }},
+      {"phx_shard_gather", K::kComm, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_gather(as<phx_comm>(h), 0, w.stream, w.tensor, 0, w.output, nullptr);
+       }},
+      {"phx_shard_gather", K::kStream, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_gather(w.comm, 0, as<phx_stream>(h), w.tensor, 0, w.output, nullptr);
+       }},
+      {"phx_shard_gather", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_gather(w.comm, 0, w.stream, as<phx_tensor>(h), 0, w.output, nullptr);
+       }},
+      {"phx_shard_gather", K::kTensor, true,
+       [](W w, uintptr_t h) {
+         return phx_shard_gather(w.comm, 0, w.stream, w.tensor, 0, as<phx_tensor>(h), nullptr);
+       }},
+      {"phx_comm_create_transport", K::kContext, false,
+       [](W, uintptr_t h) {
+         phx_comm_transport transport{};
+         transport.struct_size = sizeof transport;
+         phx_comm c = nullptr;
+         return phx_comm_create_transport(as<phx_context>(h), 0, &transport, &c);
+       }},
       {"phx_recv", K::kComm, true,
        [](W w, uintptr_t h) { return phx_recv(as<phx_comm>(h), 1, w.stream, w.tensor, 0, nullptr); }},
       {"phx_recv", K::kStream, true,

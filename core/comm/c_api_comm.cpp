@@ -1,12 +1,16 @@
 // The C API of events and communicators (comm.h): checks every argument, then queues.
 #include <phynexus/phynexus.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "abi_structs.h"
 #include "communicator.h"
 #include "context.h"
 #include "errors.h"
 #include "event.h"
 #include "reduction.h"
+#include "transport_collectives.h"
 
 using namespace phx;
 using namespace phx::comm;
@@ -26,6 +30,10 @@ Stream& rank_stream(const Communicator& comm, size_t rank, phx_stream handle) {
   if (rank >= comm.devices.size())
     fail(PHX_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " is out of range (" +
                                           std::to_string(comm.devices.size()) + " ranks)");
+  if (comm.devices[rank] == nullptr)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) +
+                                          " is another process's (this one holds rank " +
+                                          std::to_string(comm.transport->rank()) + ")");
   Stream& stream = lookup(handle);
   if (stream.context != comm.context)
     fail(PHX_STATUS_INVALID_ARGUMENT, "the stream belongs to another context");
@@ -63,6 +71,26 @@ void require_sizes(uint64_t whole, uint64_t part, size_t times, const char* whol
     fail(PHX_STATUS_INVALID_ARGUMENT,
          std::string(whole_name) + " has " + std::to_string(whole) + " bytes; it must have " +
              std::to_string(times) + " (ranks) times " + part_name + "'s " + std::to_string(part));
+}
+
+// The blocks of a part split along axis (comm.h, "Sharding"), after checking that whole
+// is ranks parts of part's shape along axis.
+uint64_t checked_blocks(const Tensor& whole, const Tensor& part, size_t axis, size_t ranks) {
+  require_same_dtype(part, whole);
+  if (axis >= part.rank)
+    fail(PHX_STATUS_INVALID_ARGUMENT,
+         "axis " + std::to_string(axis) + " is past the part's rank " + std::to_string(part.rank));
+  bool fits = whole.rank == part.rank;
+  for (size_t d = 0; fits && d < part.rank; ++d)
+    fits =
+        whole.shape[d] == (d == axis ? part.shape[d] * static_cast<int64_t>(ranks) : part.shape[d]);
+  if (!fits)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "the whole tensor is not " + std::to_string(ranks) +
+                                          " parts along axis " + std::to_string(axis) +
+                                          " (every other dimension equal to the part's)");
+  uint64_t blocks = 1;
+  for (size_t d = 0; d < axis; ++d) blocks *= static_cast<uint64_t>(part.shape[d]);
+  return blocks;
 }
 
 int checked_reduce_op(const phx_reduce_op& op, phx_dtype dtype) {
@@ -173,8 +201,8 @@ PHX_API phx_status phx_all_reduce(phx_comm handle, size_t rank, phx_stream strea
     const Tensor& recv = rank_tensor(comm, rank, recv_handle, "recv");
     require_same_dtype(send, recv);
     require_sizes(recv.byte_size, send.byte_size, 1, "recv", "send");
-    const Terms terms{Kind::kAllReduce, send.dtype, send.byte_size,
-                      checked_reduce_op(op, send.dtype)};
+    Terms terms{Kind::kAllReduce, send.dtype, send.byte_size};
+    terms.op = checked_reduce_op(op, send.dtype);
     give_ticket(comm.queue(rank, terms, {&stream, &send, &recv}), out_ticket);
   });
 }
@@ -204,8 +232,8 @@ PHX_API phx_status phx_reduce_scatter(phx_comm handle, size_t rank, phx_stream s
     const Tensor& recv = rank_tensor(comm, rank, recv_handle, "recv");
     require_same_dtype(send, recv);
     require_sizes(send.byte_size, recv.byte_size, comm.devices.size(), "send", "recv");
-    const Terms terms{Kind::kReduceScatter, send.dtype, send.byte_size,
-                      checked_reduce_op(op, send.dtype)};
+    Terms terms{Kind::kReduceScatter, send.dtype, send.byte_size};
+    terms.op = checked_reduce_op(op, send.dtype);
     give_ticket(comm.queue(rank, terms, {&stream, &send, &recv}), out_ticket);
   });
 }
@@ -256,6 +284,79 @@ PHX_API phx_status phx_recv(phx_comm handle, size_t rank, phx_stream stream, phx
                             size_t peer, uint64_t* out_ticket) {
   return guard(__func__,
                [&] { queue_message(handle, rank, stream, tensor, peer, false, out_ticket); });
+}
+
+PHX_API phx_status phx_shard_scatter(phx_comm handle, size_t rank, phx_stream stream_handle,
+                                     phx_tensor full_handle, size_t root, size_t axis,
+                                     phx_tensor part_handle, uint64_t* out_ticket) {
+  return guard(__func__, [&] {
+    Communicator& comm = lookup_comm(handle);
+    Stream& stream = rank_stream(comm, rank, stream_handle);
+    const Tensor& part = rank_tensor(comm, rank, part_handle, "part");
+    if (root >= comm.devices.size())
+      fail(PHX_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " is out of range (" +
+                                            std::to_string(comm.devices.size()) + " ranks)");
+    Terms terms{Kind::kScatter, part.dtype, part.byte_size * comm.devices.size()};
+    terms.root = root;
+    const Tensor* full = nullptr;
+    if (rank == root) {
+      full = &rank_tensor(comm, rank, full_handle, "full");
+      terms.blocks = checked_blocks(*full, part, axis, comm.devices.size());
+    } else {
+      if (axis >= part.rank)
+        fail(PHX_STATUS_INVALID_ARGUMENT, "axis " + std::to_string(axis) +
+                                              " is past the part's rank " +
+                                              std::to_string(part.rank));
+      for (size_t d = 0; d < axis; ++d) terms.blocks *= static_cast<uint64_t>(part.shape[d]);
+    }
+    give_ticket(comm.queue(rank, terms, {&stream, full, &part}), out_ticket);
+  });
+}
+
+PHX_API phx_status phx_shard_gather(phx_comm handle, size_t rank, phx_stream stream_handle,
+                                    phx_tensor part_handle, size_t axis, phx_tensor full_handle,
+                                    uint64_t* out_ticket) {
+  return guard(__func__, [&] {
+    Communicator& comm = lookup_comm(handle);
+    Stream& stream = rank_stream(comm, rank, stream_handle);
+    const Tensor& part = rank_tensor(comm, rank, part_handle, "part");
+    const Tensor& full = rank_tensor(comm, rank, full_handle, "full");
+    Terms terms{Kind::kAllGather, part.dtype, full.byte_size};
+    terms.blocks = checked_blocks(full, part, axis, comm.devices.size());
+    give_ticket(comm.queue(rank, terms, {&stream, &part, &full}), out_ticket);
+  });
+}
+
+PHX_API phx_status phx_comm_create_transport(phx_context handle, size_t device,
+                                             const phx_comm_transport* transport,
+                                             phx_comm* out_comm) {
+  return guard(__func__, [&] {
+    Context& context = lookup(handle);
+    require_out(out_comm, "out_comm");
+    require(transport != nullptr, "transport is null");
+    phx_comm_transport copy{};
+    check_struct_size(transport->struct_size, "transport");
+    std::memcpy(&copy, transport, std::min(transport->struct_size, sizeof copy));
+    copy.struct_size = sizeof copy;
+    require(copy.all_gather != nullptr && copy.all_to_all != nullptr && copy.broadcast != nullptr &&
+                copy.send != nullptr && copy.recv != nullptr,
+            "the transport lacks an entry (all_gather, all_to_all, broadcast, send, recv)");
+    if (copy.ranks < 1 || copy.rank >= copy.ranks)
+      fail(PHX_STATUS_INVALID_ARGUMENT,
+           "rank " + std::to_string(copy.rank) + " of " + std::to_string(copy.ranks) + " ranks");
+    Device& own = context.device(device);
+    auto comm = std::make_unique<Communicator>();
+    comm->devices.assign(copy.ranks, nullptr);
+    comm->devices[copy.rank] = &own;
+    comm->transport = std::make_shared<TransportLink>(copy);
+    const std::shared_ptr<TransportLink> link = comm->transport;
+    const uintptr_t registered =
+        register_object(context, std::move(comm), comm_table(), "communicators");
+    // Only now is the transport the communicator's to destroy: a failure above left it the
+    // caller's.
+    link->take_ownership();
+    *out_comm = reinterpret_cast<phx_comm>(registered);
+  });
 }
 
 }  // extern "C"

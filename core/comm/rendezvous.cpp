@@ -15,6 +15,11 @@ namespace {
 // 8 KiB 0.36-0.45, 128 KiB 0.34-0.41, 512 KiB 0.33 (2-core Xeon).
 constexpr uint64_t kChunkBytes = 32 << 10;
 
+// Gathers and scatters are split per rank's part, so that no chunk straddles two parts.
+bool splits_per_part(Kind kind) {
+  return kind == Kind::kAllGather || kind == Kind::kReduceScatter || kind == Kind::kScatter;
+}
+
 std::string slot_list(const std::vector<size_t>& ranks) {
   std::string text;
   for (size_t rank : ranks) text += (text.empty() ? "" : ", ") + std::to_string(rank);
@@ -103,7 +108,9 @@ void Rendezvous::join(size_t slot, uint64_t ticket) {
   changed_.wait(lock, [&] { return done_ == parts_.size(); });
   const Part part = *parts_[slot];
   lock.unlock();
-  if (part.stream->keeps_records()) keep_record(part, ticket, start_ns, trace::now_ns());
+  if (part.stream->keeps_records())
+    keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
+                           estimated_time_ns());
 }
 
 // A message's sender does not wait for its receiver: it leaves the bytes in host memory
@@ -120,7 +127,9 @@ void Rendezvous::send(size_t slot, uint64_t ticket, uint64_t start_ns) {
     ++joined_;
     changed_.notify_all();
   }
-  if (part.stream->keeps_records()) keep_record(part, ticket, start_ns, trace::now_ns());
+  if (part.stream->keeps_records())
+    keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
+                           estimated_time_ns());
 }
 
 void Rendezvous::receive(size_t slot, uint64_t ticket, uint64_t start_ns) {
@@ -134,7 +143,9 @@ void Rendezvous::receive(size_t slot, uint64_t ticket, uint64_t start_ns) {
   const Part part = *parts_[slot];
   lock.unlock();
   write_from_host(*part.recv, staged_.data());
-  if (part.stream->keeps_records()) keep_record(part, ticket, start_ns, trace::now_ns());
+  if (part.stream->keeps_records())
+    keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
+                           estimated_time_ns());
 }
 
 void Rendezvous::prepare_locked() {
@@ -151,8 +162,7 @@ void Rendezvous::prepare_locked() {
       if (tensor != nullptr) host_addresses_.emplace_back(tensor, address_of(tensor));
   const uint64_t element = phx_dtype_size(terms_->dtype);
   chunk_bytes_ = std::max<uint64_t>(kChunkBytes / element, 1) * element;
-  // Gathers and scatters split per rank's part, so that no chunk straddles two parts.
-  const bool per_part = terms_->kind == Kind::kAllGather || terms_->kind == Kind::kReduceScatter;
+  const bool per_part = splits_per_part(terms_->kind);
   const uint64_t span = per_part ? terms_->bytes / parts_.size() : terms_->bytes;
   chunks_per_span_ = static_cast<size_t>((span + chunk_bytes_ - 1) / chunk_bytes_);
   chunk_count_ = chunks_per_span_ * (per_part ? parts_.size() : 1);
@@ -168,7 +178,7 @@ void Rendezvous::run_chunk(size_t chunk, std::vector<char>& scratch_in,
                            std::vector<char>& scratch_acc, std::vector<char>& scratch_out) {
   const Terms& terms = *terms_;
   const size_t slots = parts_.size();
-  const bool per_part = terms.kind == Kind::kAllGather || terms.kind == Kind::kReduceScatter;
+  const bool per_part = splits_per_part(terms.kind);
   const uint64_t span = per_part ? terms.bytes / slots : terms.bytes;
   const size_t owner = chunk / chunks_per_span_;  // the part a per-part chunk belongs to
   const uint64_t offset = (chunk % chunks_per_span_) * chunk_bytes_;
@@ -199,10 +209,22 @@ void Rendezvous::run_chunk(size_t chunk, std::vector<char>& scratch_in,
       write(*parts_[owner]->recv, offset, size, reduce(owner * span + offset));
       break;
     case Kind::kAllGather: {
-      const void* part = view(*parts_[owner]->send, offset, size, scratch_in);
-      for (const auto& other : parts_) write(*other->recv, owner * span + offset, size, part);
+      const char* part =
+          static_cast<const char*>(view(*parts_[owner]->send, offset, size, scratch_in));
+      for_each_block_piece(terms, slots, owner, offset, size,
+                           [&](uint64_t at, uint64_t whole_at, uint64_t piece) {
+                             for (const auto& other : parts_)
+                               write(*other->recv, whole_at, piece, part + (at - offset));
+                           });
       break;
     }
+    case Kind::kScatter:
+      for_each_block_piece(
+          terms, slots, owner, offset, size, [&](uint64_t at, uint64_t whole_at, uint64_t piece) {
+            const void* data = view(*parts_[terms.root]->send, whole_at, piece, scratch_in);
+            write(*parts_[owner]->recv, at, piece, data);
+          });
+      break;
     case Kind::kBroadcast: {
       const void* data = view(*parts_[terms.root]->send, offset, size, scratch_in);
       for (size_t s = 0; s < slots; ++s)
@@ -256,32 +278,16 @@ uint64_t Rendezvous::estimated_time_ns() const {
       return 0;  // devices of two plugins, or a device twice: no model covers them
     devices.push_back(device.local_index);
   }
+  // A scatter moves what a reduce-scatter moves (each rank's part, once), without the sums.
   static constexpr phx_plugin_collective kCollective[] = {
-      PHX_PLUGIN_COLLECTIVE_ALL_REDUCE, PHX_PLUGIN_COLLECTIVE_ALL_GATHER,
+      PHX_PLUGIN_COLLECTIVE_ALL_REDUCE,     PHX_PLUGIN_COLLECTIVE_ALL_GATHER,
       PHX_PLUGIN_COLLECTIVE_REDUCE_SCATTER, PHX_PLUGIN_COLLECTIVE_BROADCAST,
-      PHX_PLUGIN_COLLECTIVE_SEND};
+      PHX_PLUGIN_COLLECTIVE_SEND,           PHX_PLUGIN_COLLECTIVE_REDUCE_SCATTER};
   uint64_t time_ns = 0;
   const phx_status status = plugin.api().collective_estimate(
       plugin.instance(), kCollective[static_cast<int>(terms_->kind)], devices.data(),
       devices.size(), terms_->bytes, &time_ns);
   return status == PHX_STATUS_OK ? time_ns : 0;
-}
-
-void Rendezvous::keep_record(const Part& part, uint64_t ticket, uint64_t start_ns,
-                             uint64_t end_ns) const {
-  ProfileEntry record;
-  record.ticket = ticket;
-  record.collective = kind_name(terms_->kind);
-  record.signature = terms_->text() + " over " + std::to_string(parts_.size()) + " ranks";
-  record.start_ns = start_ns;
-  record.host_time_ns = end_ns - start_ns;
-  record.bytes = terms_->bytes;
-  record.plugin.struct_size = sizeof record.plugin;
-  if (const uint64_t modelled = estimated_time_ns(); modelled != 0) {
-    record.plugin.metrics[0] = {"estimated_time_ns", static_cast<double>(modelled)};
-    record.plugin.metric_count = 1;
-  }
-  part.stream->add_finished_record(std::move(record));
 }
 
 }  // namespace phx::comm

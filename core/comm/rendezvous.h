@@ -54,7 +54,6 @@ class Rendezvous {
                    std::vector<char>& scratch) const;
   void write(const Tensor& tensor, uint64_t offset, uint64_t size, const void* src) const;
   uint64_t estimated_time_ns() const;  // the devices' model of the collective; 0 without one
-  void keep_record(const Part& part, uint64_t ticket, uint64_t start_ns, uint64_t end_ns) const;
 
   const std::vector<size_t> rank_of_slot_;
   const std::chrono::milliseconds timeout_;

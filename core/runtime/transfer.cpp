@@ -1,29 +1,48 @@
 #include "transfer.h"
 
 #include <algorithm>
+#include <future>
 #include <mutex>
 #include <vector>
 
 namespace phx {
 
 void copy_through_host(const Tensor& dst, const Tensor& src) {
-  constexpr uint64_t kChunk = 16u << 20;
-  std::vector<char> staging(static_cast<size_t>(std::min(kChunk, src.byte_size)));
+  // Chunks bound the staging memory of a huge tensor; two of them let the write of one
+  // run beside the read of the next, on two threads.
+  constexpr uint64_t kChunk = 4u << 20;
+  std::vector<char> staging[2];
   auto& from = *src.device->plugin;
   auto& to = *dst.device->plugin;
-  for (uint64_t offset = 0; offset < src.byte_size; offset += kChunk) {
-    uint64_t size = std::min(kChunk, src.byte_size - offset);
-    {
-      std::lock_guard lock(src.host_read_mutex);
-      from.call("buffer_read", src.device->index, [&] {
-        return from.api().buffer_read(from.instance(), src.buffer, src.offset + offset,
-                                      staging.data(), size);
-      });
-    }
-    to.call("buffer_write", dst.device->index, [&] {
-      return to.api().buffer_write(to.instance(), dst.buffer, dst.offset + offset, staging.data(),
-                                   size);
+  auto read = [&](uint64_t offset, std::vector<char>& into) {
+    into.resize(std::min(kChunk, src.byte_size - offset));
+    std::lock_guard lock(src.host_read_mutex);
+    from.call("buffer_read", src.device->index, [&] {
+      return from.api().buffer_read(from.instance(), src.buffer, src.offset + offset, into.data(),
+                                    into.size());
     });
+  };
+  auto write = [&](uint64_t offset, const std::vector<char>& bytes) {
+    to.call("buffer_write", dst.device->index, [&] {
+      return to.api().buffer_write(to.instance(), dst.buffer, dst.offset + offset, bytes.data(),
+                                   bytes.size());
+    });
+  };
+  read(0, staging[0]);
+  for (uint64_t offset = 0, chunk = 0; offset < src.byte_size; offset += kChunk, ++chunk) {
+    const std::vector<char>& ready = staging[chunk % 2];
+    if (offset + kChunk >= src.byte_size) {
+      write(offset, ready);
+      break;
+    }
+    auto written = std::async(std::launch::async, [&, offset] { write(offset, ready); });
+    try {
+      read(offset + kChunk, staging[(chunk + 1) % 2]);
+    } catch (...) {
+      written.wait();
+      throw;
+    }
+    written.get();
   }
 }
 

@@ -6,8 +6,9 @@
 namespace phx {
 
 // Copies src's bytes into dst (same byte size, any two devices) through host memory, in
-// bounded chunks so that a huge tensor needs no equally huge staging buffer. The caller
-// has waited for the work queued on both devices.
+// bounded chunks so that a huge tensor needs no equally huge staging buffer, each chunk's
+// write beside the next one's read. The caller has waited for the work queued on both
+// devices.
 void copy_through_host(const Tensor& dst, const Tensor& src);
 
 // Reads all of src's bytes into host memory at dst (src.byte_size of them), or writes

@@ -161,6 +161,70 @@ PHX_API phx_status phx_send(phx_comm comm, size_t rank, phx_stream stream, phx_t
 PHX_API phx_status phx_recv(phx_comm comm, size_t rank, phx_stream stream, phx_tensor tensor,
                             size_t peer, uint64_t* out_ticket);
 
+/* ---- Sharding --------------------------------------------------------------------------
+ * A tensor split along one axis over a communicator's ranks, part r on rank r: the layout
+ * of tensor-parallel weights and data-parallel batches. Errors as the collectives', and
+ * INVALID_ARGUMENT for an axis past the rank of the tensors or shapes that do not split
+ * (full's dimension axis must be ranks times part's; every other dimension equal).
+ */
+
+/* part = rank's part of root's full tensor split along axis. full is read on root only and
+ * may be null on the other ranks. */
+PHX_API phx_status phx_shard_scatter(phx_comm comm, size_t rank, phx_stream stream, phx_tensor full,
+                                     size_t root, size_t axis, phx_tensor part,
+                                     uint64_t* out_ticket);
+
+/* full = every rank's part joined along axis in rank order, on every rank: all_gather
+ * along an axis. */
+PHX_API phx_status phx_shard_gather(phx_comm comm, size_t rank, phx_stream stream, phx_tensor part,
+                                    size_t axis, phx_tensor full, uint64_t* out_ticket);
+
+/* ---- Communicators over a transport -----------------------------------------------------
+ * A communicator whose ranks live in several processes, one rank in each: this process's
+ * rank runs on one device of its context, and a transport moves host bytes between the
+ * processes. libphynexus_mpi (comm_mpi.h) makes one over MPI; a program may bring its own.
+ * The collective calls are the same, with this process's rank only. The host runs them
+ * one at a time, in the order this process called them (every process must call them in
+ * the same order, as MPI requires), on host copies of the tensors; it exchanges each
+ * call's description first, so that ranks that disagree fail together with
+ * INVALID_ARGUMENT, and it reduces in rank order itself: results are the in-process
+ * communicator's, bit for bit.
+ */
+typedef struct phx_comm_transport {
+  size_t struct_size;
+  size_t rank;     /* this process's rank, < ranks */
+  size_t ranks;    /* >= 1 */
+  void* user_data; /* passed to every entry */
+  /* Each entry blocks until its part is done and returns OK, or an error status after
+   * phx_set_last_error (DEVICE_UNAVAILABLE for a rank that is gone or does not answer
+   * in time: never wait forever). The host calls them from one thread at a time per
+   * communicator, in the same order in every process but for send and recv. */
+  /* Every rank's bytes (bytes each) gathered in rank order into recv (ranks * bytes). */
+  phx_status (*all_gather)(void* user_data, const void* send, void* recv, size_t bytes);
+  /* Part p of send (bytes each, ranks parts) goes to rank p; rank p's part for this rank
+   * arrives as part p of recv. */
+  phx_status (*all_to_all)(void* user_data, const void* send, void* recv, size_t bytes);
+  /* root's bytes at buffer, to every rank's buffer. */
+  phx_status (*broadcast)(void* user_data, void* buffer, size_t bytes, size_t root);
+  /* A message of bytes to peer; returns once buffer may be reused, without waiting for
+   * peer to receive it (messages are buffered, as MPI_Bsend's are). */
+  phx_status (*send)(void* user_data, const void* buffer, size_t bytes, size_t peer);
+  /* The next message from peer into buffer; INVALID_ARGUMENT if it is not bytes long. */
+  phx_status (*recv)(void* user_data, void* buffer, size_t bytes, size_t peer);
+  /* (may be null) Called once, after the communicator's last collective has run. */
+  void (*destroy)(void* user_data);
+} phx_comm_transport;
+
+/* Creates a communicator of transport->ranks ranks, of which this process holds
+ * transport->rank, on device. On success the communicator keeps a copy of *transport
+ * and calls its destroy once the communicator is destroyed and its last queued
+ * collective has run; on failure nothing is kept and destroy is not called.
+ * Returns INVALID_ARGUMENT (null, a missing entry, rank >= ranks), NOT_FOUND (no such
+ * device), OUT_OF_MEMORY. Thread-safe. */
+PHX_API phx_status phx_comm_create_transport(phx_context context, size_t device,
+                                             const phx_comm_transport* transport,
+                                             phx_comm* out_comm);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
