@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # Builds the default preset (Release) and runs the benchmarks: about two minutes on 2
-# cores, plus the build. Each benchmark runs 3 times and the summaries use the median, which
-# keeps the ratio table steady on a busy machine. Prints Google Benchmark's table for
-# each program, then its summary. bench_peak runs first, so that the top of the output is
-# the machine's instruction-set extensions and its peaks, per core and on all cores: f32
-# FMA, bf16 dot, int8 dot (whichever the CPU has) and memory bandwidth (the roofs of
+# cores, plus the build. Each benchmark runs 3 times and the summaries use the median,
+# which keeps the ratio table steady on a busy machine. Prints Google Benchmark's table
+# for each program, then its summary. bench_peak runs first, so that the top of the output
+# is the machine's instruction-set extensions and its peaks, per core and on all cores:
+# f32 FMA, bf16 dot, int8 dot (whichever the CPU has) and memory bandwidth (the roofs of
 # phx-plot roofline). Then for bench_gemm the CPU plugin's GEMM, qmatmul, conv2d and
 # attention, each as a fraction of the peak of its kind (timed again in bench_gemm, in the
 # same run) and GEMM against OpenBLAS per N, for bench_conv ResNet-like conv2d layers
-# against im2col + OpenBLAS sgemm, for bench_dispatch the cost of one op, for
-# bench_graph an executable's cost per node and its speed against the same ops run
-# eagerly, for bench_tpu_sim and bench_npu_sim the simulators' cost against the CPU
-# plugin, for bench_vulkan the Vulkan device's matmul
-# against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a bare dispatch,
-# and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the machine's cores); for
-# bench_onnx the import of a 100 MB model against reading its file, and an imported CNN
-# on the CPU device against the same network with OpenBLAS; and, with the Python package
-# built, a tiny op from Python against C (python_overhead.py) and numpy sharing memory with
-# CPU tensors against copying (python_host_memory.py).
+# against im2col + OpenBLAS sgemm, for bench_dispatch the cost of one op, for bench_graph
+# an executable's cost per node and its speed against the same ops run eagerly, for
+# bench_tpu_sim and bench_npu_sim the simulators' cost against the CPU plugin, for
+# bench_tpu_pod a column-split matmul on four simulated TPU chips against one (simulated
+# step times, and the wall-clock cost of simulating them), for bench_vulkan the Vulkan
+# device's matmul against the CPU plugin, OpenBLAS and a naive shader, a tiny op against a
+# bare dispatch, and attention (LP_NUM_THREADS, lavapipe's threads, defaults to the
+# machine's cores); for bench_onnx the import of a 100 MB model against reading its file,
+# and an imported CNN on the CPU device against the same network with OpenBLAS; and, with
+# the Python package built, a tiny op from Python against C (python_overhead.py) and numpy
+# sharing memory with CPU tensors against copying (python_host_memory.py).
 #
 # Each program's table goes to OUT/NAME.txt and its Google Benchmark JSON to OUT/NAME.json
 # (OUT: --out DIR, default build/bench-results). On a terminal (and CI unset) a progress
@@ -45,8 +46,8 @@ done
 mkdir -p "$out"
 
 cmake --preset default >/dev/null
-targets=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim
-         phx_plugin_cpu phx_plugin_tpu_sim phx_plugin_npu_sim)
+targets=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_tpu_pod
+         bench_npu_sim phx_plugin_cpu phx_plugin_tpu_sim phx_plugin_npu_sim)
 target_list=$(cmake --build --preset default --target help)
 # bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
 have_onnx=$(grep -c '^bench_onnx:' <<<"$target_list" || true)
@@ -74,7 +75,8 @@ options=(--benchmark_min_time="${PHX_BENCH_MIN_TIME:-0.5}"
          --benchmark_repetitions="${PHX_BENCH_REPETITIONS:-3}"
          --benchmark_report_aggregates_only=true)
 
-programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_npu_sim)
+programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph bench_tpu_sim bench_tpu_pod
+          bench_npu_sim)
 [ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)

@@ -10,6 +10,7 @@ bin_dir="$build_dir/bin"
 programs=(phx-devices phx_example_device_available phx_example_tensors phx_example_matmul
           phx_example_mlp phx_example_mlp_graph phx_example_attention
           phx_example_quantized_linear phx_example_tpu_timing phx_example_npu_optimize
+          phx_example_tensor_parallel phx_example_data_parallel_mlp
           phx_example_onnx_run)
 # Arguments of the examples that take some.
 declare -A arguments=([phx_example_onnx_run]="$build_dir/examples/onnx/mlp $build_dir/examples/onnx/cnn")
