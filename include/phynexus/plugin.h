@@ -512,11 +512,11 @@ typedef struct phx_plugin_api {
   /* (ABI 1.3, continued: see "Collectives" above) */
 
   /* (optional) Sets *out_time_ns to the modelled time, in ns, of collective among
-   * device_count (>= 2) distinct devices of this plugin, given in rank order (the host
-   * checked). bytes is the size of the whole buffer the collective is about, whatever
-   * the op: each rank's buffer for all_reduce and broadcast, the gathered result for
-   * all_gather, each rank's input for reduce_scatter, the message for send. UNSUPPORTED
-   * when the plugin has no model for these devices. Thread-safe. */
+   * device_count (>= 2; exactly 2 for SEND) distinct devices of this plugin, given in
+   * rank order (the host checked). bytes is the size of the whole buffer the collective
+   * is about, whatever the op: each rank's buffer for all_reduce and broadcast, the
+   * gathered result for all_gather, each rank's input for reduce_scatter, the message for
+   * send. UNSUPPORTED when the plugin has no model for these devices. Thread-safe. */
   phx_status (*collective_estimate)(void* plugin, phx_plugin_collective collective,
                                     const uint32_t* devices, size_t device_count, uint64_t bytes,
                                     uint64_t* out_time_ns);
