@@ -112,14 +112,10 @@ PHX_API phx_status phx_event_record(phx_stream handle, uint64_t ticket, phx_even
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
     require_out(out_event, "out_event");
-    const uint64_t last = stream.last_ticket;
-    if (ticket > last)
-      fail(PHX_STATUS_INVALID_ARGUMENT, "ticket " + std::to_string(ticket) +
-                                            " was not issued (the last is " + std::to_string(last) +
-                                            ")");
+    if (ticket != 0) stream.check_issued(ticket);
     auto event = std::make_unique<Event>();
     event->link = stream.link;
-    event->ticket = ticket == 0 ? last : ticket;
+    event->ticket = ticket == 0 ? stream.last_ticket : ticket;
     *out_event = reinterpret_cast<phx_event>(
         register_object(*stream.context, std::move(event), event_table(), "events"));
   });

@@ -111,6 +111,10 @@ void Reduction::add(void* accumulator, const void* values, size_t count) const {
   }
 }
 
+bool Reduction::accumulator_is_result() const {
+  return dtype_ == PHX_DTYPE_F32 && op_ != PHX_REDUCE_MEAN;
+}
+
 void Reduction::finish(const void* accumulator, void* result, size_t count) const {
   if (is_float(dtype_)) {
     const float* acc = static_cast<const float*>(accumulator);

@@ -26,6 +26,9 @@ class Reduction {
   void start(void* accumulator, const void* values, size_t count) const;
   void add(void* accumulator, const void* values, size_t count) const;
   void finish(const void* accumulator, void* result, size_t count) const;
+  // Whether the accumulator already holds the result, in the dtype (an f32 sum, max or
+  // min): finish would only copy it.
+  bool accumulator_is_result() const;
 
  private:
   phx_dtype dtype_;

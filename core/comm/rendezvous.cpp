@@ -149,17 +149,9 @@ void Rendezvous::receive(size_t slot, uint64_t ticket, uint64_t start_ns) {
 }
 
 void Rendezvous::prepare_locked() {
-  auto address_of = [](const Tensor* tensor) -> char* {
-    auto& plugin = *tensor->device->plugin;
-    void* data = nullptr;
-    if (plugin.api().buffer_host_data == nullptr ||
-        plugin.api().buffer_host_data(plugin.instance(), tensor->buffer, &data) != PHX_STATUS_OK)
-      return nullptr;
-    return static_cast<char*>(data) + tensor->offset;
-  };
   for (const auto& part : parts_)
     for (const Tensor* tensor : {part->send, part->recv})
-      if (tensor != nullptr) host_addresses_.emplace_back(tensor, address_of(tensor));
+      if (tensor != nullptr) host_addresses_.emplace_back(tensor, host_address(*tensor));
   const uint64_t element = phx_dtype_size(terms_->dtype);
   chunk_bytes_ = std::max<uint64_t>(kChunkBytes / element, 1) * element;
   const bool per_part = splits_per_part(terms_->kind);
@@ -188,7 +180,7 @@ void Rendezvous::run_chunk(size_t chunk, std::vector<char>& scratch_in,
     const Reduction reduction(terms.dtype, static_cast<phx_reduce_op>(terms.op), slots);
     const size_t count = size / phx_dtype_size(terms.dtype);
     scratch_acc.resize(reduction.accumulator_bytes(count));
-    scratch_out.resize(size);
+    if (!reduction.accumulator_is_result()) scratch_out.resize(size);
     for (size_t s = 0; s < slots; ++s) {
       const void* values = view(*parts_[s]->send, from, size, scratch_in);
       if (s == 0)
@@ -196,6 +188,7 @@ void Rendezvous::run_chunk(size_t chunk, std::vector<char>& scratch_in,
       else
         reduction.add(scratch_acc.data(), values, count);
     }
+    if (reduction.accumulator_is_result()) return scratch_acc.data();
     reduction.finish(scratch_acc.data(), scratch_out.data(), count);
     return scratch_out.data();
   };

@@ -1,6 +1,7 @@
 #include "transport_collectives.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,17 +74,46 @@ void TransportLink::run_in_turn(uint64_t number, const Terms& terms, const Part&
   run(terms, part);
 }
 
+namespace {
+
+// A tensor's bytes in host memory for the length of one collective: in place when its
+// device's memory is the host's (no copy at all), else a staging buffer read in on demand
+// and written back by store().
+class HostBytes {
+ public:
+  HostBytes(const Tensor& tensor, bool load) : tensor_(tensor), address_(host_address(tensor)) {
+    if (address_ != nullptr) return;
+    staging_.reset(new char[tensor.byte_size]);  // uninitialized: it is filled before use
+    if (load) read_to_host(tensor, staging_.get());
+  }
+  char* data() { return address_ != nullptr ? address_ : staging_.get(); }
+  void store() {
+    if (address_ == nullptr) write_from_host(tensor_, staging_.get());
+  }
+
+ private:
+  const Tensor& tensor_;
+  char* const address_;
+  std::unique_ptr<char[]> staging_;
+};
+
+std::unique_ptr<char[]> uninitialized(size_t bytes) {
+  return std::unique_ptr<char[]>(new char[bytes]);
+}
+
+}  // namespace
+
 void TransportLink::run(const Terms& terms, const Part& part) {
   const size_t ranks = transport_.ranks, rank = transport_.rank;
   void* const user = transport_.user_data;
   if (terms.kind == Kind::kMessage) {
-    std::vector<char> bytes(terms.bytes);
     if (part.send != nullptr) {
-      read_to_host(*part.send, bytes.data());
-      call("send", [&] { return transport_.send(user, bytes.data(), bytes.size(), terms.to); });
+      HostBytes bytes(*part.send, true);
+      call("send", [&] { return transport_.send(user, bytes.data(), terms.bytes, terms.to); });
     } else {
-      call("recv", [&] { return transport_.recv(user, bytes.data(), bytes.size(), terms.root); });
-      write_from_host(*part.recv, bytes.data());
+      HostBytes bytes(*part.recv, false);
+      call("recv", [&] { return transport_.recv(user, bytes.data(), terms.bytes, terms.root); });
+      bytes.store();
     }
     return;
   }
@@ -98,84 +128,105 @@ void TransportLink::run(const Terms& terms, const Part& part) {
   const size_t element = phx_dtype_size(terms.dtype);
   // Each rank reduces one part of every rank's buffer, in rank order, with the
   // in-process communicator's arithmetic: all_to_all brings it the parts.
-  auto reduce_parts = [&](const std::vector<char>& pieces, size_t count, void* out) {
+  auto reduce_parts = [&](const char* pieces, size_t count, char* out) {
     const Reduction reduction(terms.dtype, static_cast<phx_reduce_op>(terms.op), ranks);
-    std::vector<char> accumulator(reduction.accumulator_bytes(count));
+    std::unique_ptr<char[]> accumulator;
+    char* acc = out;
+    if (!reduction.accumulator_is_result()) {
+      accumulator = uninitialized(reduction.accumulator_bytes(count));
+      acc = accumulator.get();
+    }
     const size_t part_bytes = count * element;
-    reduction.start(accumulator.data(), pieces.data(), count);
-    for (size_t r = 1; r < ranks; ++r)
-      reduction.add(accumulator.data(), pieces.data() + r * part_bytes, count);
-    reduction.finish(accumulator.data(), out, count);
+    reduction.start(acc, pieces, count);
+    for (size_t r = 1; r < ranks; ++r) reduction.add(acc, pieces + r * part_bytes, count);
+    if (acc != out) reduction.finish(acc, out, count);
   };
   switch (terms.kind) {
     case Kind::kAllReduce: {
+      // Parts of equal length: a buffer that does not divide is padded with zeros.
       const size_t count = terms.bytes / element;
-      const size_t part_count = (count + ranks - 1) / ranks, part_bytes = part_count * element;
-      std::vector<char> padded(ranks * part_bytes, 0), pieces(ranks * part_bytes);
-      read_to_host(*part.send, padded.data());
+      const size_t part_bytes = (count + ranks - 1) / ranks * element;
+      const size_t padded_bytes = ranks * part_bytes;
+      HostBytes send(*part.send, true);
+      std::unique_ptr<char[]> padded;
+      const char* outgoing = send.data();
+      if (padded_bytes != terms.bytes) {
+        padded = uninitialized(padded_bytes);
+        std::memcpy(padded.get(), send.data(), terms.bytes);
+        std::memset(padded.get() + terms.bytes, 0, padded_bytes - terms.bytes);
+        outgoing = padded.get();
+      }
+      const auto pieces = uninitialized(padded_bytes);
       call("all_to_all",
-           [&] { return transport_.all_to_all(user, padded.data(), pieces.data(), part_bytes); });
-      std::vector<char> reduced(part_bytes);
-      reduce_parts(pieces, part_count, reduced.data());
+           [&] { return transport_.all_to_all(user, outgoing, pieces.get(), part_bytes); });
+      const auto reduced = uninitialized(part_bytes);
+      reduce_parts(pieces.get(), part_bytes / element, reduced.get());
+      HostBytes recv(*part.recv, false);
+      char* gathered = padded ? padded.get() : recv.data();
       call("all_gather",
-           [&] { return transport_.all_gather(user, reduced.data(), padded.data(), part_bytes); });
-      write_from_host(*part.recv, padded.data());  // the first terms.bytes: the padding stays
+           [&] { return transport_.all_gather(user, reduced.get(), gathered, part_bytes); });
+      if (gathered != recv.data()) std::memcpy(recv.data(), gathered, terms.bytes);
+      recv.store();
       break;
     }
     case Kind::kReduceScatter: {
       const size_t part_bytes = part.recv->byte_size;
-      std::vector<char> whole(terms.bytes), pieces(terms.bytes), reduced(part_bytes);
-      read_to_host(*part.send, whole.data());
+      HostBytes send(*part.send, true), recv(*part.recv, false);
+      const auto pieces = uninitialized(terms.bytes);
       call("all_to_all",
-           [&] { return transport_.all_to_all(user, whole.data(), pieces.data(), part_bytes); });
-      reduce_parts(pieces, part_bytes / element, reduced.data());
-      write_from_host(*part.recv, reduced.data());
+           [&] { return transport_.all_to_all(user, send.data(), pieces.get(), part_bytes); });
+      reduce_parts(pieces.get(), part_bytes / element, recv.data());
+      recv.store();
       break;
     }
     case Kind::kAllGather: {
       const size_t part_bytes = part.send->byte_size;
-      std::vector<char> mine_bytes(part_bytes), gathered(terms.bytes), whole(terms.bytes);
-      read_to_host(*part.send, mine_bytes.data());
-      call("all_gather", [&] {
-        return transport_.all_gather(user, mine_bytes.data(), gathered.data(), part_bytes);
-      });
-      // Rank-major from the transport; block-interleaved when gathered along an axis.
-      for (size_t r = 0; r < ranks; ++r)
-        for_each_block_piece(
-            terms, ranks, r, 0, part_bytes, [&](uint64_t at, uint64_t whole_at, uint64_t piece) {
-              std::memcpy(whole.data() + whole_at, gathered.data() + r * part_bytes + at, piece);
-            });
-      write_from_host(*part.recv, whole.data());
+      HostBytes send(*part.send, true), recv(*part.recv, false);
+      if (terms.blocks == 1) {
+        call("all_gather",
+             [&] { return transport_.all_gather(user, send.data(), recv.data(), part_bytes); });
+      } else {
+        // Rank-major from the transport; block-interleaved along the axis.
+        const auto gathered = uninitialized(terms.bytes);
+        call("all_gather",
+             [&] { return transport_.all_gather(user, send.data(), gathered.get(), part_bytes); });
+        for (size_t r = 0; r < ranks; ++r)
+          for_each_block_piece(
+              terms, ranks, r, 0, part_bytes, [&](uint64_t at, uint64_t whole_at, uint64_t piece) {
+                std::memcpy(recv.data() + whole_at, gathered.get() + r * part_bytes + at, piece);
+              });
+      }
+      recv.store();
+      break;
+    }
+    case Kind::kBroadcast: {
+      HostBytes bytes(*part.recv, rank == terms.root);
+      call("broadcast",
+           [&] { return transport_.broadcast(user, bytes.data(), terms.bytes, terms.root); });
+      if (rank != terms.root) bytes.store();
       break;
     }
     case Kind::kScatter: {
       const size_t part_bytes = part.recv->byte_size;
-      std::vector<char> bytes(part_bytes);
+      HostBytes mine_part(*part.recv, false);
       if (rank != terms.root) {
-        call("recv", [&] { return transport_.recv(user, bytes.data(), part_bytes, terms.root); });
-        write_from_host(*part.recv, bytes.data());
+        call("recv",
+             [&] { return transport_.recv(user, mine_part.data(), part_bytes, terms.root); });
+        mine_part.store();
         break;
       }
-      std::vector<char> whole(terms.bytes);
-      read_to_host(*part.send, whole.data());
+      HostBytes whole(*part.send, true);
+      const auto bytes = uninitialized(part_bytes);
       for (size_t r = 0; r < ranks; ++r) {
+        char* into = r == rank ? mine_part.data() : bytes.get();
         for_each_block_piece(terms, ranks, r, 0, part_bytes,
                              [&](uint64_t at, uint64_t whole_at, uint64_t piece) {
-                               std::memcpy(bytes.data() + at, whole.data() + whole_at, piece);
+                               std::memcpy(into + at, whole.data() + whole_at, piece);
                              });
-        if (r == rank)
-          write_from_host(*part.recv, bytes.data());
-        else
-          call("send", [&] { return transport_.send(user, bytes.data(), part_bytes, r); });
+        if (r != rank)
+          call("send", [&] { return transport_.send(user, bytes.get(), part_bytes, r); });
       }
-      break;
-    }
-    case Kind::kBroadcast: {
-      std::vector<char> bytes(terms.bytes);
-      if (rank == terms.root) read_to_host(*part.send, bytes.data());
-      call("broadcast",
-           [&] { return transport_.broadcast(user, bytes.data(), bytes.size(), terms.root); });
-      if (rank != terms.root) write_from_host(*part.recv, bytes.data());
+      mine_part.store();
       break;
     }
     case Kind::kMessage:  // above

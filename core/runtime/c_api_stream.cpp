@@ -7,15 +7,6 @@
 
 using namespace phx;
 
-namespace {
-void check_ticket(const Stream& stream, uint64_t ticket) {
-  if (ticket == 0 || ticket > stream.last_ticket)
-    fail(PHX_STATUS_INVALID_ARGUMENT, "ticket " + std::to_string(ticket) +
-                                          " was not issued (the last is " +
-                                          std::to_string(stream.last_ticket) + ")");
-}
-}  // namespace
-
 extern "C" {
 
 PHX_API phx_status phx_stream_create(phx_context handle, size_t device, phx_stream* out_stream) {
@@ -46,7 +37,7 @@ PHX_API phx_status phx_stream_synchronize(phx_stream handle) {
 PHX_API phx_status phx_stream_wait(phx_stream handle, uint64_t ticket) {
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
-    check_ticket(stream, ticket);
+    stream.check_issued(ticket);
     const uint64_t start = stream.context->tracer.active() ? trace::now_ns() : 0;
     stream.wait(ticket);
     if (start != 0) stream.context->tracer.stream_wait(stream, ticket, start);
@@ -57,7 +48,7 @@ PHX_API phx_status phx_stream_query(phx_stream handle, uint64_t ticket, int* out
   return guard(__func__, [&] {
     Stream& stream = lookup(handle);
     require_out(out_done, "out_done");
-    check_ticket(stream, ticket);
+    stream.check_issued(ticket);
     *out_done = stream.completed() >= ticket ? 1 : 0;
   });
 }

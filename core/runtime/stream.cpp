@@ -43,6 +43,13 @@ Stream::~Stream() {
   if (worker_.joinable()) worker_.join();
 }
 
+void Stream::check_issued(uint64_t ticket) const {
+  if (ticket == 0 || ticket > last_ticket)
+    fail(PHX_STATUS_INVALID_ARGUMENT, "ticket " + std::to_string(ticket) +
+                                          " was not issued (the last is " +
+                                          std::to_string(last_ticket) + ")");
+}
+
 void Stream::wait(uint64_t ticket) {
   std::unique_lock lock(mutex);
   wait_locked(lock, ticket);

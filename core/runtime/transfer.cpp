@@ -46,6 +46,16 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
   }
 }
 
+char* host_address(const Tensor& tensor) {
+  auto& plugin = *tensor.device->plugin;
+  void* data = nullptr;
+  if (plugin.api().buffer_host_data == nullptr ||
+      plugin.api().buffer_host_data(plugin.instance(), tensor.buffer, &data) != PHX_STATUS_OK ||
+      data == nullptr)
+    return nullptr;
+  return static_cast<char*>(data) + tensor.offset;
+}
+
 void read_to_host(const Tensor& src, void* dst) {
   auto& plugin = *src.device->plugin;
   std::lock_guard lock(src.host_read_mutex);
