@@ -46,16 +46,19 @@ class MpiComm : public MpiFixture {
     EXPECT_EQ(phx_comm_create(context_, devices.data(), kRanks, nullptr, &comm), PHX_STATUS_OK)
         << phx_last_error();
     std::vector<phx_stream> streams(kRanks);
-    std::vector<phx_tensor> outs;
+    std::vector<phx_tensor> ins, outs;
+    // Every tensor first: an upload waits for the device's streams, which would hold
+    // the collectives of the ranks queued before it.
     for (size_t r = 0; r < kRanks; ++r) {
       EXPECT_EQ(phx_stream_create(context_, cpu_, &streams[r]), PHX_STATUS_OK);
       const std::vector<std::byte> input =
           rank_input(r, collective.dtype, collective.in_count, seed);
-      phx_tensor in = tensor(collective.dtype, collective.in_count, &input);
-      outs.push_back(collective.in_place ? in : tensor(collective.dtype, collective.out_count));
-      EXPECT_EQ(collective.queue(comm, r, streams[r], in, outs[r]), PHX_STATUS_OK)
-          << phx_last_error();
+      ins.push_back(tensor(collective.dtype, collective.in_count, &input));
+      outs.push_back(collective.in_place ? ins[r] : tensor(collective.dtype, collective.out_count));
     }
+    for (size_t r = 0; r < kRanks; ++r)
+      EXPECT_EQ(collective.queue(comm, r, streams[r], ins[r], outs[r]), PHX_STATUS_OK)
+          << phx_last_error();
     for (phx_stream stream : streams) EXPECT_EQ(phx_stream_synchronize(stream), PHX_STATUS_OK);
     std::vector<std::byte> result = download(outs[rank_], collective.dtype, collective.out_count);
     for (phx_stream stream : streams) EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);

@@ -18,11 +18,12 @@ class MpiTransport : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(world_size(), kRanks) << "run with mpirun -np " << kRanks;
     rank_ = world_rank();
-    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm comm = MPI_COMM_NULL, control = MPI_COMM_NULL;
     ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &comm), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &control), MPI_SUCCESS);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    transport_ =
-        std::make_unique<phx::mpi::Transport>(comm, std::chrono::seconds(30), kSmallLimits);
+    transport_ = std::make_unique<phx::mpi::Transport>(comm, control, std::chrono::seconds(30),
+                                                       kSmallLimits);
   }
 
   // Rank rank's bytes of a given size: a pattern no two ranks or offsets share.

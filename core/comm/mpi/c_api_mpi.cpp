@@ -64,17 +64,21 @@ void require_mpi() {
                "MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE (MPI_Init_thread)");
 }
 
+void require_intracommunicator(MPI_Comm base) {
+  std::lock_guard lock(mpi_lock());
+  if (base == MPI_COMM_NULL)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, "the MPI communicator is MPI_COMM_NULL");
+  int inter = 0;
+  check(MPI_Comm_test_inter(base, &inter), "MPI_Comm_test_inter");
+  if (inter) refuse(PHX_STATUS_INVALID_ARGUMENT, "the MPI communicator is an intercommunicator");
+}
+
 // A duplicate of base, which errors return from instead of aborting the program.
 MPI_Comm duplicate(MPI_Comm base, std::chrono::milliseconds timeout) {
   MPI_Comm dup = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(mpi_lock());
-    if (base == MPI_COMM_NULL)
-      refuse(PHX_STATUS_INVALID_ARGUMENT, "the MPI communicator is MPI_COMM_NULL");
-    int inter = 0;
-    check(MPI_Comm_test_inter(base, &inter), "MPI_Comm_test_inter");
-    if (inter) refuse(PHX_STATUS_INVALID_ARGUMENT, "the MPI communicator is an intercommunicator");
     // The nonblocking duplicate, so that a process that never joins cannot hang this one.
     check(MPI_Comm_idup(base, &dup, &request), "MPI_Comm_idup");
   }
@@ -110,13 +114,17 @@ extern "C" PHX_MPI_API phx_status phx_comm_create_mpi(phx_context context, size_
     require_mpi();
     const MPI_Comm base =
         mpi_comm == nullptr ? MPI_COMM_WORLD : *static_cast<const MPI_Comm*>(mpi_comm);
+    require_intracommunicator(base);
     MPI_Comm dup = duplicate(base, timeout);
+    MPI_Comm control = MPI_COMM_NULL;
     std::unique_ptr<Transport> transport;
     try {
-      transport = std::make_unique<Transport>(dup, timeout);
+      control = duplicate(base, timeout);
+      transport = std::make_unique<Transport>(dup, control, timeout);
     } catch (...) {
       std::lock_guard lock(mpi_lock());
       MPI_Comm_free(&dup);
+      if (control != MPI_COMM_NULL) MPI_Comm_free(&control);
       throw;
     }
     const phx_comm_transport table = transport->table();

@@ -129,8 +129,9 @@ bool wait_until(MPI_Request& request, Clock::time_point deadline, const char* wh
   }
 }
 
-Transport::Transport(MPI_Comm comm, std::chrono::milliseconds timeout, ByteLimits limits)
-    : comm_(comm), timeout_(timeout), limits_(limits) {
+Transport::Transport(MPI_Comm comm, MPI_Comm control, std::chrono::milliseconds timeout,
+                     ByteLimits limits)
+    : comm_(comm), control_(control), timeout_(timeout), limits_(limits) {
   int rank = 0;
   int ranks = 0;
   std::lock_guard lock(mpi_lock());
@@ -161,8 +162,27 @@ Transport::~Transport() {
       static_cast<void>(pending.buffer.release());
     }
   }
+  // Freed only once every process is done with them: Open MPI 4.1 gives a freed
+  // communicator's id to the next one, and a process that had freed its duplicate while
+  // another still sent on it crashed later, in the next communicator's creation (seen in
+  // phx_mpi_comm_test). The barrier has a communicator of its own, as a process whose
+  // collectives no longer pair with the others' (one that timed out) may be destroying
+  // this one. A communicator whose barrier does not complete in time may still be
+  // written to, and is left allocated.
+  MPI_Request request = MPI_REQUEST_NULL;
+  try {
+    {
+      std::lock_guard lock(mpi_lock());
+      check(MPI_Ibarrier(control_, &request), "MPI_Ibarrier");
+    }
+    if (!wait_until(request, deadline(), "MPI_Ibarrier")) return;
+  } catch (const Failure&) {
+    return;
+  }
   std::lock_guard lock(mpi_lock());
-  MPI_Comm_free(&comm_);
+  MPI_Comm_free(&control_);
+  // A collective that failed may still be pending on it.
+  if (broken_.empty()) MPI_Comm_free(&comm_);
 }
 
 phx_comm_transport Transport::table() {

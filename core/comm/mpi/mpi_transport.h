@@ -45,8 +45,10 @@ bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point dead
 
 class Transport {
  public:
-  // Takes comm (a duplicate the transport alone uses) and frees it when destroyed.
-  Transport(MPI_Comm comm, std::chrono::milliseconds timeout, ByteLimits limits = {});
+  // Takes comm and control, duplicates of one communicator that the transport alone uses
+  // (control for the barrier before both are freed, when the transport is destroyed).
+  Transport(MPI_Comm comm, MPI_Comm control, std::chrono::milliseconds timeout,
+            ByteLimits limits = {});
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -80,6 +82,7 @@ class Transport {
   std::chrono::steady_clock::time_point deadline() const;
 
   MPI_Comm comm_;
+  MPI_Comm control_;
   size_t rank_ = 0;
   size_t ranks_ = 0;
   std::chrono::milliseconds timeout_;
