@@ -45,11 +45,12 @@ extern "C" {
  * MPI_Comm (an intracommunicator), or is null for MPI_COMM_WORLD. This process is rank
  * MPI_Comm_rank of it, on device; phx_comm_ranks gives MPI_Comm_size. Collective over
  * mpi_comm: every process calls it, in the same order as its other collectives on
- * mpi_comm. The communicator duplicates mpi_comm (MPI_Comm_idup), so that its traffic
+ * mpi_comm. The communicator duplicates mpi_comm twice (MPI_Comm_idup), so that its traffic
  * never mixes with the program's, and frees the duplicate when destroyed; mpi_comm is
  * read during the call only. options may be null; timeout_ms (0: 60000) bounds every wait
  * for other processes, this call's included. The caller owns *out_comm and destroys it
- * with phx_comm_destroy, before MPI_Finalize.
+ * with phx_comm_destroy, before MPI_Finalize, in every process: the duplicates are freed
+ * after a barrier among the processes (bounded by the timeout; left allocated without it).
  * Returns INVALID_ARGUMENT (a null context or out_comm, MPI not initialized or already
  * finalized, initialized below MPI_THREAD_SERIALIZED, MPI_COMM_NULL, an
  * intercommunicator), NOT_FOUND (no such device), DEVICE_UNAVAILABLE (a process did not
