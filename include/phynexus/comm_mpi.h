@@ -46,7 +46,7 @@ extern "C" {
  * MPI_Comm_rank of it, on device; phx_comm_ranks gives MPI_Comm_size. Collective over
  * mpi_comm: every process calls it, in the same order as its other collectives on
  * mpi_comm. The communicator duplicates mpi_comm twice (MPI_Comm_idup), so that its traffic
- * never mixes with the program's, and frees the duplicate when destroyed; mpi_comm is
+ * never mixes with the program's, and frees them when destroyed; mpi_comm is
  * read during the call only. options may be null; timeout_ms (0: 60000) bounds every wait
  * for other processes, this call's included. The caller owns *out_comm and destroys it
  * with phx_comm_destroy, before MPI_Finalize, in every process: the duplicates are freed
