@@ -18,7 +18,9 @@
 # machine's cores); for bench_onnx the import of a 100 MB model against reading its file,
 # and an imported CNN on the CPU device against the same network with OpenBLAS; and, with
 # the Python package built, a tiny op from Python against C (python_overhead.py) and numpy
-# sharing memory with CPU tensors against copying (python_host_memory.py).
+# sharing memory with CPU tensors against copying (python_host_memory.py); and, with
+# libphynexus_mpi built, all_reduce over 4 MPI processes against MPI_Allreduce (bench_mpi,
+# under mpirun).
 #
 # Each program's table goes to OUT/NAME.txt and its Google Benchmark JSON to OUT/NAME.json
 # (OUT: --out DIR, default build/bench-results). On a terminal (and CI unset) a progress
@@ -55,6 +57,9 @@ have_onnx=$(grep -c '^bench_onnx:' <<<"$target_list" || true)
 # bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
 have_vulkan=$(grep -c '^bench_vulkan:' <<<"$target_list" || true)
 [ "$have_vulkan" -gt 0 ] && targets+=(bench_vulkan phx_plugin_vulkan)
+# bench_mpi exists when libphynexus_mpi is built (MPI found).
+have_mpi=$(grep -c '^bench_mpi:' <<<"$target_list" || true)
+[ "$have_mpi" -gt 0 ] && targets+=(bench_mpi)
 # The traced run for the timeline: an example, when the examples are built.
 have_example=$(grep -c '^phx_example_mlp:' <<<"$target_list" || true)
 [ -n "$plots" ] && [ "$have_example" -gt 0 ] && targets+=(phx_example_mlp)
@@ -63,6 +68,8 @@ cmake --build --preset default -j"$(nproc)" --target "${targets[@]}"
 # A tiny op from Python against the same from C (bench/python_overhead.py), when the
 # Python package is built; the interpreter is the one the build found.
 python=$(sed -n 's/^PHX_PYTHON_EXECUTABLE:INTERNAL=//p' build/CMakeCache.txt)
+# The mpirun of the MPI the build found (Open MPI's flags below).
+mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' build/CMakeCache.txt)
 have_python=0
 if [ -d build/python/phynexus ] && [ -n "$python" ]; then
   cmake --build --preset default -j"$(nproc)" --target phx_python_extension
@@ -79,6 +86,7 @@ programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph
           bench_npu_sim)
 [ "$have_onnx" -gt 0 ] && programs+=(bench_onnx)
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
+[ "$have_mpi" -gt 0 ] && programs+=(bench_mpi)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
 
 # The progress line (as tools/common/progress.h draws it for the C++ tools): on a terminal
@@ -107,6 +115,10 @@ run_program() {
     command=(env PYTHONPATH=build/python "$python" bench/python_overhead.py build)
   [ "$name" = python_host_memory ] &&
     command=(env PYTHONPATH=build/python "$python" bench/python_host_memory.py)
+  # 4 ranks whatever the cores (issue 18's figure), as root too (CI), on shared memory.
+  [ "$name" = bench_mpi ] &&
+    command=("$mpiexec" -np 4 --oversubscribe --allow-run-as-root --bind-to none
+             --mca btl self,vader "${command[@]}")
   if [ "$progress" -eq 0 ]; then
     "${command[@]}" | tee "$out/$name.txt"
     return

@@ -2,7 +2,9 @@
 #   P/bin/phx-devices                           (installed by tools/phx-devices)
 #   P/bin/phx-plot, P/share/phynexus/phx-plot/  (installed by tools/phx-plot)
 #   P/lib/libphynexus.so*                       (+ P/lib/phynexus/plugins/*.so, installed
-#                                                 by phx_add_plugin)
+#                                                 by phx_add_plugin; libphynexus_onnx and
+#                                                 libphynexus_mpi where built, installed by
+#                                                 core/onnx and core/comm/mpi)
 #   P/include/phynexus/*.h, CHANGELOG-*.md
 #   P/lib/cmake/Phynexus/                       (find_package(Phynexus))
 #   P/lib/pkgconfig/phynexus.pc                 (pkg-config phynexus)

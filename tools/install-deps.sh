@@ -15,6 +15,7 @@ packages=(
   libonnx-dev libprotobuf-dev libonnx-testdata python3-onnx
   pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev
   python3-matplotlib
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()
