@@ -515,11 +515,18 @@ phx_status collective_estimate(void* plugin, phx_plugin_collective collective,
                                uint64_t* out_time_ns) {
   Plugin& p = self(plugin);
   return guarded(*p.host, [&] {
+    // Read as an int first: a value outside the enum (a newer host's collective) must not
+    // be loaded as one.
+    int kind;
+    std::memcpy(&kind, &collective, sizeof kind);
     const std::optional<double> time_ns =
-        collective_time_ns(p.config.pod, collective, {devices, device_count}, bytes);
+        kind < PHX_PLUGIN_COLLECTIVE_ALL_REDUCE || kind > PHX_PLUGIN_COLLECTIVE_SEND
+            ? std::nullopt
+            : collective_time_ns(p.config.pod, static_cast<phx_plugin_collective>(kind),
+                                 {devices, device_count}, bytes);
     if (!time_ns)
       return p.error(PHX_STATUS_UNSUPPORTED,
-                     "tpu-sim: no interconnect model for collective " + std::to_string(collective));
+                     "tpu-sim: no interconnect model for collective " + std::to_string(kind));
     *out_time_ns = static_cast<uint64_t>(std::ceil(*time_ns));
     return PHX_STATUS_OK;
   });
