@@ -95,6 +95,19 @@ void Reduction::start(void* accumulator, const void* values, size_t count) const
   }
 }
 
+void Reduction::start(void* accumulator, const void* first, const void* second,
+                      size_t count) const {
+  if (dtype_ == PHX_DTYPE_F32 && op_ != PHX_REDUCE_MAX && op_ != PHX_REDUCE_MIN) {
+    float* acc = static_cast<float*>(accumulator);
+    const float* a = static_cast<const float*>(first);
+    const float* b = static_cast<const float*>(second);
+    for (size_t i = 0; i < count; ++i) acc[i] = a[i] + b[i];
+    return;
+  }
+  start(accumulator, first, count);
+  add(accumulator, second, count);
+}
+
 void Reduction::add(void* accumulator, const void* values, size_t count) const {
   if (dtype_ == PHX_DTYPE_F32 && op_ != PHX_REDUCE_MAX && op_ != PHX_REDUCE_MIN) {
     // The common case, kept simple enough for the compiler to vectorize.

@@ -24,6 +24,8 @@ class Reduction {
   // Bytes of accumulator count elements need.
   size_t accumulator_bytes(size_t count) const;
   void start(void* accumulator, const void* values, size_t count) const;
+  // start with first, then add second, in one pass where the arithmetic allows.
+  void start(void* accumulator, const void* first, const void* second, size_t count) const;
   void add(void* accumulator, const void* values, size_t count) const;
   void finish(const void* accumulator, void* result, size_t count) const;
   // Whether the accumulator already holds the result, in the dtype (an f32 sum, max or

@@ -137,8 +137,11 @@ void TransportLink::run(const Terms& terms, const Part& part) {
       acc = accumulator.get();
     }
     const size_t part_bytes = count * element;
-    reduction.start(acc, pieces, count);
-    for (size_t r = 1; r < ranks; ++r) reduction.add(acc, pieces + r * part_bytes, count);
+    if (ranks == 1)
+      reduction.start(acc, pieces, count);
+    else
+      reduction.start(acc, pieces, pieces + part_bytes, count);
+    for (size_t r = 2; r < ranks; ++r) reduction.add(acc, pieces + r * part_bytes, count);
     if (acc != out) reduction.finish(acc, out, count);
   };
   switch (terms.kind) {
