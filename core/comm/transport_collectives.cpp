@@ -58,6 +58,15 @@ void TransportLink::call(const char* what, Call&& entry) {
     fail(status, std::string("the transport's ") + what + " failed: " + phx_last_error());
 }
 
+char* TransportLink::scratch(size_t bytes) {
+  if (scratch_bytes_ < bytes) {
+    scratch_.reset();  // the old one first: the two need not both fit
+    scratch_.reset(new char[bytes]);
+    scratch_bytes_ = bytes;
+  }
+  return scratch_.get();
+}
+
 void TransportLink::run_in_turn(uint64_t number, const Terms& terms, const Part& part) {
   std::unique_lock lock(mutex_);
   turn_changed_.wait(lock, [&] { return next_ == number; });
@@ -151,23 +160,23 @@ void TransportLink::run(const Terms& terms, const Part& part) {
       const size_t part_bytes = (count + ranks - 1) / ranks * element;
       const size_t padded_bytes = ranks * part_bytes;
       HostBytes send(*part.send, true);
-      std::unique_ptr<char[]> padded;
+      // The received parts, the reduced one, and the padded buffer when one is needed.
+      const bool pads = padded_bytes != terms.bytes;
+      char* const pieces = scratch(2 * padded_bytes + part_bytes);
+      char* const reduced = pieces + padded_bytes;
+      char* const padded = pads ? reduced + part_bytes : nullptr;
       const char* outgoing = send.data();
-      if (padded_bytes != terms.bytes) {
-        padded = uninitialized(padded_bytes);
-        std::memcpy(padded.get(), send.data(), terms.bytes);
-        std::memset(padded.get() + terms.bytes, 0, padded_bytes - terms.bytes);
-        outgoing = padded.get();
+      if (pads) {
+        std::memcpy(padded, send.data(), terms.bytes);
+        std::memset(padded + terms.bytes, 0, padded_bytes - terms.bytes);
+        outgoing = padded;
       }
-      const auto pieces = uninitialized(padded_bytes);
-      call("all_to_all",
-           [&] { return transport_.all_to_all(user, outgoing, pieces.get(), part_bytes); });
-      const auto reduced = uninitialized(part_bytes);
-      reduce_parts(pieces.get(), part_bytes / element, reduced.get());
+      call("all_to_all", [&] { return transport_.all_to_all(user, outgoing, pieces, part_bytes); });
+      reduce_parts(pieces, part_bytes / element, reduced);
       HostBytes recv(*part.recv, false);
-      char* gathered = padded ? padded.get() : recv.data();
+      char* gathered = pads ? padded : recv.data();
       call("all_gather",
-           [&] { return transport_.all_gather(user, reduced.get(), gathered, part_bytes); });
+           [&] { return transport_.all_gather(user, reduced, gathered, part_bytes); });
       if (gathered != recv.data()) std::memcpy(recv.data(), gathered, terms.bytes);
       recv.store();
       break;
@@ -175,10 +184,10 @@ void TransportLink::run(const Terms& terms, const Part& part) {
     case Kind::kReduceScatter: {
       const size_t part_bytes = part.recv->byte_size;
       HostBytes send(*part.send, true), recv(*part.recv, false);
-      const auto pieces = uninitialized(terms.bytes);
+      char* const pieces = scratch(terms.bytes);
       call("all_to_all",
-           [&] { return transport_.all_to_all(user, send.data(), pieces.get(), part_bytes); });
-      reduce_parts(pieces.get(), part_bytes / element, recv.data());
+           [&] { return transport_.all_to_all(user, send.data(), pieces, part_bytes); });
+      reduce_parts(pieces, part_bytes / element, recv.data());
       recv.store();
       break;
     }

@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "communicator.h"
@@ -35,6 +36,10 @@ class TransportLink {
 
  private:
   void run(const Terms& terms, const Part& part);
+  // At least bytes of host memory, kept from one collective to the next: a buffer the size
+  // of a tensor, new at each call, would cost its page faults (the kernel's zeroing) every
+  // time, as much as the reduction itself. Only run() uses it, one collective at a time.
+  char* scratch(size_t bytes);
   // Calls a transport entry; a failure throws with the transport's last error.
   template <typename Call>
   void call(const char* what, Call&& entry);
@@ -43,6 +48,8 @@ class TransportLink {
   std::mutex mutex_;
   std::condition_variable turn_changed_;
   uint64_t next_ = 0;
+  std::unique_ptr<char[]> scratch_;
+  size_t scratch_bytes_ = 0;
   bool owned_ = false;
 };
 
