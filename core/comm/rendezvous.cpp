@@ -195,7 +195,10 @@ void Rendezvous::run_chunk(size_t chunk, std::vector<char>& scratch_in,
   switch (terms.kind) {
     case Kind::kAllReduce: {
       const char* result = reduce(offset);
-      for (const auto& part : parts_) write(*part->recv, offset, size, result);
+      // Each chunk starts at another rank: writes through a plugin take the tensor's lock,
+      // and workers that all began with rank 0 would queue behind one another.
+      for (size_t k = 0; k < slots; ++k)
+        write(*parts_[(chunk + k) % slots]->recv, offset, size, result);
       break;
     }
     case Kind::kReduceScatter:
