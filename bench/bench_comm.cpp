@@ -1,6 +1,7 @@
 // Many devices in one process (comm.h), each against a reference in the same run:
 // - all_reduce (sum, f32) of 64 MiB over 4 ranks on the CPU device, whose memory the
-//   collective reads and writes in place, and over 4 simulated TPU chips (host memory
+//   collective reads and writes in place, over 4 CPU devices (PHX_CPU_DEVICES=4, the same
+//   memory, a device per rank) and over 4 simulated TPU chips (host memory
 //   behind the plugin's buffer_read and buffer_write), against one memcpy of the same
 //   64 MiB. The counter bus_GBps is NCCL's bus bandwidth, 2 (R - 1) / R * bytes / time,
 //   the figure issue 18 compares with memcpy's bytes / time (memcpy_GBps).
@@ -122,6 +123,24 @@ void BM_copy_cpu_to_tpu(benchmark::State& state, Overlap* o) {
   phx_tensor_destroy(source);
 }
 
+// A context made with variable set to value, and the devices of plugin in it.
+phx_context context_with(const char* variable, const char* value, const char* plugin,
+                         std::vector<size_t>& devices) {
+  setenv(variable, value, 1);
+  phx_context context = nullptr;
+  check(phx_context_create(nullptr, &context), "phx_context_create");
+  unsetenv(variable);
+  size_t count = 0;
+  check(phx_device_count(context, &count), "phx_device_count");
+  for (size_t d = 0; d < count; ++d) {
+    phx_device_info info{};  // not PHX_DEVICE_INFO_INIT: see bench_common.h
+    info.struct_size = sizeof info;
+    check(phx_device_get(context, d, &info), "phx_device_get");
+    if (std::strcmp(info.plugin, plugin) == 0) devices.push_back(d);
+  }
+  return context;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,21 +152,16 @@ int main(int argc, char** argv) {
                                std::vector<size_t>(kRanks, cpu.device))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  // Four simulated TPU chips: memory of the host's, but reached through the plugin's
-  // buffer_read and buffer_write (a simulated device lends no host address).
-  setenv("PHX_TPU_SIM", "chips=4", 1);
-  phx_context pod = nullptr;
-  check(phx_context_create(nullptr, &pod), "phx_context_create");
-  unsetenv("PHX_TPU_SIM");
-  std::vector<size_t> chips;
-  size_t count = 0;
-  check(phx_device_count(pod, &count), "phx_device_count");
-  for (size_t d = 0; d < count; ++d) {
-    phx_device_info info{};  // not PHX_DEVICE_INFO_INIT: see bench_common.h
-    info.struct_size = sizeof info;
-    check(phx_device_get(pod, d, &info), "phx_device_get");
-    if (std::strcmp(info.plugin, "tpu-sim") == 0) chips.push_back(d);
-  }
+  // Four CPU devices (PHX_CPU_DEVICES=4: the host shown as four devices, read and written
+  // in place), and four simulated TPU chips (memory of the host's, but reached through the
+  // plugin's buffer_read and buffer_write: a simulated device lends no host address).
+  std::vector<size_t> cpus, chips;
+  phx_context four_cpus = context_with("PHX_CPU_DEVICES", "4", "cpu", cpus);
+  phx_context pod = context_with("PHX_TPU_SIM", "chips=4", "tpu-sim", chips);
+  if (cpus.size() == kRanks)
+    benchmark::RegisterBenchmark("all_reduce/cpu_devices_x4/64MiB", BM_all_reduce, four_cpus, cpus)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   if (chips.size() == kRanks)
     benchmark::RegisterBenchmark("all_reduce/tpu_sim_chips_x4/64MiB", BM_all_reduce, pod, chips)
         ->Unit(benchmark::kMillisecond)
@@ -170,12 +184,18 @@ int main(int argc, char** argv) {
   const double memcpy_s = best("memcpy/64MiB");
   const double reduce_s = best("all_reduce/cpu_x4/64MiB");
   const double chips_s = best("all_reduce/tpu_sim_chips_x4/64MiB");
+  const double cpus_s = best("all_reduce/cpu_devices_x4/64MiB");
   const double sequential_s = best("upload_64MiB_and_matmuls/sequential");
   const double overlapped_s = best("upload_64MiB_and_matmuls/overlapped");
   const double copy_s = best("copy_64MiB/cpu_to_tpu_sim");
   if (memcpy_s > 0 && reduce_s > 0)
     std::printf("all_reduce bus bandwidth / memcpy bandwidth: %.2f (issue 18 asks >= 0.5)\n",
                 (2.0 * (kRanks - 1) / kRanks / reduce_s) / (1.0 / memcpy_s));
+  if (memcpy_s > 0 && cpus_s > 0)
+    std::printf(
+        "all_reduce over 4 CPU devices (PHX_CPU_DEVICES=4), bus bandwidth / memcpy: "
+        "%.2f (issue 18 asks >= 0.5)\n",
+        (2.0 * (kRanks - 1) / kRanks / cpus_s) / (1.0 / memcpy_s));
   if (memcpy_s > 0 && chips_s > 0)
     std::printf("all_reduce over 4 simulated TPU chips, bus bandwidth / memcpy: %.2f\n",
                 (2.0 * (kRanks - 1) / kRanks / chips_s) / (1.0 / memcpy_s));
@@ -184,6 +204,7 @@ int main(int argc, char** argv) {
   if (memcpy_s > 0 && copy_s > 0)
     std::printf("copy between plugins / memcpy bandwidth: %.2f\n", memcpy_s / copy_s);
   check(phx_context_destroy(pod), "phx_context_destroy");
+  check(phx_context_destroy(four_cpus), "phx_context_destroy");
   phx_bench::close_cpu_device(cpu);
   return 0;
 }

@@ -706,3 +706,67 @@ TEST_F(Comm, ATransportCommunicatorRunsEveryCollectiveThroughItsTransport) {
 }
 
 }  // namespace
+
+namespace {
+
+// PHX_CPU_DEVICES=4 shows the host as four CPU devices sharing its memory: a
+// communicator's ranks each on a device of its own, read and written in place. A value
+// that is not a count rejects the CPU plugin with a message naming the variable.
+TEST(CommCpuDevices, FourHostDevicesRunACollectiveInPlace) {
+  setenv("PHX_CPU_DEVICES", "4", 1);
+  phx_context context = nullptr;
+  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
+  unsetenv("PHX_CPU_DEVICES");
+  size_t count = 0;
+  ASSERT_EQ(phx_device_count(context, &count), PHX_STATUS_OK);
+  std::vector<size_t> cpus;
+  for (size_t d = 0; d < count; ++d) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    ASSERT_EQ(phx_device_get(context, d, &info), PHX_STATUS_OK);
+    if (std::string(info.plugin) == "cpu") cpus.push_back(d);
+  }
+  ASSERT_EQ(cpus.size(), 4u);
+  phx_comm comm = nullptr;
+  ASSERT_EQ(phx_comm_create(context, cpus.data(), 4, nullptr, &comm), PHX_STATUS_OK);
+  constexpr int64_t kCount = 5000;
+  std::vector<phx_stream> streams(4);
+  std::vector<phx_tensor> tensors(4);
+  for (size_t r = 0; r < 4; ++r) {
+    const std::vector<float> values(kCount, static_cast<float>(r + 1));
+    ASSERT_EQ(phx_stream_create(context, cpus[r], &streams[r]), PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_create(context, cpus[r], PHX_DTYPE_F32, 1, &kCount, &tensors[r]),
+              PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_upload(tensors[r], 0, values.data(), kCount * sizeof(float)),
+              PHX_STATUS_OK);
+  }
+  for (size_t r = 0; r < 4; ++r)
+    ASSERT_EQ(phx_all_reduce(comm, r, streams[r], tensors[r], tensors[r], PHX_REDUCE_SUM, nullptr),
+              PHX_STATUS_OK);
+  for (size_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(phx_stream_synchronize(streams[r]), PHX_STATUS_OK) << phx_last_error();
+    void* data = nullptr;  // each device's tensors are host memory, read in place
+    ASSERT_EQ(phx_tensor_host_data(tensors[r], &data), PHX_STATUS_OK);
+    const float* sums = static_cast<const float*>(data);
+    for (int64_t i = 0; i < kCount; ++i) ASSERT_EQ(sums[i], 10.0f) << "rank " << r;
+  }
+  EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+
+  setenv("PHX_CPU_DEVICES", "0", 1);
+  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
+  unsetenv("PHX_CPU_DEVICES");
+  size_t plugins = 0;
+  ASSERT_EQ(phx_plugin_count(context, &plugins), PHX_STATUS_OK);
+  bool rejected = false;
+  for (size_t i = 0; i < plugins; ++i) {
+    phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
+    ASSERT_EQ(phx_plugin_get(context, i, &info), PHX_STATUS_OK);
+    if (std::string(info.name) == "cpu" && info.state == PHX_PLUGIN_REJECTED) {
+      rejected = true;
+      EXPECT_NE(std::string(info.reason).find("PHX_CPU_DEVICES"), std::string::npos) << info.reason;
+    }
+  }
+  EXPECT_TRUE(rejected);
+  EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+}
+
+}  // namespace

@@ -20,7 +20,7 @@ struct TestEnvironment {
     for (const char* name :
          {"PHX_PLUGIN_PATH", "PHX_ADD_PLUGIN_PATH", "PHX_LOG_LEVEL", "PHX_NUM_THREADS",
           "PHX_PROFILE", "PHX_TRACE", "PHX_FALLBACK", "PHX_NPU_SIM", "PHX_NPU_SIM_CONFIG",
-          "PHX_TPU_SIM", "PHX_TPU_SIM_CONFIG", "PHX_VULKAN_DEVICES",
+          "PHX_TPU_SIM", "PHX_TPU_SIM_CONFIG", "PHX_VULKAN_DEVICES", "PHX_CPU_DEVICES",
           "PHX_VULKAN_MAX_BINDING_BYTES"})
       unsetenv(name);
     setenv("PHX_VULKAN_VALIDATION", "1", 0);

@@ -1,11 +1,14 @@
-// The CPU plugin: one device, the host. Tensors live in a pooled host allocation; ops run
-// synchronously on submission with the host kernels (threaded, vectorized), so a stream's
-// work is finished when stream_submit returns. A graph's part runs as one executable
-// (cpu_executable.h), its elementwise chains fused.
+// The CPU plugin: one device, the host (or several that share it: PHX_CPU_DEVICES).
+// Tensors live in a pooled host allocation; ops run synchronously on submission with the host
+// kernels (threaded, vectorized), so a stream's work is finished when stream_submit returns. A
+// graph's part runs as one executable (cpu_executable.h), its elementwise chains fused.
+#include <phx/env.h>
 #include <phynexus/plugin.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -55,15 +58,34 @@ constexpr Throughput kNominalThroughput = {/*flops_per_ns=*/100.0, /*bytes_per_n
 constexpr ProbeSizes kProbeSizes = {/*gemm_size=*/128, /*copy_elements=*/int64_t{1} << 19,
                                     /*repeats=*/3};
 
+// PHX_CPU_DEVICES: how many devices the host is shown as (docs/loader.md). As XLA's
+// forced host device count does, they share the machine's memory pool and threads: a way
+// to run multi-device programs (one rank per device, sharding) on one CPU. False, with
+// error, for a value that is not a count from 1 to 64.
+bool read_device_count(uint32_t& count, std::string& error) {
+  count = 1;
+  const char* text = env_value("PHX_CPU_DEVICES");
+  if (text == nullptr || *text == '\0') return true;
+  const char* end = text + std::strlen(text);
+  const auto [rest, problem] = std::from_chars(text, end, count);
+  if (problem != std::errc() || rest != end || count < 1 || count > 64) {
+    error = std::string("PHX_CPU_DEVICES is '") + text + "'; it must be a count from 1 to 64";
+    return false;
+  }
+  return true;
+}
+
 struct Plugin {
-  explicit Plugin(const phx_plugin_host* h)
+  explicit Plugin(const phx_plugin_host* h, uint32_t device_count)
       : host(h),
+        devices(device_count),
         description(describe_host()),
         pool(h->num_threads),
         host_memory(0, description.memory_total_bytes, kHostMemoryOptions),
         properties({{"isa", kernels::gemm_isa()}, {"threads", std::to_string(pool.size())}}) {}
 
   const phx_plugin_host* host;
+  uint32_t devices;  // PHX_CPU_DEVICES: all of them this machine, sharing what follows
   HostDescription description;
   kernels::ThreadPool pool;
   MemoryPool host_memory;
@@ -83,15 +105,18 @@ const phx_plugin_api& api_table();
 
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   return guarded(*host, [&] {
-    *out_plugin = new Plugin(host);
+    uint32_t devices = 1;
+    std::string error;
+    if (!read_device_count(devices, error)) return fail(*host, PHX_STATUS_INVALID_ARGUMENT, error);
+    *out_plugin = new Plugin(host, devices);
     return PHX_STATUS_OK;
   });
 }
 
 void shutdown(void* plugin) { delete self(plugin); }
 
-phx_status device_count(void*, uint32_t* out_count) {
-  *out_count = 1;
+phx_status device_count(void* plugin, uint32_t* out_count) {
+  *out_count = self(plugin)->devices;
   return PHX_STATUS_OK;
 }
 
