@@ -504,26 +504,38 @@ TEST_F(Comm, CollectivesKeepProfileRecords) {
 
 namespace {
 
+// A profiling context made with variable set to value (unset again after), and the
+// devices of plugin in it; null when the context cannot be made.
+phx_context context_with(const char* variable, const char* value, const char* plugin,
+                         std::vector<size_t>& devices) {
+  setenv(variable, value, 1);
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.flags = PHX_CONTEXT_PROFILE;
+  phx_context context = nullptr;
+  const phx_status status = phx_context_create(&options, &context);
+  unsetenv(variable);
+  if (status != PHX_STATUS_OK) return nullptr;
+  devices.clear();
+  size_t count = 0;
+  phx_device_count(context, &count);
+  for (size_t d = 0; d < count; ++d) {
+    phx_device_info info = PHX_DEVICE_INFO_INIT;
+    if (phx_device_get(context, d, &info) == PHX_STATUS_OK && std::string(info.plugin) == plugin)
+      devices.push_back(d);
+  }
+  return context;
+}
+
 // A collective among the chips of a simulated TPU pod carries the interconnect model's
 // time in its profile records: here a ring of four v5p chips, whose all-reduce the model
 // prices as the published ring formula, 2 (n - 1) / n * V / B, with B twice a link's
 // one-way 100 GB/s (a ring sends both ways), plus 2 * floor(n / 2) hops of 1 us
 // (docs/tpu-sim.md, "Pods"), rounded up to whole ns.
 TEST(CommPod, CollectivesOnAPodCarryTheInterconnectModelsTime) {
-  setenv("PHX_TPU_SIM", "generation=v5p,chips=4,topology=4x1x1", 1);
-  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
-  options.flags = PHX_CONTEXT_PROFILE;
-  phx_context context = nullptr;
-  ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
-  unsetenv("PHX_TPU_SIM");
-  size_t count = 0;
-  ASSERT_EQ(phx_device_count(context, &count), PHX_STATUS_OK);
   std::vector<size_t> chips;
-  for (size_t d = 0; d < count; ++d) {
-    phx_device_info info = PHX_DEVICE_INFO_INIT;
-    ASSERT_EQ(phx_device_get(context, d, &info), PHX_STATUS_OK);
-    if (std::string(info.plugin) == "tpu-sim") chips.push_back(d);
-  }
+  phx_context context =
+      context_with("PHX_TPU_SIM", "generation=v5p,chips=4,topology=4x1x1", "tpu-sim", chips);
+  ASSERT_NE(context, nullptr) << phx_last_error();
   if (chips.size() != 4) {
     phx_context_destroy(context);
     GTEST_SKIP() << "the tpu-sim plugin is not built";
@@ -713,18 +725,9 @@ namespace {
 // communicator's ranks each on a device of its own, read and written in place. A value
 // that is not a count rejects the CPU plugin with a message naming the variable.
 TEST(CommCpuDevices, FourHostDevicesRunACollectiveInPlace) {
-  setenv("PHX_CPU_DEVICES", "4", 1);
-  phx_context context = nullptr;
-  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
-  unsetenv("PHX_CPU_DEVICES");
-  size_t count = 0;
-  ASSERT_EQ(phx_device_count(context, &count), PHX_STATUS_OK);
   std::vector<size_t> cpus;
-  for (size_t d = 0; d < count; ++d) {
-    phx_device_info info = PHX_DEVICE_INFO_INIT;
-    ASSERT_EQ(phx_device_get(context, d, &info), PHX_STATUS_OK);
-    if (std::string(info.plugin) == "cpu") cpus.push_back(d);
-  }
+  phx_context context = context_with("PHX_CPU_DEVICES", "4", "cpu", cpus);
+  ASSERT_NE(context, nullptr) << phx_last_error();
   ASSERT_EQ(cpus.size(), 4u);
   phx_comm comm = nullptr;
   ASSERT_EQ(phx_comm_create(context, cpus.data(), 4, nullptr, &comm), PHX_STATUS_OK);
@@ -751,9 +754,8 @@ TEST(CommCpuDevices, FourHostDevicesRunACollectiveInPlace) {
   }
   EXPECT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
 
-  setenv("PHX_CPU_DEVICES", "0", 1);
-  ASSERT_EQ(phx_context_create(nullptr, &context), PHX_STATUS_OK) << phx_last_error();
-  unsetenv("PHX_CPU_DEVICES");
+  context = context_with("PHX_CPU_DEVICES", "0", "cpu", cpus);
+  ASSERT_NE(context, nullptr) << phx_last_error();
   size_t plugins = 0;
   ASSERT_EQ(phx_plugin_count(context, &plugins), PHX_STATUS_OK);
   bool rejected = false;

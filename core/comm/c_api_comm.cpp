@@ -1,9 +1,6 @@
 // The C API of events and communicators (comm.h): checks every argument, then queues.
 #include <phynexus/phynexus.h>
 
-#include <algorithm>
-#include <cstring>
-
 #include "abi_structs.h"
 #include "communicator.h"
 #include "context.h"
@@ -73,13 +70,21 @@ void require_sizes(uint64_t whole, uint64_t part, size_t times, const char* whol
              std::to_string(times) + " (ranks) times " + part_name + "'s " + std::to_string(part));
 }
 
-// The blocks of a part split along axis (comm.h, "Sharding"), after checking that whole
-// is ranks parts of part's shape along axis.
-uint64_t checked_blocks(const Tensor& whole, const Tensor& part, size_t axis, size_t ranks) {
-  require_same_dtype(part, whole);
+// The blocks a part split along axis is made of (comm.h, "Sharding"): the product of the
+// dimensions before axis, after checking that the part has that axis.
+uint64_t part_blocks(const Tensor& part, size_t axis) {
   if (axis >= part.rank)
     fail(PHX_STATUS_INVALID_ARGUMENT,
          "axis " + std::to_string(axis) + " is past the part's rank " + std::to_string(part.rank));
+  uint64_t blocks = 1;
+  for (size_t d = 0; d < axis; ++d) blocks *= static_cast<uint64_t>(part.shape[d]);
+  return blocks;
+}
+
+// part_blocks, after checking that whole is ranks parts of part's shape along axis.
+uint64_t checked_blocks(const Tensor& whole, const Tensor& part, size_t axis, size_t ranks) {
+  require_same_dtype(part, whole);
+  const uint64_t blocks = part_blocks(part, axis);
   bool fits = whole.rank == part.rank;
   for (size_t d = 0; fits && d < part.rank; ++d)
     fits =
@@ -88,8 +93,6 @@ uint64_t checked_blocks(const Tensor& whole, const Tensor& part, size_t axis, si
     fail(PHX_STATUS_INVALID_ARGUMENT, "the whole tensor is not " + std::to_string(ranks) +
                                           " parts along axis " + std::to_string(axis) +
                                           " (every other dimension equal to the part's)");
-  uint64_t blocks = 1;
-  for (size_t d = 0; d < axis; ++d) blocks *= static_cast<uint64_t>(part.shape[d]);
   return blocks;
 }
 
@@ -299,11 +302,7 @@ PHX_API phx_status phx_shard_scatter(phx_comm handle, size_t rank, phx_stream st
       full = &rank_tensor(comm, rank, full_handle, "full");
       terms.blocks = checked_blocks(*full, part, axis, comm.devices.size());
     } else {
-      if (axis >= part.rank)
-        fail(PHX_STATUS_INVALID_ARGUMENT, "axis " + std::to_string(axis) +
-                                              " is past the part's rank " +
-                                              std::to_string(part.rank));
-      for (size_t d = 0; d < axis; ++d) terms.blocks *= static_cast<uint64_t>(part.shape[d]);
+      terms.blocks = part_blocks(part, axis);
     }
     give_ticket(comm.queue(rank, terms, {&stream, full, &part}), out_ticket);
   });
@@ -330,10 +329,7 @@ PHX_API phx_status phx_comm_create_transport(phx_context handle, size_t device,
     Context& context = lookup(handle);
     require_out(out_comm, "out_comm");
     require(transport != nullptr, "transport is null");
-    phx_comm_transport copy{};
-    check_struct_size(transport->struct_size, "transport");
-    std::memcpy(&copy, transport, std::min(transport->struct_size, sizeof copy));
-    copy.struct_size = sizeof copy;
+    const phx_comm_transport copy = read_struct(transport, phx_comm_transport{}, "transport");
     require(copy.all_gather != nullptr && copy.all_to_all != nullptr && copy.broadcast != nullptr &&
                 copy.send != nullptr && copy.recv != nullptr,
             "the transport lacks an entry (all_gather, all_to_all, broadcast, send, recv)");
