@@ -10,8 +10,11 @@ baseline, the current dump must have
   - any other struct: the same members and the same size;
   - an enum: every enumerator of the baseline with the same value (more may follow);
   - a typedef: the same type.
-Types are compared by abidw's hashed type ids, which name a type, not its layout; every
-named type's layout is checked on its own entry.
+Member and typedef types are compared by what they spell ("int", "struct phx_x*",
+"const char*"), never by abidw's hashed type ids: two names whose hashes collide (int and
+long int do) get ids that differ in the last digit, in the order the build's debug info
+happens to meet them, so the same type can carry another id in another build. Every named
+type's layout is checked on its own entry.
 
 usage: abi_types_check.py <baseline.abi.xml> <current.abi.xml> <suppressions>
 Prints each difference and exits 1 if there is any.
@@ -34,22 +37,67 @@ def appendable_structs(suppressions_path):
     return patterns
 
 
+def type_spellings(root):
+    """type id -> the type as C spells it, for every type of a dump."""
+    elements = {e.get("id"): e for e in root.iter() if e.get("id")}
+    spellings = {}
+
+    def spell(type_id, depth=0):
+        if type_id in spellings:
+            return spellings[type_id]
+        element = elements.get(type_id)
+        if element is None or depth > 32:
+            return f"<unknown {type_id}>"
+        tag = element.tag
+        if tag in ("type-decl", "typedef-decl"):
+            text = element.get("name")
+        elif tag == "class-decl":
+            text = ("struct " if element.get("is-struct") == "yes" else "class ") + \
+                element.get("name", "")
+        elif tag in ("union-decl", "enum-decl"):
+            text = tag.split("-")[0] + " " + element.get("name", "")
+        elif tag == "pointer-type-def":
+            text = spell(element.get("type-id"), depth + 1) + "*"
+        elif tag == "reference-type-def":
+            text = spell(element.get("type-id"), depth + 1) + "&"
+        elif tag == "qualified-type-def":
+            qualifiers = [q for q in ("const", "volatile", "restrict") if element.get(q) == "yes"]
+            text = " ".join(qualifiers + [spell(element.get("type-id"), depth + 1)])
+        elif tag == "array-type-def":
+            lengths = "".join(f"[{r.get('length')}]" for r in element.findall("subrange"))
+            text = spell(element.get("type-id"), depth + 1) + lengths
+        elif tag == "function-type":
+            parameters = [spell(p.get("type-id"), depth + 1) if p.get("type-id") else "..."
+                          for p in element.findall("parameter")]
+            returned = element.find("return")
+            text = (spell(returned.get("type-id"), depth + 1) if returned is not None
+                    else "void") + "(" + ", ".join(parameters) + ")"
+        else:
+            text = f"<{tag}>"
+        spellings[type_id] = text
+        return text
+
+    return spell
+
+
 def public_types(path):
     """name -> (kind, description) for every phx_ struct, enum and typedef of a dump."""
     types = {}
-    for element in ET.parse(path).getroot().iter():
+    root = ET.parse(path).getroot()
+    spell = type_spellings(root)
+    for element in root.iter():
         name = element.get("name", "")
         if not name.startswith("phx_"):
             continue
         if element.tag == "class-decl" and element.get("is-declaration-only") != "yes":
             members = [(m.get("layout-offset-in-bits"), m.find("var-decl").get("name"),
-                        m.find("var-decl").get("type-id"))
+                        spell(m.find("var-decl").get("type-id")))
                        for m in element.findall("data-member")]
             description = (int(element.get("size-in-bits", "0")), members)
         elif element.tag == "enum-decl":
             description = {e.get("name"): e.get("value") for e in element.findall("enumerator")}
         elif element.tag == "typedef-decl":
-            description = element.get("type-id")
+            description = spell(element.get("type-id"))
         else:
             continue
         # One translation unit may hold a declaration only; keep the fullest entry.
