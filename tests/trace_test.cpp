@@ -381,6 +381,112 @@ TEST_F(Trace, ExecutableNodesNestUnderTheirRun) {
   }
 }
 
+// The op span on flow end's track that holds its timestamp (its binding point), or null.
+const json* enclosing_op(const json& events, const json& end) {
+  constexpr double kRounding = 0.0015;
+  const double ts = end["ts"].get<double>();
+  for (const json& e : events)
+    if (e["ph"] == "X" && track_key(e) == track_key(end) &&
+        e["ts"].get<double>() <= ts + kRounding &&
+        ts <= e["ts"].get<double>() + e["dur"].get<double>() + kRounding)
+      return &e;
+  return nullptr;
+}
+
+// An event recorded on one device's stream and waited for by another's, an all-reduce and
+// a message between the two: each is an arrow from one op span to another on the tracks
+// it connects, pointing forward in time.
+TEST_F(Trace, EventsAndCollectivesAreArrowsBetweenTracks) {
+  open(0);
+  // Another device that adds f32, where there is one.
+  size_t other = 0;
+  for (size_t d = 1; d < device_count_ && other == 0; ++d) {
+    int supported = 0;
+    ASSERT_EQ(phx_device_supports(context_, d, PHX_OP_ADD, PHX_DTYPE_F32, &supported),
+              PHX_STATUS_OK);
+    if (supported != 0) other = d;
+  }
+  const std::string path = file("arrows.json");
+  ASSERT_EQ(phx_trace_begin(context_, path.c_str()), PHX_STATUS_OK) << phx_last_error();
+  phx_stream first = nullptr, second = nullptr;
+  ASSERT_EQ(phx_stream_create(context_, 0, &first), PHX_STATUS_OK);
+  ASSERT_EQ(phx_stream_create(context_, other, &second), PHX_STATUS_OK);
+  const phx_tensor a = tensor(0, 1, 8, 1), b = tensor(other, 1, 8, 2);
+  const phx_tensor a_sum = tensor(0, 1, 8, 0), b_sum = tensor(other, 1, 8, 0);
+
+  const phx_tensor a_in[] = {a, a}, b_in[] = {b, b};
+  const phx_op_desc add_a = {sizeof(phx_op_desc), PHX_OP_ADD, nullptr, a_in, 2, &a_sum, 1};
+  const phx_op_desc add_b = {sizeof(phx_op_desc), PHX_OP_ADD, nullptr, b_in, 2, &b_sum, 1};
+  uint64_t ticket = 0;
+  ASSERT_EQ(phx_op_run(first, &add_a, &ticket), PHX_STATUS_OK) << phx_last_error();
+  phx_event event = nullptr;
+  ASSERT_EQ(phx_event_record(first, ticket, &event), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_stream_wait_event(second, event), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_op_run(second, &add_b, nullptr), PHX_STATUS_OK) << phx_last_error();
+
+  const size_t devices[] = {0, other};
+  phx_comm comm = nullptr;
+  ASSERT_EQ(phx_comm_create(context_, devices, 2, nullptr, &comm), PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(phx_all_reduce(comm, 0, first, a, a_sum, PHX_REDUCE_SUM, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(phx_all_reduce(comm, 1, second, b, b_sum, PHX_REDUCE_SUM, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(phx_send(comm, 0, first, a, 1, nullptr), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_recv(comm, 1, second, b, 0, nullptr), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_stream_synchronize(first), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_stream_synchronize(second), PHX_STATUS_OK) << phx_last_error();
+  ASSERT_EQ(phx_trace_end(context_), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_event_destroy(event), PHX_STATUS_OK);
+  EXPECT_EQ(phx_comm_destroy(comm), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_destroy(first), PHX_STATUS_OK);
+  EXPECT_EQ(phx_stream_destroy(second), PHX_STATUS_OK);
+
+  const json events = parse_trace(path, true);
+  check_layout(events);
+  // Per arrow (a flow's id, category and name): its leaving and arriving ends.
+  std::map<std::string, std::pair<std::vector<const json*>, std::vector<const json*>>> arrows;
+  for (const json& e : events) {
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    EXPECT_EQ(e["cat"], "flow") << e.dump();
+    const std::string key = e["name"].get<std::string>() + "/" + e["id"].dump();
+    (e["ph"] == "s" ? arrows[key].first : arrows[key].second).push_back(&e);
+    if (e["ph"] == "f") {
+      EXPECT_EQ(e["bp"], "e") << e.dump();
+    }
+  }
+  std::map<std::string, int> per_name;
+  for (const auto& [key, ends] : arrows) {
+    ASSERT_EQ(ends.first.size(), 1u) << key;
+    ASSERT_EQ(ends.second.size(), 1u) << key;
+    const json& from = *ends.first[0];
+    const json& to = *ends.second[0];
+    EXPECT_LE(from["ts"].get<double>(), to["ts"].get<double>()) << key;
+    const json* from_span = enclosing_op(events, from);
+    const json* to_span = enclosing_op(events, to);
+    ASSERT_NE(from_span, nullptr) << key << ": " << from.dump();
+    ASSERT_NE(to_span, nullptr) << key << ": " << to.dump();
+    const std::string name = from["name"];
+    ++per_name[name];
+    if (name == "event") {
+      // From the add that produced it to the add queued behind the wait.
+      EXPECT_EQ((*from_span)["name"], "add");
+      EXPECT_EQ((*to_span)["name"], "add");
+      EXPECT_EQ((*from_span)["args"]["ticket"], ticket);
+    } else {
+      EXPECT_EQ((*from_span)["name"], name);
+      EXPECT_EQ((*to_span)["name"], name);
+    }
+    if (other != 0) {
+      EXPECT_NE(from["pid"], to["pid"]) << key;
+    }
+  }
+  EXPECT_EQ(per_name["event"], 1);
+  EXPECT_EQ(per_name["all_reduce"], 1);  // from the rank that arrived last to the other
+  EXPECT_EQ(per_name["send_recv"], 1);
+  for (const phx_tensor t : {a, b, a_sum, b_sum}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
+}
+
 // A process killed with SIGKILL after a synchronize leaves the open array with its ops.
 TEST_F(Trace, KilledProcessLeavesAReadableOpenArray) {
   const std::string path = file("killed.json");

@@ -119,6 +119,11 @@ PHX_API phx_status phx_event_record(phx_stream handle, uint64_t ticket, phx_even
     auto event = std::make_unique<Event>();
     event->link = stream.link;
     event->ticket = ticket == 0 ? stream.last_ticket : ticket;
+    if (event->ticket != 0 && stream.keeps_records() && stream.context->tracer.active()) {
+      const uint64_t id = trace::Writer::new_flow_ids(1);
+      if (stream.add_flow({.id = id, .name = "event", .leaves = true, .ticket = event->ticket}))
+        event->flow_id = id;
+    }
     *out_event = reinterpret_cast<phx_event>(
         register_object(*stream.context, std::move(event), event_table(), "events"));
   });
@@ -149,6 +154,8 @@ PHX_API phx_status phx_stream_wait_event(phx_stream stream_handle, phx_event eve
     const Event& event = lookup_event(event_handle);
     if (event.context != stream.context)
       fail(PHX_STATUS_INVALID_ARGUMENT, "the event belongs to another context");
+    if (event.flow_id != 0 && stream.keeps_records() && stream.context->tracer.active())
+      stream.add_flow({.id = event.flow_id, .name = "event", .after = true});
     if (event.finished()) return;
     stream.hold_until(
         [link = event.link, ticket = event.ticket] { wait_until_finished(*link, ticket); });

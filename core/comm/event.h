@@ -14,6 +14,9 @@ struct Event : ContextObject {
 
   std::shared_ptr<StreamLink> link;
   uint64_t ticket = 0;
+  // The trace's arrow from the op of ticket to the ops that waited for it; 0 for none (no
+  // trace was being written, or that op's span had been written already).
+  uint64_t flow_id = 0;
 
   bool finished() const { return link->finished(ticket); }
   // Blocks until finished, polling: the stream's worker or another thread may be what

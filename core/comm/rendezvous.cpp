@@ -87,6 +87,7 @@ void Rendezvous::join(size_t slot, uint64_t ticket) {
   std::unique_lock lock(mutex_);
   joined_slots_[slot] = true;
   if (++joined_ == parts_.size() && state_ == State::kGathering) {
+    release_locked(slot);
     prepare_locked();
     state_ = State::kRunning;
     changed_.notify_all();
@@ -108,9 +109,33 @@ void Rendezvous::join(size_t slot, uint64_t ticket) {
   changed_.wait(lock, [&] { return done_ == parts_.size(); });
   const Part part = *parts_[slot];
   lock.unlock();
+  add_flows(slot, part, ticket);
   if (part.stream->keeps_records())
     keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
                            estimated_time_ns());
+}
+
+void Rendezvous::release_locked(size_t releasing_slot) {
+  releasing_slot_ = releasing_slot;
+  released_ns_ = trace::now_ns();
+  const Stream& stream = *parts_[releasing_slot]->stream;
+  if (stream.context->tracer.active()) flow_ids_ = trace::Writer::new_flow_ids(parts_.size());
+}
+
+void Rendezvous::add_flows(size_t slot, const Part& part, uint64_t ticket) const {
+  if (flow_ids_ == 0 || !part.stream->keeps_records()) return;
+  const char* name = kind_name(terms_->kind);
+  if (slot != releasing_slot_) {
+    part.stream->add_flow({.id = flow_ids_ + slot, .name = name, .ticket = ticket});
+    return;
+  }
+  for (size_t other = 0; other < parts_.size(); ++other)
+    if (other != slot)
+      part.stream->add_flow({.id = flow_ids_ + other,
+                             .name = name,
+                             .leaves = true,
+                             .ticket = ticket,
+                             .departs_after_ns = released_ns_});
 }
 
 // A message's sender does not wait for its receiver: it leaves the bytes in host memory
@@ -125,8 +150,10 @@ void Rendezvous::send(size_t slot, uint64_t ticket, uint64_t start_ns) {
     staged_ = std::move(staged);
     joined_slots_[slot] = true;
     ++joined_;
+    release_locked(slot);
     changed_.notify_all();
   }
+  add_flows(slot, part, ticket);
   if (part.stream->keeps_records())
     keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
                            estimated_time_ns());
@@ -143,6 +170,7 @@ void Rendezvous::receive(size_t slot, uint64_t ticket, uint64_t start_ns) {
   const Part part = *parts_[slot];
   lock.unlock();
   write_from_host(*part.recv, staged_.data());
+  add_flows(slot, part, ticket);
   if (part.stream->keeps_records())
     keep_collective_record(part, ticket, *terms_, parts_.size(), start_ns, trace::now_ns(),
                            estimated_time_ns());

@@ -54,6 +54,11 @@ class Rendezvous {
                    std::vector<char>& scratch) const;
   void write(const Tensor& tensor, uint64_t offset, uint64_t size, const void* src) const;
   uint64_t estimated_time_ns() const;  // the devices' model of the collective; 0 without one
+  // Marks the collective's release (the last rank's arrival, a message's send) for the
+  // trace's arrows: from the releasing slot's span to every other's. Under mutex_.
+  void release_locked(size_t releasing_slot);
+  // Hands slot's ends of those arrows to its stream, whose record of ticket they bind to.
+  void add_flows(size_t slot, const Part& part, uint64_t ticket) const;
 
   const std::vector<size_t> rank_of_slot_;
   const std::chrono::milliseconds timeout_;
@@ -76,6 +81,10 @@ class Rendezvous {
   size_t chunk_count_ = 0;
   std::atomic<size_t> next_chunk_{0};
   std::vector<char> staged_;  // a message's bytes, from its sender's join on
+  // Set by release_locked, before any slot reads them.
+  size_t releasing_slot_ = 0;
+  uint64_t released_ns_ = 0;
+  uint64_t flow_ids_ = 0;  // one per slot; 0 when no trace was being written
 };
 
 }  // namespace phx::comm

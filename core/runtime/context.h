@@ -189,6 +189,10 @@ struct Stream {
   void add_finished_record(ProfileEntry&& record);
   // Adds the trace's span of an executable's run, written once its ticket has finished.
   void add_run_span(const trace::RunSpan& run);
+  // Keeps an end of a trace's flow arrow until the record it binds to is written (an end
+  // with `after` binds to the first op queued from now on). False, keeping nothing, when
+  // that record has been written already.
+  bool add_flow(trace::FlowEnd end);
   // Drops the records (phx_profile_clear); the caller has waited for the stream.
   void clear_records();
 
@@ -218,6 +222,8 @@ struct Stream {
   // Writes the trace events of the records and runs up to ticket done, which has
   // finished. Called under mutex.
   void write_finished(uint64_t done);
+  // Writes the flow ends that bind to record, just written. Under mutex.
+  void write_flows(const ProfileEntry& record);
   // Waits for ticket, held work included, and returns held work's first error.
   void wait_locked(std::unique_lock<std::mutex>& lock, uint64_t ticket);
   // Waits for the plugin's work up to ticket (submitted already) and writes its trace.
@@ -230,6 +236,8 @@ struct Stream {
   // plugin's work was drained first). Under mutex.
   void finish_on_host(uint64_t ticket);
 
+  std::vector<trace::FlowEnd> flows_;  // under mutex
+  uint64_t written_through_ = 0;       // the ticket of the last record written to a trace
   std::deque<HeldWork> held_;
   std::condition_variable held_changed_;  // a held item finished, or one was queued
   std::thread worker_;

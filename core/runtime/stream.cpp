@@ -199,6 +199,7 @@ void Stream::clear_records() {
 
 void Stream::write_finished(uint64_t done) {
   trace::Writer& tracer = context->tracer;
+  if (!tracer.active()) flows_.clear();  // arrows of a trace that has ended
   // A run's span follows the records of its nodes, whose ticket it shares or precedes.
   auto write_runs_before = [&](uint64_t ticket) {
     while (!run_spans.empty() && run_spans.front().ticket < ticket) {
@@ -208,7 +209,11 @@ void Stream::write_finished(uint64_t done) {
   };
   while (traced < records.size() && records[traced].ticket <= done) {
     write_runs_before(records[traced].ticket);
-    if (tracer.active() && !internal) tracer.op(*this, records[traced], simulated_end_ns);
+    if (tracer.active() && !internal) {
+      tracer.op(*this, records[traced], simulated_end_ns);
+      written_through_ = records[traced].ticket;
+      if (!flows_.empty()) write_flows(records[traced]);
+    }
     if (profiling) {
       ++traced;
     } else {
@@ -216,6 +221,25 @@ void Stream::write_finished(uint64_t done) {
     }
   }
   write_runs_before(done == UINT64_MAX ? done : done + 1);
+}
+
+bool Stream::add_flow(trace::FlowEnd end) {
+  std::lock_guard lock(mutex);
+  if (end.after) end.ticket = last_ticket;
+  if (!end.after && end.ticket <= written_through_) return false;
+  flows_.push_back(end);
+  return true;
+}
+
+void Stream::write_flows(const ProfileEntry& record) {
+  std::erase_if(flows_, [&](const trace::FlowEnd& end) {
+    if (end.after ? record.ticket > end.ticket : record.ticket == end.ticket) {
+      context->tracer.flow(*this, record, end);
+      return true;
+    }
+    // Its ticket's record was never kept (the op ran before the trace began): no arrow.
+    return !end.after && end.ticket < record.ticket;
+  });
 }
 
 uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* inputs,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -342,6 +343,28 @@ void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simu
     args(duration);
   }
   flush(record.start_ns + record.host_time_ns, false);
+}
+
+uint64_t Writer::new_flow_ids(uint64_t count) noexcept {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(count, std::memory_order_relaxed);
+}
+
+void Writer::flow(const Stream& stream, const ProfileEntry& record, const FlowEnd& end) {
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0 || record.start_ns < origin_ns_) return;
+  // Both ends bind to the span that encloses them, so each is drawn inside its record's:
+  // just before its end, past a compile drawn at its start; a collective's departure just
+  // after the release it marks, which comes before every rank's end.
+  const uint64_t end_ns = record.start_ns + record.host_time_ns;
+  uint64_t ts = end_ns - std::min<uint64_t>(record.host_time_ns, 1);
+  if (end.leaves && end.departs_after_ns != 0)
+    ts = std::min(std::max(record.start_ns, end.departs_after_ns) + 1, end_ns);
+  open_event(end.name, "flow", end.leaves ? 's' : 'f', device_pid(*stream.device),
+             2 * stream.trace_id, ts);
+  append_key(buffer_, "id");
+  append_number(buffer_, end.id);
+  buffer_ += end.leaves ? "}" : ",\"bp\":\"e\"}";
 }
 
 void Writer::pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid) {

@@ -33,6 +33,20 @@ struct RunSpan {
   uint64_t run_index = 0;
 };
 
+// One end of a flow arrow: from the op an event was recorded after to the first op of a
+// stream that waited for it, and from the rank of a collective that arrived last to each
+// rank it released. A stream keeps its ends until the record they bind to is written,
+// and writes them with it: both ends bind to the record's span.
+struct FlowEnd {
+  uint64_t id = 0;        // the arrow's, shared by its two ends (Writer::new_flow_ids)
+  const char* name = "";  // "event", or the collective's name; static storage
+  bool leaves = false;    // the arrow leaves this record's span, else it arrives there
+  uint64_t ticket = 0;    // binds to the record of this ticket, or with after,
+  bool after = false;     // to the first record of a later ticket
+  // A departure just after this time (a collective's release), not at the span's end.
+  uint64_t departs_after_ns = 0;
+};
+
 class Writer {
  public:
   Writer() = default;
@@ -58,6 +72,10 @@ class Writer {
   void op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns);
   // An executable's run on stream, after its nodes there were written.
   void executable_run(const Stream& stream, const RunSpan& run);
+  // An end of a flow arrow, bound to record on stream's track.
+  void flow(const Stream& stream, const ProfileEntry& record, const FlowEnd& end);
+  // count new flow ids, the first returned; never 0, never given twice in a process.
+  static uint64_t new_flow_ids(uint64_t count) noexcept;
   // A blocking wait for stream's work (ticket UINT64_MAX: all of it) on the host track.
   void stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns);
   // phx_tensor_upload ("upload") or _download ("download") of bytes, on the host track.
