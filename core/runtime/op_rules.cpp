@@ -1,6 +1,7 @@
 #include "op_rules.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -23,8 +24,22 @@ std::string text(const Shape& shape) {
   return s;
 }
 
+void append_text(std::string& out, const Operand& t) {
+  out += phx_dtype_name(t.dtype);
+  out += '[';
+  if (t.rank == 0) out += "a scalar";
+  for (uint32_t d = 0; d < t.rank; ++d) {
+    if (d != 0) out += 'x';
+    char digits[24];
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, t.shape[d]).ptr);
+  }
+  out += ']';
+}
+
 std::string text(const Operand& t) {
-  return std::string(phx_dtype_name(t.dtype)) + "[" + text(shape_of(t)) + "]";
+  std::string s;
+  append_text(s, t);
+  return s;
 }
 
 [[noreturn]] void broken(phx_op_id op, const std::string& rule) {
@@ -816,13 +831,21 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
 
 std::string op_signature(const Tensor* const* in, size_t in_count, const Tensor* const* out,
                          size_t out_count) {
+  // Written in place: a traced or profiled op pays for it on every submission.
   std::string s;
+  s.reserve(16 * (in_count + out_count) + 4);
   for (size_t i = 0; i < in_count; ++i) {
     if (i) s += ", ";
-    s += in[i] ? text(operand_of(*in[i])) : std::string("none");
+    if (in[i] != nullptr)
+      append_text(s, operand_of(*in[i]));
+    else
+      s += "none";
   }
   s += " ->";
-  for (size_t i = 0; i < out_count; ++i) s += " " + text(operand_of(*out[i]));
+  for (size_t i = 0; i < out_count; ++i) {
+    s += ' ';
+    append_text(s, operand_of(*out[i]));
+  }
   return s;
 }
 

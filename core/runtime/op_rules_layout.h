@@ -12,8 +12,9 @@
 namespace phx {
 
 Shape shape_of(const Operand& t);
-std::string text(const Shape& shape);  // "2x3", "a scalar"
-std::string text(const Operand& t);    // "f32[2x3]"
+std::string text(const Shape& shape);                  // "2x3", "a scalar"
+std::string text(const Operand& t);                    // "f32[2x3]"
+void append_text(std::string& out, const Operand& t);  // text(t), appended to out
 // Throws INVALID_ARGUMENT "<op name>: <rule>".
 [[noreturn]] void broken(phx_op_id op, const std::string& rule);
 // NumPy broadcasting of two shapes; false if they do not broadcast.

@@ -209,10 +209,12 @@ void Stream::write_finished(uint64_t done) {
   };
   while (traced < records.size() && records[traced].ticket <= done) {
     write_runs_before(records[traced].ticket);
+    ProfileEntry& record = records[traced];
     if (tracer.active() && !internal) {
-      tracer.op(*this, records[traced], simulated_end_ns);
-      written_through_ = records[traced].ticket;
-      if (!flows_.empty()) write_flows(records[traced]);
+      written_through_ = record.ticket;
+      if (!flows_.empty()) write_flows(record);
+      // A record the profile API still reads is copied; any other is handed over.
+      tracer.op(*this, profiling ? ProfileEntry(record) : std::move(record), simulated_end_ns);
     }
     if (profiling) {
       ++traced;
@@ -346,14 +348,18 @@ uint64_t Stream::take_ticket_locked(const char* entry, std::span<ProfileEntry* c
     records.push_back(std::move(*record));
     records.back().plugin.struct_size = sizeof records.back().plugin;
   }
-  std::vector<ProfileEntry*> kept;
-  for (size_t i = first; i < records.size(); ++i) kept.push_back(&records[i]);
+  // A pointer per record for the plugin: an op's one needs no allocation.
+  const size_t kept_count = records.size() - first;
+  ProfileEntry* one[1] = {};
+  std::vector<ProfileEntry*> many(kept_count > 1 ? kept_count : 0);
+  ProfileEntry** const kept = kept_count > 1 ? many.data() : one;
+  for (size_t i = 0; i < kept_count; ++i) kept[i] = &records[first + i];
   auto& plugin = *device->plugin;
   // The clock only for a record: a tiny op's whole dispatch costs under a microsecond.
-  const uint64_t start = kept.empty() ? 0 : trace::now_ns();
+  const uint64_t start = kept_count == 0 ? 0 : trace::now_ns();
   uint64_t ticket = 0;
   try {
-    plugin.call(entry, device->index, [&] { return submit(&ticket, kept.data()); });
+    plugin.call(entry, device->index, [&] { return submit(&ticket, kept); });
   } catch (...) {
     records.resize(first);
     throw;
@@ -366,11 +372,11 @@ uint64_t Stream::take_ticket_locked(const char* entry, std::span<ProfileEntry* c
   submitted = ticket + ticket_offset;
   // A held op's ticket was given out already; the caller's thread reads last_ticket.
   if (submitted > last_ticket) last_ticket = submitted;
-  if (kept.empty()) return submitted;
+  if (kept_count == 0) return submitted;
   const uint64_t host_time_ns = trace::now_ns() - start;
   // The nodes of one submission share its time, in equal consecutive parts.
-  const uint64_t share = host_time_ns / kept.size();
-  for (size_t i = 0; i < kept.size(); ++i) {
+  const uint64_t share = host_time_ns / kept_count;
+  for (size_t i = 0; i < kept_count; ++i) {
     kept[i]->ticket = submitted;
     kept[i]->start_ns = start + i * share;
     kept[i]->host_time_ns = share;

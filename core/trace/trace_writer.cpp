@@ -8,7 +8,10 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <thread>
+#include <variant>
 
 #include "context.h"
 #include "errors.h"
@@ -23,6 +26,12 @@ uint32_t device_pid(const Device& device) { return device.index + 2; }
 
 constexpr size_t kFlushBytes = 32 * 1024;
 constexpr uint64_t kFlushIntervalNs = 100'000'000;
+// The writer's thread formats the queue this often, or at once when it is this long; a
+// thread that finds it longer still formats it itself, which bounds its memory (a forked
+// child, which has no such thread, among them).
+constexpr auto kFormatInterval = std::chrono::milliseconds(10);
+constexpr size_t kWakeAtQueued = 4096;
+constexpr size_t kMaxQueued = 65536;
 // The metric in which a simulated device reports the time its model gives an op.
 constexpr const char* kSimulatedTimeMetric = "estimated_time_ns";
 
@@ -152,11 +161,45 @@ class OpenWriters {
 
 }  // namespace
 
+struct Writer::QueuedOp {
+  ProfileEntry record;
+  uint32_t pid = 0;
+  uint32_t stream_number = 0;
+  bool simulated = false;  // drawn on the simulated track too, from simulated_start_ns
+  uint64_t simulated_start_ns = 0;
+  uint64_t simulated_ns = 0;
+};
+
+struct Writer::QueuedWait {
+  uint32_t host_tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t stream_number = 0;
+  uint64_t ticket = 0;
+};
+
+struct Writer::Queued : std::variant<QueuedOp, QueuedWait> {
+  using variant::variant;
+};
+
+struct Writer::Queue {
+  std::vector<Queued> formatting;  // the events being formatted, under the writer's mutex_
+  std::mutex mutex;                // what follows
+  std::condition_variable wake;
+  std::vector<Queued> events;
+  bool stopping = false;
+  std::thread thread;
+  pid_t thread_process = 0;  // the process that started it (a forked child has none)
+};
+
 uint64_t now_ns() noexcept {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
 }
+
+Writer::Writer() : queue_(std::make_unique<Queue>()) {}
 
 Writer::~Writer() {
   if (!active()) return;
@@ -170,6 +213,7 @@ Writer::~Writer() {
 void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<Device>>& devices) {
   // Opened before the lock: OpenWriters is made once, before any writer may need it at exit.
   OpenWriters& open_writers = OpenWriters::get();
+  std::lock_guard lifecycle(lifecycle_mutex_);
   std::lock_guard lock(mutex_);
   if (fd_ >= 0)
     fail(PHX_STATUS_INVALID_ARGUMENT,
@@ -202,18 +246,89 @@ void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<De
   for (const auto& device : devices)
     process(device_pid(*device), device->name + " (" + device->plugin->name + ")");
   flush(origin_ns_, true);
+  {
+    std::lock_guard queue_lock(queue_->mutex);
+    queue_->events.clear();  // a late op of the last trace
+    queue_->stopping = false;
+    queue_->thread = std::thread([this] { format_in_background(); });
+    queue_->thread_process = ::getpid();
+  }
   open_writers.add(this);
   active_.store(true, std::memory_order_relaxed);
 }
 
 void Writer::end() {
-  std::lock_guard lock(mutex_);
-  if (fd_ < 0) fail(PHX_STATUS_INVALID_ARGUMENT, "no trace is being written");
-  active_.store(false, std::memory_order_relaxed);
-  OpenWriters::get().remove(this);
-  buffer_ += "\n]\n";
-  flush(now_ns(), true);
-  close_file();
+  std::lock_guard lifecycle(lifecycle_mutex_);
+  std::thread thread;
+  {
+    std::lock_guard lock(mutex_);
+    if (fd_ < 0) fail(PHX_STATUS_INVALID_ARGUMENT, "no trace is being written");
+    active_.store(false, std::memory_order_relaxed);
+    OpenWriters::get().remove(this);
+    write_queued();
+    buffer_ += "\n]\n";
+    flush(now_ns(), true);
+    close_file();
+    std::lock_guard queue_lock(queue_->mutex);
+    queue_->stopping = true;
+    thread = std::move(queue_->thread);
+  }
+  queue_->wake.notify_one();
+  if (!thread.joinable()) return;
+  if (queue_->thread_process == ::getpid()) {
+    thread.join();
+  } else {
+    // A forked child holds the handle of a thread it does not have: joining it would wait
+    // forever, and destroying a joinable handle terminates. It is left as it is.
+    new std::thread(std::move(thread));
+  }
+}
+
+void Writer::enqueue(Queued&& event) {
+  size_t queued = 0;
+  {
+    std::lock_guard lock(queue_->mutex);
+    queue_->events.push_back(std::move(event));
+    queued = queue_->events.size();
+  }
+  if (queued == kWakeAtQueued) queue_->wake.notify_one();
+  if (queued >= kMaxQueued) {
+    std::lock_guard lock(mutex_);
+    if (fd_ >= 0) write_queued();
+  }
+}
+
+void Writer::write_queued() {
+  std::vector<Queued>& events = queue_->formatting;
+  {
+    // The queue takes the emptied vector back: its capacity saves the next ops a regrowth.
+    std::lock_guard lock(queue_->mutex);
+    events.swap(queue_->events);
+  }
+  for (const Queued& event : events) {
+    if (const auto* op = std::get_if<QueuedOp>(&event))
+      write_op(*op);
+    else
+      write_wait(std::get<QueuedWait>(event));
+  }
+  events.clear();
+}
+
+void Writer::format_in_background() {
+  std::unique_lock queue_lock(queue_->mutex);
+  while (!queue_->stopping) {
+    queue_->wake.wait_for(queue_lock, kFormatInterval);
+    if (queue_->events.empty()) continue;
+    queue_lock.unlock();
+    {
+      std::lock_guard lock(mutex_);  // before the queue's, as everywhere
+      if (fd_ >= 0) {
+        write_queued();
+        flush(now_ns(), false);
+      }
+    }
+    queue_lock.lock();
+  }
 }
 
 void Writer::close_file() {
@@ -265,17 +380,15 @@ void Writer::name_track(uint32_t pid, uint32_t tid, const std::string& name) {
   buffer_ += "}}";
 }
 
-void Writer::stream_track(const Stream& stream, bool simulated) {
-  const uint32_t pid = device_pid(*stream.device);
-  const uint32_t tid = 2 * stream.trace_id + (simulated ? 1 : 0);
+void Writer::stream_track(uint32_t pid, uint32_t stream_number, bool simulated) {
+  const uint32_t tid = 2 * stream_number + (simulated ? 1 : 0);
   if (track_is_new(pid, tid))
-    name_track(pid, tid,
-               "stream " + std::to_string(stream.trace_id) +
-                   (simulated ? " (simulated device time)" : ""));
+    name_track(
+        pid, tid,
+        "stream " + std::to_string(stream_number) + (simulated ? " (simulated device time)" : ""));
 }
 
-void Writer::host_event(const char* name, uint64_t start_ns, uint64_t end_ns) {
-  const uint32_t tid = host_tid();
+void Writer::host_event(uint32_t tid, const char* name, uint64_t start_ns, uint64_t end_ns) {
   if (track_is_new(kHostPid, tid))
     name_track(kHostPid, tid, "API calls, thread " + std::to_string(tid));
   open_event(name, "host", 'X', kHostPid, tid, start_ns);
@@ -283,11 +396,25 @@ void Writer::host_event(const char* name, uint64_t start_ns, uint64_t end_ns) {
   append_microseconds(buffer_, end_ns - start_ns);
 }
 
-void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns) {
-  std::lock_guard lock(mutex_);
-  if (fd_ < 0 || record.start_ns < origin_ns_) return;  // ended, or begun before the trace
+void Writer::op(const Stream& stream, ProfileEntry&& record, uint64_t& simulated_end_ns) {
+  QueuedOp op{std::move(record), device_pid(*stream.device), stream.trace_id};
+  const double simulated = metric(op.record, kSimulatedTimeMetric, -1);
+  if (simulated >= 0) {
+    // The device's own timeline: an op starts when submitted or when the one before it
+    // ends on the modelled device, whichever is later.
+    op.simulated = true;
+    op.simulated_start_ns = std::max(op.record.start_ns, simulated_end_ns);
+    op.simulated_ns = static_cast<uint64_t>(std::llround(simulated));
+    simulated_end_ns = op.simulated_start_ns + op.simulated_ns;
+  }
+  enqueue(std::move(op));
+}
+
+void Writer::write_op(const QueuedOp& op) {
+  const ProfileEntry& record = op.record;
+  if (record.start_ns < origin_ns_) return;  // begun before the trace
   const char* name = record.collective != nullptr ? record.collective : phx_op_name(record.op);
-  const uint32_t pid = device_pid(*stream.device);
+  const uint32_t pid = op.pid;
   const bool fallback = metric(record, "fallback_to_cpu", 0) != 0;
   auto args = [&](uint64_t duration_ns) {
     buffer_ += ",\"args\":{\"op\":";
@@ -321,28 +448,21 @@ void Writer::op(const Stream& stream, const ProfileEntry& record, uint64_t& simu
     buffer_ += "}}";
   };
 
-  stream_track(stream, false);
-  pipeline_compile(record, pid, 2 * stream.trace_id);
-  open_event(name, "op", 'X', pid, 2 * stream.trace_id, record.start_ns);
+  const uint32_t tid = 2 * op.stream_number;
+  stream_track(pid, op.stream_number, false);
+  pipeline_compile(record, pid, tid);
+  open_event(name, "op", 'X', pid, tid, record.start_ns);
   append_key(buffer_, "dur");
   append_microseconds(buffer_, record.host_time_ns);
   args(record.host_time_ns);
-
-  const double simulated = metric(record, kSimulatedTimeMetric, -1);
-  if (simulated >= 0) {
-    // The device's own timeline: an op starts when submitted or when the one before it
-    // ends on the modelled device, whichever is later.
-    const uint64_t start = std::max(record.start_ns, simulated_end_ns);
-    const auto duration = static_cast<uint64_t>(std::llround(simulated));
-    simulated_end_ns = start + duration;
-    stream_track(stream, true);
-    compile_cache_lookup(record, pid, 2 * stream.trace_id + 1, start);
-    open_event(name, "simulated op", 'X', pid, 2 * stream.trace_id + 1, start);
+  if (op.simulated) {
+    stream_track(pid, op.stream_number, true);
+    compile_cache_lookup(record, pid, tid + 1, op.simulated_start_ns);
+    open_event(name, "simulated op", 'X', pid, tid + 1, op.simulated_start_ns);
     append_key(buffer_, "dur");
-    append_microseconds(buffer_, duration);
-    args(duration);
+    append_microseconds(buffer_, op.simulated_ns);
+    args(op.simulated_ns);
   }
-  flush(record.start_ns + record.host_time_ns, false);
 }
 
 uint64_t Writer::new_flow_ids(uint64_t count) noexcept {
@@ -353,6 +473,7 @@ uint64_t Writer::new_flow_ids(uint64_t count) noexcept {
 void Writer::flow(const Stream& stream, const ProfileEntry& record, const FlowEnd& end) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || record.start_ns < origin_ns_) return;
+  write_queued();
   // Both ends bind to the span that encloses them, so each is drawn inside its record's:
   // just before its end, past a compile drawn at its start; a collective's departure just
   // after the release it marks, which comes before every rank's end.
@@ -398,7 +519,8 @@ void Writer::compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint
 void Writer::executable_run(const Stream& stream, const RunSpan& run) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || run.start_ns < origin_ns_) return;
-  stream_track(stream, false);
+  write_queued();  // its nodes first
+  stream_track(device_pid(*stream.device), stream.trace_id, false);
   open_event("executable run", "executable", 'X', device_pid(*stream.device), 2 * stream.trace_id,
              run.start_ns);
   append_key(buffer_, "dur");
@@ -412,30 +534,43 @@ void Writer::executable_run(const Stream& stream, const RunSpan& run) {
 }
 
 void Writer::stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns) {
-  const uint64_t end = now_ns();
-  std::lock_guard lock(mutex_);
-  if (fd_ < 0 || start_ns < origin_ns_) return;
-  const bool everything = ticket == UINT64_MAX;
-  host_event(everything ? "stream synchronize" : "stream wait", start_ns, end);
-  buffer_ += ",\"args\":{\"device\":";
-  append_number(buffer_, uint64_t{stream.device->index});
-  append_key(buffer_, "stream");
-  append_number(buffer_, uint64_t{stream.trace_id});
-  if (!everything) {
-    append_key(buffer_, "ticket");
-    append_number(buffer_, ticket);
+  const QueuedWait wait{host_tid(),           start_ns,        now_ns(),
+                        stream.device->index, stream.trace_id, ticket};
+  if (ticket != UINT64_MAX) {
+    enqueue(wait);
+    return;
   }
-  buffer_ += "}}";
   // A synchronize is where a program looks at its results: what came before is in the
   // file from then on.
-  flush(end, everything);
+  std::lock_guard lock(mutex_);
+  if (fd_ < 0) return;
+  write_queued();
+  write_wait(wait);
+  flush(wait.end_ns, true);
+}
+
+void Writer::write_wait(const QueuedWait& wait) {
+  if (wait.start_ns < origin_ns_) return;
+  const bool everything = wait.ticket == UINT64_MAX;
+  host_event(wait.host_tid, everything ? "stream synchronize" : "stream wait", wait.start_ns,
+             wait.end_ns);
+  buffer_ += ",\"args\":{\"device\":";
+  append_number(buffer_, uint64_t{wait.device});
+  append_key(buffer_, "stream");
+  append_number(buffer_, uint64_t{wait.stream_number});
+  if (!everything) {
+    append_key(buffer_, "ticket");
+    append_number(buffer_, wait.ticket);
+  }
+  buffer_ += "}}";
 }
 
 void Writer::transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns) {
   const uint64_t end = now_ns();
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || start_ns < origin_ns_) return;
-  host_event(name, start_ns, end);
+  write_queued();
+  host_event(host_tid(), name, start_ns, end);
   buffer_ += ",\"args\":{\"device\":";
   append_number(buffer_, uint64_t{tensor.device->index});
   append_key(buffer_, "bytes");
@@ -448,7 +583,8 @@ void Writer::copy(const Tensor& dst, const Tensor& src, uint64_t start_ns) {
   const uint64_t end = now_ns();
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || start_ns < origin_ns_) return;
-  host_event("copy", start_ns, end);
+  write_queued();
+  host_event(host_tid(), "copy", start_ns, end);
   buffer_ += ",\"args\":{\"src_device\":";
   append_number(buffer_, uint64_t{src.device->index});
   append_key(buffer_, "dst_device");
@@ -463,7 +599,8 @@ void Writer::graph_compile(size_t node_count, size_t device_count, uint64_t star
   const uint64_t end = now_ns();
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || start_ns < origin_ns_) return;
-  host_event("graph compile", start_ns, end);
+  write_queued();
+  host_event(host_tid(), "graph compile", start_ns, end);
   buffer_ += ",\"args\":{\"nodes\":";
   append_number(buffer_, uint64_t{node_count});
   append_key(buffer_, "devices");
@@ -475,6 +612,7 @@ void Writer::graph_compile(size_t node_count, size_t device_count, uint64_t star
 void Writer::memory(const Device& device, uint64_t bytes_in_use) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0) return;
+  write_queued();
   // Taken under the lock: a counter's samples stay in time order whichever thread adds them.
   const uint64_t now = now_ns();
   open_event("memory", "memory", 'C', device_pid(device), 0, now);

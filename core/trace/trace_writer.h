@@ -1,7 +1,10 @@
 // The trace writer: the one place that writes a context's trace (phx_trace_begin,
 // PHX_TRACE) in the Chrome Trace Event Format, one function per event kind. Events are
 // streamed to the file as a JSON array (docs/tracing.md): memory stays bounded, and a
-// process killed mid-run leaves the array open, which the format allows.
+// process killed mid-run leaves the array open, which the format allows. The events of
+// every op (ops and the waits for them) are queued as they are and formatted by a thread
+// of the writer's own, so that an op pays for a copy, not for its JSON; every other event
+// is written in place, after what is queued, so that the file keeps the order of calls.
 #pragma once
 
 #include <atomic>
@@ -49,7 +52,7 @@ struct FlowEnd {
 
 class Writer {
  public:
-  Writer() = default;
+  Writer();
   ~Writer();  // ends a trace still open
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -68,8 +71,8 @@ class Writer {
   // ---- One function per event kind (docs/tracing.md lists them) ----
   // An op that finished on stream: a complete event on the stream's track, and on its
   // simulated-time track when the plugin reported a modelled time (estimated_time_ns);
-  // simulated_end_ns is the stream's simulated clock, which it advances.
-  void op(const Stream& stream, const ProfileEntry& record, uint64_t& simulated_end_ns);
+  // simulated_end_ns is the stream's simulated clock, which it advances. Queued.
+  void op(const Stream& stream, ProfileEntry&& record, uint64_t& simulated_end_ns);
   // An executable's run on stream, after its nodes there were written.
   void executable_run(const Stream& stream, const RunSpan& run);
   // An end of a flow arrow, bound to record on stream's track.
@@ -77,6 +80,7 @@ class Writer {
   // count new flow ids, the first returned; never 0, never given twice in a process.
   static uint64_t new_flow_ids(uint64_t count) noexcept;
   // A blocking wait for stream's work (ticket UINT64_MAX: all of it) on the host track.
+  // Queued, but for a synchronize, after which everything before is in the file.
   void stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns);
   // phx_tensor_upload ("upload") or _download ("download") of bytes, on the host track.
   void transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns);
@@ -88,26 +92,41 @@ class Writer {
   void memory(const Device& device, uint64_t bytes_in_use);
 
  private:
+  struct Queue;  // the queued events and the thread that formats them
+  struct QueuedOp;
+  struct QueuedWait;
+  struct Queued;  // either
+
+  void enqueue(Queued&& event);
+  // Formats the queued events, in order. Under mutex_.
+  void write_queued();
+  // The writer's thread: formats the queue every few milliseconds, or once it is long.
+  void format_in_background();
+  void write_op(const QueuedOp& op);
+  void write_wait(const QueuedWait& wait);
   // The event's opening up to its args.
   void open_event(const char* name, const char* category, char phase, uint32_t pid, uint32_t tid,
                   uint64_t ts_ns);
   bool track_is_new(uint32_t pid, uint32_t tid);  // true once per track and trace
   void name_track(uint32_t pid, uint32_t tid, const std::string& name);
-  void host_event(const char* name, uint64_t start_ns, uint64_t end_ns);
+  // A span on host thread tid's track.
+  void host_event(uint32_t tid, const char* name, uint64_t start_ns, uint64_t end_ns);
   // The compile events an op's record carries, written with the op: the pipelines its
   // submission created (pipeline_compile_ns, pipelines_created, pipeline_cache_hits: the
   // Vulkan plugin), a span on its track; and the lookup in a simulated chip's compile cache
   // (compile_cache_hit, compile_time_ns: tpu-sim), an instant on its simulated track.
   void pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid);
   void compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint32_t tid, uint64_t ts_ns);
-  void stream_track(const Stream& stream, bool simulated);
+  void stream_track(uint32_t pid, uint32_t stream_number, bool simulated);
   // Hands the buffer to the file when it is full, when force is set, or every 100 ms, so
   // that a killed process loses at most that much.
   void flush(uint64_t now, bool force);
   void close_file();
 
   std::atomic<bool> active_{false};
-  std::mutex mutex_;  // everything below
+  std::mutex lifecycle_mutex_;  // begin and end, which start and stop the thread
+  std::unique_ptr<Queue> queue_;
+  std::mutex mutex_;  // everything below; taken before the queue's
   int fd_ = -1;
   std::string path_;
   std::string buffer_;
