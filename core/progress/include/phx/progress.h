@@ -1,6 +1,7 @@
 // One progress line for work that goes through a known number of items or bytes:
-// "12/300 tests  4.1/s  1:10 left  test_add_bcast", written to stderr and rewritten in
-// place with \r. The tools draw it while they run tests, ops or runs (phx-onnx-node-tests,
+// "12/300 nodes  4.1/s  1:10 left  conv1", written to stderr and rewritten in place with
+// \r. The library draws it while it imports an ONNX model (libphynexus_onnx) and compiles
+// a graph (libphynexus); the tools while they run tests, ops or runs (phx-onnx-node-tests,
 // phx-run-onnx, phx-conformance). docs/plots.md, "Progress on long work".
 //
 // Nothing is written unless progress_wanted(), so that logs, pipes and programs that ask
