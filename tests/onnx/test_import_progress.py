@@ -7,49 +7,25 @@ pipes, nothing of it is written.
 usage: test_import_progress.py PHX_RUN_ONNX MODEL.onnx"""
 
 import os
-import pty
-import re
 import subprocess
 import sys
 import unittest
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "core", "progress"))
+from terminal import environment, run_on_terminal  # noqa: E402
 
 RUN_ONNX = None
 MODEL = None
 
 
-def run_on_terminal(environment):
-    """Everything phx-run-onnx writes to a pseudo-terminal that is its stdout and stderr."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen([RUN_ONNX, MODEL], stdin=follower, stdout=follower,
-                               stderr=follower, env=environment)
-    os.close(follower)
-    written = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # EIO: the program exited and closed its side
-            break
-        if not chunk:
-            break
-        written += chunk
-    os.close(leader)
-    assert process.wait(timeout=60) == 0, written
-    return written
-
-
-def environment(**extra):
-    """The caller's environment without what steers the line, show_after 0 (a model that
-    imports at once), and the extra variables."""
-    steering = ("CI", "PHX_PROGRESS", "PHX_LOG_LEVEL", "PHX_PROGRESS_AFTER_MS")
-    result = {k: v for k, v in os.environ.items() if k not in steering}
-    result["PHX_PROGRESS_AFTER_MS"] = "0"
-    result.update(extra)
-    return {k: v for k, v in result.items() if v is not None}
+def run_model_on_terminal(env):
+    return run_on_terminal([RUN_ONNX, MODEL], env)
 
 
 class ImportProgressTest(unittest.TestCase):
     def test_import_and_compile_drawn_on_a_terminal(self):
-        written = run_on_terminal(environment())
+        written = run_model_on_terminal(environment())
         # Each stage, from the start of a line (\r) with done/total.
         self.assertRegex(written, rb"\r\d+\.\d/\d+\.\d kB of weights  ")
         self.assertRegex(written, rb"\r\d+/4 nodes  \d+\.\d/s  ")
@@ -62,13 +38,13 @@ class ImportProgressTest(unittest.TestCase):
         self.assertNotRegex(written, rb"(weights|nodes|passes|lowered)  [^\r]*\n")
 
     def test_nothing_before_show_after(self):
-        self.assert_nothing_drawn(run_on_terminal(environment(PHX_PROGRESS_AFTER_MS=None)))
+        self.assert_nothing_drawn(run_model_on_terminal(environment(PHX_PROGRESS_AFTER_MS=None)))
 
     def test_nothing_when_ci_is_set(self):
-        self.assert_nothing_drawn(run_on_terminal(environment(CI="1")))
+        self.assert_nothing_drawn(run_model_on_terminal(environment(CI="1")))
 
     def test_nothing_when_turned_off(self):
-        self.assert_nothing_drawn(run_on_terminal(environment(PHX_PROGRESS="0")))
+        self.assert_nothing_drawn(run_model_on_terminal(environment(PHX_PROGRESS="0")))
 
     def test_nothing_on_pipes(self):
         result = subprocess.run([RUN_ONNX, MODEL], capture_output=True, env=environment(),
