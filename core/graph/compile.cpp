@@ -1,5 +1,7 @@
 #include "compile.h"
 
+#include <phx/progress.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iterator>
@@ -14,9 +16,22 @@
 namespace phx::graph {
 namespace {
 
-constexpr Pass kPasses[] = {remove_dead_nodes, fuse_attention, fuse_matmul_epilogues,
-                            fuse_norms,        calibrate,      assess_devices,
-                            place_nodes,       fold_constants};
+// Named for the progress line of a long compile.
+struct NamedPass {
+  const char* name;
+  Pass run;
+};
+
+constexpr NamedPass kPasses[] = {
+    {"remove_dead_nodes", remove_dead_nodes},
+    {"fuse_attention", fuse_attention},
+    {"fuse_matmul_epilogues", fuse_matmul_epilogues},
+    {"fuse_norms", fuse_norms},
+    {"calibrate", calibrate},
+    {"assess_devices", assess_devices},
+    {"place_nodes", place_nodes},
+    {"fold_constants", fold_constants},
+};
 
 // A new tensor of device holding a copy of source (whose device's work has finished).
 Tensor& copy_onto(Context& context, Device& device, const Tensor& source) {
@@ -67,8 +82,13 @@ Constant place_constant(Context& context, Device& device, const Value& value) {
 // device that writes a graph output.
 class Lowering {
  public:
-  Lowering(Program& program, Executable& exe)
-      : program_(program), graph_(program.graph), exe_(exe), constant_(graph_.values.size()) {
+  // progress counts the live nodes, as each is folded or becomes a step.
+  Lowering(Program& program, Executable& exe, Progress& progress)
+      : program_(program),
+        graph_(program.graph),
+        exe_(exe),
+        progress_(progress),
+        constant_(graph_.values.size()) {
     for (size_t i = 0; i < graph_.inputs.size(); ++i)
       where_[{graph_.inputs[i], 0}] =
           with_range({Slot::input, static_cast<uint32_t>(i)}, graph_.inputs[i]);
@@ -148,6 +168,7 @@ class Lowering {
     try {
       for (size_t n = 0; n < program_.nodes.size(); ++n) {
         if (!program_.folded[n]) continue;
+        progress_.update(lowered_++, program_.nodes[n].name);
         const uint32_t d = program_.placement[n];
         if (streams[d] == nullptr) streams[d] = &context.create_stream(*program_.devices[d]);
         fold(*streams[d], program_.nodes[n], d);
@@ -194,6 +215,7 @@ class Lowering {
     for (size_t n = 0; n < program_.nodes.size(); ++n) {
       if (!program_.live[n] || program_.folded[n]) continue;
       const Node& node = program_.nodes[n];
+      progress_.update(lowered_++, node.name);
       const uint32_t d = program_.placement[n];
       Step step;
       step.name = node.name;
@@ -270,6 +292,8 @@ class Lowering {
   Program& program_;
   const Graph& graph_;
   Executable& exe_;
+  Progress& progress_;
+  size_t lowered_ = 0;                                    // live nodes folded or made steps so far
   std::vector<bool> constant_;                            // per value: a constant or folded
   std::map<std::pair<phx_value, uint32_t>, Slot> where_;  // a value's slot on a device
   std::map<phx_value, uint32_t> home_;  // the device that computed a value or holds an input
@@ -347,6 +371,9 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   require(graph.context == &context, "the graph belongs to another context");
   if (graph.outputs.empty())
     fail(PHX_STATUS_INVALID_ARGUMENT, "the graph has no outputs (phx_graph_add_output)");
+  // The passes, then the lowering; started first, so that show_after counts the whole
+  // compile.
+  Progress progress(std::size(kPasses), "passes");
   Program program(graph, context.device(options.device), options.flags);
   program.policy = options.placement;
   program.samples = read_samples(context, graph, options);
@@ -355,7 +382,13 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
     if (std::find(program.devices.begin(), program.devices.end(), other) == program.devices.end())
       program.devices.push_back(other);
   }
-  for (Pass pass : kPasses) pass(program);
+  for (size_t i = 0; i < std::size(kPasses); ++i) {
+    progress.update(i, kPasses[i].name);
+    kPasses[i].run(program);
+  }
+  progress.next_stage(
+      static_cast<size_t>(std::count(program.live.begin(), program.live.end(), true)),
+      "nodes lowered");
 
   auto exe = std::make_unique<Executable>();
   exe->context = &context;
@@ -363,7 +396,7 @@ std::unique_ptr<Executable> compile(Context& context, const Graph& graph,
   exe->flags = options.flags;
   describe_interface(graph, *exe);
   // The executable frees what the lowering made if anything after it throws.
-  Lowering(program, *exe).run();
+  Lowering(program, *exe, progress).run();
   use_devices(program, *exe);
   find_native_parts(*exe);
   exe->graph_node_count = graph.nodes.size();

@@ -16,6 +16,14 @@ constexpr int64_t kMaxOpset = 17;
 
 bool default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// The bytes of the initializers as the model stores them: what reading the weights goes
+// through.
+size_t initializer_bytes(const onnx::GraphProto& graph) {
+  size_t bytes = 0;
+  for (const auto& tensor : graph.initializer()) bytes += tensor.ByteSizeLong();
+  return bytes;
+}
+
 }  // namespace
 
 Importer::Importer(phx_context context, const phx_onnx_options& options)
@@ -26,6 +34,9 @@ Importer::~Importer() {
 }
 
 phx_graph Importer::import(onnx::ModelProto& model) {
+  // The weights, then the nodes; started before the checker, so that show_after counts
+  // the whole import.
+  Progress progress(initializer_bytes(model.graph()), "of weights", Amount::bytes);
   check_opsets(model);
   if ((options_.flags & PHX_ONNX_SKIP_CHECKER) == 0) {
     try {
@@ -37,7 +48,7 @@ phx_graph Importer::import(onnx::ModelProto& model) {
   }
   check_call(phx_graph_create(context_, &graph_), "creating the graph");
   onnx::GraphProto& graph = *model.mutable_graph();
-  add_initializers(graph);
+  add_initializers(graph, progress);
   add_inputs(graph);
   for (size_t i = 0; i < options_.input_value_count; ++i) {
     const char* name = options_.input_values[i].name;
@@ -45,7 +56,8 @@ phx_graph Importer::import(onnx::ModelProto& model) {
       refuse(PHX_STATUS_INVALID_ARGUMENT, std::string("options->input_values[") +
                                               std::to_string(i) + "] names no input of the model");
   }
-  add_nodes(graph);
+  progress.next_stage(static_cast<size_t>(graph.node_size()), "nodes");
+  add_nodes(graph, progress);
   add_outputs(graph);
   phx_graph done = graph_;
   graph_ = nullptr;
@@ -61,8 +73,12 @@ void Importer::check_opsets(const onnx::ModelProto& model) {
                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " are taken");
 }
 
-void Importer::add_initializers(onnx::GraphProto& graph) {
+void Importer::add_initializers(onnx::GraphProto& graph, Progress& progress) {
+  size_t bytes_read = 0;
   for (auto& tensor : *graph.mutable_initializer()) {
+    progress.update(bytes_read, tensor.name());
+    // Counted before the copy below empties the model's tensor.
+    bytes_read += tensor.ByteSizeLong();
     const std::string what = "initializer '" + tensor.name() + "'";
     Value value;
     value.elem_type = tensor.data_type();
@@ -158,8 +174,9 @@ Value Importer::given_input(const std::string& what, int32_t elem_type, phx_dtyp
   return value;
 }
 
-void Importer::add_nodes(const onnx::GraphProto& graph) {
+void Importer::add_nodes(const onnx::GraphProto& graph, Progress& progress) {
   for (const auto& node : graph.node()) {
+    progress.update(node_index_, node.name().empty() ? node.op_type() : node.name());
     ++node_index_;
     if (!default_domain(node.domain()))
       unsupported(node, "the domain '" + node.domain() + "' is not taken");

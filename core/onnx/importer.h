@@ -5,6 +5,7 @@
 #pragma once
 
 #include <onnx/onnx_pb.h>
+#include <phx/progress.h>
 #include <phynexus/onnx.h>
 
 #include <initializer_list>
@@ -69,9 +70,9 @@ class Importer {
 
  private:
   void check_opsets(const onnx::ModelProto& model);
-  void add_initializers(onnx::GraphProto& graph);
+  void add_initializers(onnx::GraphProto& graph, Progress& progress);
   void add_inputs(const onnx::GraphProto& graph);
-  void add_nodes(const onnx::GraphProto& graph);
+  void add_nodes(const onnx::GraphProto& graph, Progress& progress);
   void add_outputs(const onnx::GraphProto& graph);
   const phx_onnx_tensor* input_value(const std::string& name) const;
   Value given_input(const std::string& what, int32_t elem_type, phx_dtype dtype,

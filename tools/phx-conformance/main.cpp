@@ -15,6 +15,7 @@
 // executable_run where it has them (plugin ABI 1.3), else node by node.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <phx/progress.h>
 #include <phynexus/plugin.h>
 
 #include <algorithm>
@@ -27,7 +28,6 @@
 #include <vector>
 
 #include "op_suite.h"
-#include "progress.h"
 
 namespace {
 
@@ -80,7 +80,7 @@ class Recorder : public phx_test::OpRunObserver, public ::testing::EmptyTestEven
   std::vector<std::string> unattributed_;
 };
 
-// The progress line over the tests (progress.h). On a terminal it stands in for
+// The progress line over the tests (phx/progress.h). On a terminal it stands in for
 // googletest's per-test lines (brief output: failures and the summary); it must then come
 // before googletest's printer among the listeners, so that it clears its line before a
 // failure is printed.
@@ -105,7 +105,7 @@ class ProgressListener : public ::testing::EmptyTestEventListener {
   void OnEnvironmentsTearDownStart(const ::testing::UnitTest&) override { progress_.reset(); }
 
  private:
-  std::optional<phx_tools::Progress> progress_;
+  std::optional<phx::Progress> progress_;
   size_t done_ = 0;
 };
 
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
   int gtest_argc = static_cast<int>(rest.size());
   // googletest moves the arguments it consumes down over argv[argc], which must be null.
   rest.push_back(nullptr);
-  const bool progress = phx_tools::progress_wanted();
+  const bool progress = phx::progress_wanted();
   if (progress) GTEST_FLAG_SET(brief, true);  // before InitGoogleTest: --gtest_brief=0 wins
   ::testing::InitGoogleTest(&gtest_argc, rest.data());
   if (progress) add_progress_listener(new ProgressListener);

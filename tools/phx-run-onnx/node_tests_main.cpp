@@ -4,6 +4,8 @@
 // mismatch or an error: the message says which) or is unsupported (the importer refuses
 // an operator, attribute or dtype it does not take: the reason). Exits 1 when a test
 // fails or fewer than --min-passed pass. docs/onnx.md, "Conformance".
+#include <phx/progress.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "onnx_session.h"
-#include "progress.h"
 
 namespace fs = std::filesystem;
 using namespace phx_tools;
@@ -189,7 +190,7 @@ int run(phx_context context, const Options& o) {
         entry.path().filename().string().find(o.filter) != std::string::npos)
       tests.push_back(entry.path());
   std::sort(tests.begin(), tests.end());
-  Progress progress(tests.size(), "tests");
+  phx::Progress progress(tests.size(), "tests");
   size_t counts[3] = {};
   for (size_t i = 0; i < tests.size(); ++i) {
     progress.update(i, tests[i].filename().string());

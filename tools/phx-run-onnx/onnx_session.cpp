@@ -1,13 +1,13 @@
 #include "onnx_session.h"
 
+#include <phx/progress.h>
+
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <sstream>
-
-#include "progress.h"
 
 namespace phx_tools {
 
@@ -280,7 +280,7 @@ double OnnxSession::time_runs(const std::vector<HostTensor>& inputs, int repeats
   const TensorList out = make_outputs(in);
   run_once(in, out);  // the warm-up
   // A terminal sees how far the runs are; drawing costs a clock read per run.
-  Progress progress(static_cast<size_t>(repeats), "runs");
+  phx::Progress progress(static_cast<size_t>(repeats), "runs");
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < repeats; ++i) {
     progress.update(static_cast<size_t>(i));

@@ -73,7 +73,7 @@ class OnnxSession {
   // Runs the executable on inputs (one per input, of its dtype) and returns the outputs.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
   // The mean time of a run (inputs and outputs on the device, uploads excluded) over
-  // repeats runs after one warm-up, in ns; a progress line on a terminal (progress.h).
+  // repeats runs after one warm-up, in ns; a progress line on a terminal (phx/progress.h).
   double time_runs(const std::vector<HostTensor>& inputs, int repeats);
 
  private:
