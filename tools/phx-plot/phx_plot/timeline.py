@@ -1,5 +1,6 @@
 """phx-plot timeline: a trace drawn as one lane per (process, thread) track, time in ms,
-each span a bar coloured by its kind (the op) and labelled where it is wide enough."""
+each span a bar coloured by its kind (the op) and labelled where it is wide enough, and
+each flow (an event waited for, a collective's release) an arrow between its lanes."""
 
 import os
 
@@ -43,6 +44,17 @@ def _draw_spans(axes, trace, lanes, colours, origin_us):
     return bars
 
 
+def _draw_flows(axes, trace, lanes, origin_us):
+    for flow in trace.flows:
+        (start_track, start_us), (end_track, end_us) = flow.start, flow.end
+        if start_track not in lanes or end_track not in lanes:
+            continue  # a lane without spans is not drawn
+        axes.annotate("", xy=((end_us - origin_us) / 1000, lanes[end_track]),
+                      xytext=((start_us - origin_us) / 1000, lanes[start_track]),
+                      arrowprops={"arrowstyle": "->", "color": "0.15", "linewidth": 0.7,
+                                  "alpha": 0.8})
+
+
 def _label_wide_spans(axes, bars):
     left, right = axes.get_xlim()
     pixels_per_ms = axes.bbox.width / (right - left)
@@ -70,12 +82,14 @@ def plot_timeline(trace_path, output, width, height):
     figure = new_figure(width, height)
     axes = figure.add_subplot()
     bars = _draw_spans(axes, trace, lanes, colours, origin_us)
+    _draw_flows(axes, trace, lanes, origin_us)
     axes.set_xlim(0, max(end_ms, 1e-3) * 1.01)
     axes.set_ylim(len(tracks) - 0.5, -0.5)  # the first track on top
     axes.set_yticks(range(len(tracks)), [trace.track_name(t) for t in tracks], fontsize=8)
     axes.set_xlabel("time since the first event (ms)")
-    axes.set_title(f"Timeline of {os.path.basename(trace_path)}: {len(trace.spans)} spans, "
-                   f"{end_ms:.3f} ms")
+    arrows = f", {len(trace.flows)} arrows" if trace.flows else ""
+    axes.set_title(f"Timeline of {os.path.basename(trace_path)}: {len(trace.spans)} spans"
+                   f"{arrows}, {end_ms:.3f} ms")
     axes.grid(axis="x", alpha=0.3)
     figure.canvas.draw()  # lays the axes out, so that label widths are known in pixels
     _label_wide_spans(axes, bars)

@@ -19,9 +19,20 @@ class Span:
         self.depth = 0  # how deep it nests in the spans of its track
 
 
+class Flow:
+    """An arrow between two tracks: a flow event's start ("s") and one of its ends ("f"),
+    matched by id, category and name, as Perfetto matches them."""
+
+    def __init__(self, name, start, end):
+        self.name = name
+        self.start = start  # (track, ts in us)
+        self.end = end
+
+
 class Trace:
     def __init__(self):
         self.spans = []
+        self.flows = []
         self.process_names = {}
         self.thread_names = {}
         self.process_order = {}
@@ -121,6 +132,8 @@ def read_trace(path):
     """The trace's duration events and track names; PlotError when it is none."""
     trace = Trace()
     begun = {}  # (pid, tid) -> the "B" events not yet ended, innermost last
+    flow_starts = {}  # (cat, name, id) -> (track, ts)
+    flow_ends = []  # ((cat, name, id), (track, ts))
     try:
         for event in _load_events(path):
             phase = event.get("ph")
@@ -136,8 +149,18 @@ def read_trace(path):
                 first = begun[track].pop()
                 start = float(first["ts"])
                 trace.spans.append(_span(first, track, start, float(event["ts"]) - start))
+            elif phase in ("s", "f") and "id" in event:
+                key = (str(event.get("cat", "")), str(event.get("name", "")), str(event["id"]))
+                point = (track, float(event["ts"]))
+                if phase == "s":
+                    flow_starts[key] = point
+                else:
+                    flow_ends.append((key, point))
     except (KeyError, TypeError, ValueError) as error:
         raise PlotError(f"{path}: an event with a field of the wrong type or none "
                         f"({error.__class__.__name__}: {error})") from None
+    # An end whose start the trace lacks (cut short, or begun before it) draws nothing.
+    trace.flows = [Flow(key[1], flow_starts[key], end) for key, end in flow_ends
+                   if key in flow_starts]
     _set_depths(trace.spans)
     return trace

@@ -73,6 +73,12 @@ class PhxPlotTest(unittest.TestCase):
         self.assertEqual(cut.track_name((2, 2)),
                          "TPU v5e (simulated) (tpu-sim) / stream 1 (simulated device time)")
 
+    def test_flows_are_matched_arrows(self):
+        # A start and its end make an arrow; an end whose start the trace lacks makes none.
+        flows = trace_reader()(os.path.join(DATA, "example_trace.json")).flows
+        self.assertEqual([(f.name, f.start, f.end) for f in flows],
+                         [("event", ((1, 1), 654.0), ((2, 1), 1869.0))])
+
     def test_nesting_and_begin_end_pairs(self):
         read_trace = trace_reader()
         path = os.path.join(self.folder.name, "nested.json")
