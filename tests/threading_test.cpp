@@ -21,10 +21,13 @@
 // A value another thread wrote, or a stale buffer, misses these bounds by far.
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -399,6 +402,45 @@ TEST_F(Threading, EightThreadsShareEveryDevice) {
     for (phx_tensor tensor : {d.a_tensor, d.b_tensor, d.x_tensor})
       EXPECT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
   }
+}
+
+// Traces begin and end, one after another, while eight threads run ops on every device:
+// each trace is a whole file (its array closed), whatever the threads were doing when it
+// began or ended.
+TEST_F(Threading, TracesBeginAndEndWhileEightThreadsRunOps) {
+  const std::vector<SharedDevice> devices = shared_devices();
+  ASSERT_FALSE(devices.empty());
+  const char* dir = getenv("TMPDIR");
+  const std::string base = std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") +
+                           "/phx_threading_trace_" + std::to_string(getpid()) + "_";
+  std::atomic<bool> running{true};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; running || round == 0; ++round)
+        run_turn(context_, devices[(t + round) % devices.size()], t, round);
+    });
+  }
+  constexpr int kTraces = 4;
+  for (int trace = 0; trace < kTraces; ++trace) {
+    const std::string path = base + std::to_string(trace) + ".json";
+    ASSERT_EQ(phx_trace_begin(context_, path.c_str()), PHX_STATUS_OK) << phx_last_error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(phx_trace_end(context_), PHX_STATUS_OK) << phx_last_error();
+    FILE* file = fopen(path.c_str(), "rb");
+    ASSERT_NE(file, nullptr) << path;
+    ASSERT_EQ(fseek(file, -2, SEEK_END), 0) << path;
+    char tail[2] = {};
+    EXPECT_EQ(fread(tail, 1, 2, file), 2u);
+    EXPECT_EQ(std::string(tail, 2), "]\n") << path << " was not closed";
+    fclose(file);
+    unlink(path.c_str());
+  }
+  running = false;
+  for (std::thread& thread : threads) thread.join();
+  for (const SharedDevice& d : devices)
+    for (phx_tensor tensor : {d.a_tensor, d.b_tensor, d.x_tensor})
+      EXPECT_EQ(phx_tensor_destroy(tensor), PHX_STATUS_OK);
 }
 
 // One thread's turn with graphs on device d: a graph of its own whose constant is the shared
