@@ -31,7 +31,7 @@ constexpr uint64_t kFlushIntervalNs = 100'000'000;
 // child, which has no such thread, among them).
 constexpr auto kFormatInterval = std::chrono::milliseconds(10);
 constexpr size_t kWakeAtQueued = 4096;
-constexpr size_t kMaxQueued = 65536;
+constexpr size_t kMaxQueued = 16384;
 // The metric in which a simulated device reports the time its model gives an op.
 constexpr const char* kSimulatedTimeMetric = "estimated_time_ns";
 
