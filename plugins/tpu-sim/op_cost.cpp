@@ -41,6 +41,36 @@ uint64_t ops_per_element(phx_op_id op) {
   }
 }
 
+// The elements of a pool's window (max_pool, avg_pool); 0 for other ops.
+uint64_t pool_window(const phx_plugin_op& op) {
+  if (op.op != PHX_OP_MAX_POOL && op.op != PHX_OP_AVG_POOL) return 0;
+  const auto* p = static_cast<const phx_pool_params*>(op.params);  // required by the op
+  uint64_t window = 1;
+  for (uint32_t d = 0; d + 2 < op.inputs[0].rank && d < 3; ++d) window *= p->kernel[d];
+  return window;
+}
+
+// Elementary vector operations per output of a resize: nearest, a move; linear, a
+// multiply and an add for each of the 2^r taps of the r dimensions it resamples.
+uint64_t resize_ops_per_output(const phx_plugin_op& op) {
+  const auto* p = static_cast<const phx_resize_params*>(op.params);  // required by the op
+  if (p->mode == PHX_RESIZE_NEAREST) return 1;
+  uint64_t taps = 1;
+  for (uint32_t d = 0; d < op.inputs[0].rank; ++d)
+    if (op.inputs[0].shape[d] != op.outputs[0].shape[d]) taps *= 2;
+  return 2 * taps;
+}
+
+// The HBM bytes op reads: every input once, but gather and slice read only the elements
+// they pick (the output's worth) and gather its indices.
+uint64_t read_bytes(const phx_plugin_op& op) {
+  if (op.op == PHX_OP_GATHER) return bytes(op.outputs[0]) + bytes(op.inputs[1]);
+  if (op.op == PHX_OP_SLICE) return bytes(op.outputs[0]);
+  uint64_t total = 0;
+  for (size_t i = 0; i < op.input_count; ++i) total += bytes(op.inputs[i]);
+  return total;
+}
+
 // Both products of an attention, one after the other on the arrays: their folds and
 // cycles add; the utilization is over both; the mapping efficiency is the mean over
 // every fold of both.
@@ -97,6 +127,19 @@ std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op) {
     s.batch = groups;
     return s;
   }
+  if (op.op == PHX_OP_CONV_TRANSPOSE2D) {  // the conv2d it is lowered to (mxu_ops.h)
+    const phx_plugin_tensor& w = op.inputs[1];
+    const phx_plugin_tensor& out = op.outputs[0];
+    const auto* p = static_cast<const phx_conv_transpose2d_params*>(op.params);
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    GemmShape s;
+    s.m = static_cast<uint64_t>(out.shape[0] * out.shape[2] * out.shape[3]);
+    s.k =
+        static_cast<uint64_t>(w.shape[0]) / groups * static_cast<uint64_t>(w.shape[2] * w.shape[3]);
+    s.n = static_cast<uint64_t>(out.shape[1]) / groups;
+    s.batch = groups;
+    return s;
+  }
   return std::nullopt;
 }
 
@@ -112,24 +155,30 @@ AttentionGemms attention_gemms(const phx_plugin_op& op) {
 }
 
 uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
+  const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
   if (op.op == PHX_OP_ATTENTION) {  // the softmax over every score
     const AttentionGemms g = attention_gemms(op);
     const uint64_t scores = g.scores.batch * g.scores.m * g.scores.n;
-    const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
     return (scores * ops_per_element(op.op) + lanes - 1) / lanes;
+  }
+  if (const uint64_t window = pool_window(op)) {  // per output: its window, then the mean's
+    const uint64_t per_output = window + (op.op == PHX_OP_AVG_POOL ? 1 : 0);  // multiply
+    return (elements(op.outputs[0]) * per_output + lanes - 1) / lanes;
+  }
+  if (op.op == PHX_OP_RESIZE) {
+    return (elements(op.outputs[0]) * resize_ops_per_output(op) + lanes - 1) / lanes;
   }
   uint64_t touched = 0;
   for (size_t i = 0; i < op.input_count; ++i)
     if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));
   for (size_t i = 0; i < op.output_count; ++i) touched = std::max(touched, elements(op.outputs[i]));
-  const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
   return (touched * ops_per_element(op.op) + lanes - 1) / lanes;
 }
 
 OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
   const ChipConfig& chip = config.chip;
   OpCost cost;
-  for (size_t i = 0; i < op.input_count; ++i) cost.hbm_bytes += bytes(op.inputs[i]);
+  cost.hbm_bytes = read_bytes(op);
   for (size_t i = 0; i < op.output_count; ++i) cost.hbm_bytes += bytes(op.outputs[i]);
   uint64_t cycles = 0;
   const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};
