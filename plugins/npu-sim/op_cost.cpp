@@ -43,6 +43,28 @@ uint32_t ops_per_element(phx_op_id op) {
   }
 }
 
+// Elementary vector operations per output of a pool or a resize, which work per output:
+// a pool compares (max) or adds (avg, plus the mean's multiply) each element of its window;
+// a resize moves one element (nearest) or, for linear, multiplies and adds each of the 2^r
+// taps of the r dimensions it resamples. 0 for other ops.
+uint64_t ops_per_output(const phx_plugin_op& op) {
+  if (op.op == PHX_OP_MAX_POOL || op.op == PHX_OP_AVG_POOL) {
+    const auto* p = static_cast<const phx_pool_params*>(op.params);  // required by the op
+    uint64_t window = 1;
+    for (uint32_t d = 0; d + 2 < op.inputs[0].rank && d < 3; ++d) window *= p->kernel[d];
+    return window + (op.op == PHX_OP_AVG_POOL ? 1 : 0);
+  }
+  if (op.op == PHX_OP_RESIZE) {
+    const auto* p = static_cast<const phx_resize_params*>(op.params);  // required by the op
+    if (p->mode == PHX_RESIZE_NEAREST) return 1;
+    uint64_t taps = 1;
+    for (uint32_t d = 0; d < op.inputs[0].rank; ++d)
+      if (op.inputs[0].shape[d] != op.outputs[0].shape[d]) taps *= 2;
+    return 2 * taps;
+  }
+  return 0;
+}
+
 // The width an op computes in, in 8-bit lanes: the wider of its first input and output
 // (the operands it streams; scales and tables ride along).
 uint32_t element_bytes(const phx_plugin_op& op) {
@@ -74,7 +96,9 @@ MacRate mac_rate(const phx_plugin_op& op) {
 
 std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
   const bool conv = op.op == PHX_OP_CONV2D || op.op == PHX_OP_QCONV2D;
-  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && !conv) return std::nullopt;
+  const bool transposed = op.op == PHX_OP_CONV_TRANSPOSE2D;
+  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && !conv && !transposed)
+    return std::nullopt;
   const phx_plugin_tensor& a = op.inputs[0];
   const phx_plugin_tensor& out = op.outputs[0];
   GemmWork w;
@@ -95,6 +119,16 @@ std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
     w.m = u(out.shape[0]) * pixels;
     w.k = c_in / groups * kh * kw;
     w.n = u(weight.shape[0]) / groups;
+    w.batch = groups;
+    return w;
+  }
+  if (transposed) {  // the conv2d of the input with its zeros inserted on chip
+    const phx_plugin_tensor& weight = op.inputs[1];
+    const auto* p = static_cast<const phx_conv_transpose2d_params*>(op.params);
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    w.m = u(out.shape[0] * out.shape[2] * out.shape[3]);
+    w.k = u(weight.shape[0]) / groups * u(weight.shape[2] * weight.shape[3]);
+    w.n = u(out.shape[1]) / groups;
     w.batch = groups;
     return w;
   }
@@ -139,6 +173,13 @@ StreamWork stream_work(const phx_plugin_op& op) {
     w.output_bytes += bytes(op.outputs[i]);
     w.elements = std::max(w.elements, elements(op.outputs[i]));
   }
+  if (const uint64_t per_output = ops_per_output(op)) {
+    w.elements = elements(op.outputs[0]);
+    w.ops_per_element = static_cast<uint32_t>(per_output);
+  }
+  // gather and slice read only what they pick (the output's worth), and gather its indices.
+  if (op.op == PHX_OP_GATHER) w.input_bytes = bytes(op.outputs[0]) + bytes(op.inputs[1]);
+  if (op.op == PHX_OP_SLICE) w.input_bytes = bytes(op.outputs[0]);
   return w;
 }
 
