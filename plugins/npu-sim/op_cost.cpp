@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "op_work.h"
+
 namespace phx::npu_sim {
 namespace {
 
@@ -41,28 +43,6 @@ uint32_t ops_per_element(phx_op_id op) {
     default:
       return 1;
   }
-}
-
-// Elementary vector operations per output of a pool or a resize, which work per output:
-// a pool compares (max) or adds (avg, plus the mean's multiply) each element of its window;
-// a resize moves one element (nearest) or, for linear, multiplies and adds each of the 2^r
-// taps of the r dimensions it resamples. 0 for other ops.
-uint64_t ops_per_output(const phx_plugin_op& op) {
-  if (op.op == PHX_OP_MAX_POOL || op.op == PHX_OP_AVG_POOL) {
-    const auto* p = static_cast<const phx_pool_params*>(op.params);  // required by the op
-    uint64_t window = 1;
-    for (uint32_t d = 0; d + 2 < op.inputs[0].rank && d < 3; ++d) window *= p->kernel[d];
-    return window + (op.op == PHX_OP_AVG_POOL ? 1 : 0);
-  }
-  if (op.op == PHX_OP_RESIZE) {
-    const auto* p = static_cast<const phx_resize_params*>(op.params);  // required by the op
-    if (p->mode == PHX_RESIZE_NEAREST) return 1;
-    uint64_t taps = 1;
-    for (uint32_t d = 0; d < op.inputs[0].rank; ++d)
-      if (op.inputs[0].shape[d] != op.outputs[0].shape[d]) taps *= 2;
-    return 2 * taps;
-  }
-  return 0;
 }
 
 // The width an op computes in, in 8-bit lanes: the wider of its first input and output
@@ -173,13 +153,11 @@ StreamWork stream_work(const phx_plugin_op& op) {
     w.output_bytes += bytes(op.outputs[i]);
     w.elements = std::max(w.elements, elements(op.outputs[i]));
   }
-  if (const uint64_t per_output = ops_per_output(op)) {
+  if (const uint64_t per_output = plugin_common::ops_per_output(op)) {  // pools, resize
     w.elements = elements(op.outputs[0]);
     w.ops_per_element = static_cast<uint32_t>(per_output);
   }
-  // gather and slice read only what they pick (the output's worth), and gather its indices.
-  if (op.op == PHX_OP_GATHER) w.input_bytes = bytes(op.outputs[0]) + bytes(op.inputs[1]);
-  if (op.op == PHX_OP_SLICE) w.input_bytes = bytes(op.outputs[0]);
+  if (const auto picked = plugin_common::picked_read_bytes(op)) w.input_bytes = *picked;
   return w;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "op_work.h"
+
 namespace phx::tpu_sim {
 namespace {
 
@@ -41,31 +43,10 @@ uint64_t ops_per_element(phx_op_id op) {
   }
 }
 
-// The elements of a pool's window (max_pool, avg_pool); 0 for other ops.
-uint64_t pool_window(const phx_plugin_op& op) {
-  if (op.op != PHX_OP_MAX_POOL && op.op != PHX_OP_AVG_POOL) return 0;
-  const auto* p = static_cast<const phx_pool_params*>(op.params);  // required by the op
-  uint64_t window = 1;
-  for (uint32_t d = 0; d + 2 < op.inputs[0].rank && d < 3; ++d) window *= p->kernel[d];
-  return window;
-}
-
-// Elementary vector operations per output of a resize: nearest, a move; linear, a
-// multiply and an add for each of the 2^r taps of the r dimensions it resamples.
-uint64_t resize_ops_per_output(const phx_plugin_op& op) {
-  const auto* p = static_cast<const phx_resize_params*>(op.params);  // required by the op
-  if (p->mode == PHX_RESIZE_NEAREST) return 1;
-  uint64_t taps = 1;
-  for (uint32_t d = 0; d < op.inputs[0].rank; ++d)
-    if (op.inputs[0].shape[d] != op.outputs[0].shape[d]) taps *= 2;
-  return 2 * taps;
-}
-
-// The HBM bytes op reads: every input once, but gather and slice read only the elements
-// they pick (the output's worth) and gather its indices.
+// The HBM bytes op reads: every input once, but gather and slice only what they pick
+// (op_work.h).
 uint64_t read_bytes(const phx_plugin_op& op) {
-  if (op.op == PHX_OP_GATHER) return bytes(op.outputs[0]) + bytes(op.inputs[1]);
-  if (op.op == PHX_OP_SLICE) return bytes(op.outputs[0]);
+  if (const auto picked = plugin_common::picked_read_bytes(op)) return *picked;
   uint64_t total = 0;
   for (size_t i = 0; i < op.input_count; ++i) total += bytes(op.inputs[i]);
   return total;
@@ -161,13 +142,8 @@ uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
     const uint64_t scores = g.scores.batch * g.scores.m * g.scores.n;
     return (scores * ops_per_element(op.op) + lanes - 1) / lanes;
   }
-  if (const uint64_t window = pool_window(op)) {  // per output: its window, then the mean's
-    const uint64_t per_output = window + (op.op == PHX_OP_AVG_POOL ? 1 : 0);  // multiply
+  if (const uint64_t per_output = plugin_common::ops_per_output(op))  // pools, resize
     return (elements(op.outputs[0]) * per_output + lanes - 1) / lanes;
-  }
-  if (op.op == PHX_OP_RESIZE) {
-    return (elements(op.outputs[0]) * resize_ops_per_output(op) + lanes - 1) / lanes;
-  }
   uint64_t touched = 0;
   for (size_t i = 0; i < op.input_count; ++i)
     if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));
