@@ -1,6 +1,6 @@
 // What the simulators' timing models (tpu-sim's op_cost, npu-sim's) count alike for the
 // ops whose work is not one pass over their largest tensor: the pools and resize work per
-// output element, gather and slice read only part of their input.
+// output element, gather and slice touch only part of their input.
 #pragma once
 
 #include <phynexus/plugin.h>
@@ -34,15 +34,20 @@ inline uint64_t ops_per_output(const phx_plugin_op& op) {
   return 0;
 }
 
+// Whether op touches only the elements it picks (gather, slice): its output's, not its
+// input's, however large that is.
+inline bool picks_elements(const phx_plugin_op& op) {
+  return op.op == PHX_OP_GATHER || op.op == PHX_OP_SLICE;
+}
+
 // The bytes gather and slice read: only the elements they pick (the output's bytes) and
 // gather's indices; nullopt for the other ops, which read every input once.
 inline std::optional<uint64_t> picked_read_bytes(const phx_plugin_op& op) {
+  if (!picks_elements(op)) return std::nullopt;
   const auto size = [](const phx_plugin_tensor& t) {
     return phx_plugin_element_count(t.rank, t.shape) * phx_plugin_dtype_size(t.dtype);
   };
-  if (op.op == PHX_OP_GATHER) return size(op.outputs[0]) + size(op.inputs[1]);
-  if (op.op == PHX_OP_SLICE) return size(op.outputs[0]);
-  return std::nullopt;
+  return size(op.outputs[0]) + (op.op == PHX_OP_GATHER ? size(op.inputs[1]) : 0);
 }
 
 }  // namespace phx::plugin_common

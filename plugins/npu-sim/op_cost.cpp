@@ -157,7 +157,10 @@ StreamWork stream_work(const phx_plugin_op& op) {
     w.elements = elements(op.outputs[0]);
     w.ops_per_element = static_cast<uint32_t>(per_output);
   }
-  if (const auto picked = plugin_common::picked_read_bytes(op)) w.input_bytes = *picked;
+  if (const auto picked = plugin_common::picked_read_bytes(op)) {  // gather, slice
+    w.elements = elements(op.outputs[0]);
+    w.input_bytes = *picked;
+  }
   return w;
 }
 

@@ -144,6 +144,8 @@ uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
   }
   if (const uint64_t per_output = plugin_common::ops_per_output(op))  // pools, resize
     return (elements(op.outputs[0]) * per_output + lanes - 1) / lanes;
+  if (plugin_common::picks_elements(op))  // gather, slice
+    return (elements(op.outputs[0]) * ops_per_element(op.op) + lanes - 1) / lanes;
   uint64_t touched = 0;
   for (size_t i = 0; i < op.input_count; ++i)
     if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));

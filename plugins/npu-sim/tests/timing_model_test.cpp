@@ -374,6 +374,7 @@ TEST(OpCost, LayoutOpsAreMemoryBoundAndReadWhatTheyPick) {
   const phx_axis_params axis = PHX_AXIS_PARAMS_INIT;
   const phx_plugin_op gather = {sizeof gather, PHX_OP_GATHER, &axis, table, 2, &rows, 1, nullptr};
   EXPECT_EQ(estimate_op(gather, machine()).dram_bytes, 2u * 8 * 64 * 2 + 8 * 4);
+  EXPECT_EQ(stream_work(gather).elements, 8u * 64);  // not the table's 64000
   double previous = 0;
   for (int64_t repeats = 1; repeats <= 8; repeats *= 2) {
     phx_tile_params tile = PHX_TILE_PARAMS_INIT;

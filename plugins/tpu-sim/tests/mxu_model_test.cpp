@@ -333,7 +333,7 @@ TEST(OpCost, DataMovementIsHbmBoundAndPricedByTheBytesItMoves) {
   const OpCost cost = cost_op(make_op(PHX_OP_SLICE, &slice, &x, 1, &half), v5e());
   EXPECT_FALSE(cost.uses_mxu);
   EXPECT_EQ(cost.hbm_bytes, 4194304u);
-  EXPECT_EQ(cost.vector_cycles, 1024u);  // the input's 2^20 elements, one operation each
+  EXPECT_EQ(cost.vector_cycles, 512u);  // the 2^19 elements it picks, one operation each
   EXPECT_TRUE(cost.memory_bound);
   EXPECT_DOUBLE_EQ(cost.estimated_time_ns, 4194304.0 / 819.0 + 1000.0);
   // gather: 16 rows of 256 f32 from a 1000-row table read 16 KiB and the indices.
@@ -341,8 +341,9 @@ TEST(OpCost, DataMovementIsHbmBoundAndPricedByTheBytesItMoves) {
                                       tensor(PHX_DTYPE_I32, {16})};
   const phx_plugin_tensor rows = tensor(PHX_DTYPE_F32, {16, 256});
   const phx_axis_params axis = PHX_AXIS_PARAMS_INIT;
-  EXPECT_EQ(cost_op(make_op(PHX_OP_GATHER, &axis, table, 2, &rows), v5e()).hbm_bytes,
-            2u * 16384u + 64u);
+  const OpCost gather = cost_op(make_op(PHX_OP_GATHER, &axis, table, 2, &rows), v5e());
+  EXPECT_EQ(gather.hbm_bytes, 2u * 16384u + 64u);
+  EXPECT_EQ(gather.vector_cycles, 4u);  // its 4096 outputs, not the table's 256000 elements
   // Each more repeat of a tile writes more bytes, and takes longer.
   double previous = 0;
   for (int64_t repeats = 1; repeats <= 8; repeats *= 2) {
