@@ -11,7 +11,9 @@
 //   (W + 2) u sum |x| / count + u |ref| (the division), plus the final rounding; as
 //   reduce_sum's (op_suite_test.cpp), u = 2^-24.
 // - conv_transpose2d, one output: a sum of K = C_in / groups * KH * KW products at most
-//   (fewer reach an output), plus the bias: op_suite.h's accumulation_tolerance with K.
+//   (fewer reach an output), plus the bias: op_suite.h's accumulation_tolerance with K;
+//   the products of the inputs as the device multiplies them (as_multiplied: bf16 on the
+//   TPU simulator), as conv2d's.
 
 #include <climits>
 #include <functional>
@@ -519,6 +521,8 @@ TEST_P(LayoutTest, ConvTranspose2dStridesPaddingDilationGroups) {
       const HostTensor x = rng.tensor(dt, x_shape);
       const HostTensor weight = rng.tensor(dt, w_shape);
       const HostTensor bias = rng.tensor(dt, {c.c_out});
+      const HostTensor x_multiplied = as_multiplied(x);
+      const HostTensor weight_multiplied = as_multiplied(weight);
       std::vector<double> sum(static_cast<size_t>(element_count(out_shape)), 0.0);
       std::vector<double> abs_sum(sum.size(), 0.0);
       for (int64_t n = 0; n < c.n; ++n)
@@ -532,8 +536,9 @@ TEST_P(LayoutTest, ConvTranspose2dStridesPaddingDilationGroups) {
                     const int64_t ow = iw * c.stride[1] - c.padding[2] + j * c.dilation[1];
                     if (oh < 0 || oh >= h_out || ow < 0 || ow >= w_out) continue;
                     const int64_t co = ci / cin_g * cout_g + co_g;
-                    const double product = x.at(offset_of(x_shape, {n, ci, ih, iw})) *
-                                           weight.at(offset_of(w_shape, {ci, co_g, i, j}));
+                    const double product =
+                        x_multiplied.at(offset_of(x_shape, {n, ci, ih, iw})) *
+                        weight_multiplied.at(offset_of(w_shape, {ci, co_g, i, j}));
                     const auto at = static_cast<size_t>(offset_of(out_shape, {n, co, oh, ow}));
                     sum[at] += product;
                     abs_sum[at] += std::fabs(product);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "op_work.h"
+
 namespace phx::npu_sim {
 namespace {
 
@@ -74,7 +76,9 @@ MacRate mac_rate(const phx_plugin_op& op) {
 
 std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
   const bool conv = op.op == PHX_OP_CONV2D || op.op == PHX_OP_QCONV2D;
-  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && !conv) return std::nullopt;
+  const bool transposed = op.op == PHX_OP_CONV_TRANSPOSE2D;
+  if (op.op != PHX_OP_MATMUL && op.op != PHX_OP_QMATMUL && !conv && !transposed)
+    return std::nullopt;
   const phx_plugin_tensor& a = op.inputs[0];
   const phx_plugin_tensor& out = op.outputs[0];
   GemmWork w;
@@ -95,6 +99,16 @@ std::optional<GemmWork> gemm_work(const phx_plugin_op& op) {
     w.m = u(out.shape[0]) * pixels;
     w.k = c_in / groups * kh * kw;
     w.n = u(weight.shape[0]) / groups;
+    w.batch = groups;
+    return w;
+  }
+  if (transposed) {  // the conv2d of the input with its zeros inserted on chip
+    const phx_plugin_tensor& weight = op.inputs[1];
+    const auto* p = static_cast<const phx_conv_transpose2d_params*>(op.params);
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    w.m = u(out.shape[0] * out.shape[2] * out.shape[3]);
+    w.k = u(weight.shape[0]) / groups * u(weight.shape[2] * weight.shape[3]);
+    w.n = u(out.shape[1]) / groups;
     w.batch = groups;
     return w;
   }
@@ -138,6 +152,14 @@ StreamWork stream_work(const phx_plugin_op& op) {
   for (size_t i = 0; i < op.output_count; ++i) {
     w.output_bytes += bytes(op.outputs[i]);
     w.elements = std::max(w.elements, elements(op.outputs[i]));
+  }
+  if (const uint64_t per_output = plugin_common::ops_per_output(op)) {  // pools, resize
+    w.elements = elements(op.outputs[0]);
+    w.ops_per_element = static_cast<uint32_t>(per_output);
+  }
+  if (const auto picked = plugin_common::picked_read_bytes(op)) {  // gather, slice
+    w.elements = elements(op.outputs[0]);
+    w.input_bytes = *picked;
   }
   return w;
 }

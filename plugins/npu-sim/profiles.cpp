@@ -14,9 +14,11 @@ constexpr uint32_t kI32 = bit(PHX_DTYPE_I32), kF32 = bit(PHX_DTYPE_F32), kF16 = 
 
 // Every profile runs a model's float layers in f16, as phone NPUs (Hexagon HTP, Apple's
 // Neural Engine) and inference accelerators do: the MAC-array ops (matmul, conv2d,
-// attention as its two products) at the f16 MAC rate, the rest on the vector unit. Data
-// movement (transpose, cast) takes every dtype the profile holds; integer arithmetic
-// follows the op rules (wrap-around), on the integer widths the profile computes in.
+// conv_transpose2d, attention as its two products) at the f16 MAC rate, the rest on the
+// vector unit. Data movement (transpose, cast, and the layout ops reshape .. pad) takes
+// every dtype the profile holds; max_pool, as reduce_max, the integer widths the profile
+// computes in and f16; integer arithmetic follows the op rules (wrap-around), on the
+// integer widths the profile computes in.
 constexpr uint32_t kMobileHeld = kF32 | kF16 | kI32 | kI8 | kU8;
 constexpr uint32_t kWideHeld = kMobileHeld | kI16;
 
@@ -44,6 +46,17 @@ constexpr OpDtypes kMobileOps[] = {
     {PHX_OP_REDUCE_MAX, kI8 | kF16},
     {PHX_OP_TRANSPOSE, kMobileHeld},
     {PHX_OP_CAST, kMobileHeld},
+    {PHX_OP_RESHAPE, kMobileHeld},
+    {PHX_OP_CONCAT, kMobileHeld},
+    {PHX_OP_SLICE, kMobileHeld},
+    {PHX_OP_GATHER, kMobileHeld},
+    {PHX_OP_EXPAND, kMobileHeld},
+    {PHX_OP_TILE, kMobileHeld},
+    {PHX_OP_PAD, kMobileHeld},
+    {PHX_OP_MAX_POOL, kI8 | kF16},
+    {PHX_OP_AVG_POOL, kF16},
+    {PHX_OP_CONV_TRANSPOSE2D, kF16},
+    {PHX_OP_RESIZE, kF16},
 };
 
 // The mobile set plus 16x8 (int16 activations), 16-bit integer arithmetic and dynamic
@@ -72,6 +85,17 @@ constexpr OpDtypes kWideOps[] = {
     {PHX_OP_REDUCE_MAX, kI8 | kI16 | kF16},
     {PHX_OP_TRANSPOSE, kWideHeld},
     {PHX_OP_CAST, kWideHeld},
+    {PHX_OP_RESHAPE, kWideHeld},
+    {PHX_OP_CONCAT, kWideHeld},
+    {PHX_OP_SLICE, kWideHeld},
+    {PHX_OP_GATHER, kWideHeld},
+    {PHX_OP_EXPAND, kWideHeld},
+    {PHX_OP_TILE, kWideHeld},
+    {PHX_OP_PAD, kWideHeld},
+    {PHX_OP_MAX_POOL, kI8 | kI16 | kF16},
+    {PHX_OP_AVG_POOL, kF16},
+    {PHX_OP_CONV_TRANSPOSE2D, kF16},
+    {PHX_OP_RESIZE, kF16},
 };
 
 template <size_t N>

@@ -2,7 +2,8 @@
 // time (docs/npu-sim.md, "Timing model"). Pure arithmetic: no plugin, no tensors, so it
 // is tested on its own against hand-worked numbers.
 //
-// GEMM-like ops (qmatmul, qconv2d, f16 matmul and conv2d) are C[M x N] = A[M x K] . W[K x N]:
+// GEMM-like ops (qmatmul, qconv2d, f16 matmul, conv2d and conv_transpose2d) are
+// C[M x N] = A[M x K] . W[K x N]:
 //   compute: cycles = ceil(M*N*K*batch / MACs per cycle at the op's rate)
 //   DRAM:    half the on-chip SRAM holds the stationary operand, the other half the
 //            streamed tiles and the accumulators. When A or W fits in half the SRAM, every

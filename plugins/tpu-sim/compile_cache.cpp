@@ -87,6 +87,58 @@ void append_params(std::string& key, phx_op_id op, const void* params, uint32_t 
       append_fields(key, p.axis, p.keep_dims, p.select_last_index);
       break;
     }
+    case PHX_OP_RESHAPE:
+    case PHX_OP_EXPAND: {
+      const auto& p = *static_cast<const phx_reshape_params*>(params);
+      append_fields(key, p.rank);
+      for (uint32_t d = 0; d < p.rank && d < PHX_MAX_RANK; ++d) append_fields(key, p.shape[d]);
+      break;
+    }
+    case PHX_OP_CONCAT:
+    case PHX_OP_GATHER:
+      append_fields(key, static_cast<const phx_axis_params*>(params)->axis);
+      break;
+    case PHX_OP_SLICE: {
+      const auto& p = *static_cast<const phx_slice_params*>(params);
+      for (uint32_t d = 0; d < rank; ++d) append_fields(key, p.starts[d], p.ends[d], p.steps[d]);
+      break;
+    }
+    case PHX_OP_TILE: {
+      const auto& p = *static_cast<const phx_tile_params*>(params);
+      for (uint32_t d = 0; d < rank; ++d) append_fields(key, p.repeats[d]);
+      break;
+    }
+    case PHX_OP_PAD: {
+      const auto& p = *static_cast<const phx_pad_params*>(params);
+      append_fields(key, static_cast<int>(p.mode), std::bit_cast<uint32_t>(p.value));
+      for (uint32_t d = 0; d < rank; ++d) append_fields(key, p.begin[d], p.end[d]);
+      break;
+    }
+    case PHX_OP_MAX_POOL:
+    case PHX_OP_AVG_POOL: {
+      // Every entry, those past the spatial dimensions too: they are ignored, so two keys
+      // that differ there only cost a compilation.
+      const auto& p = *static_cast<const phx_pool_params*>(params);
+      for (int d = 0; d < 3; ++d)
+        append_fields(key, p.kernel[d], p.stride[d], p.pad_begin[d], p.pad_end[d], p.dilation[d]);
+      append_fields(key, p.ceil_mode, p.count_include_pad);
+      break;
+    }
+    case PHX_OP_CONV_TRANSPOSE2D: {
+      const auto& p = *static_cast<const phx_conv_transpose2d_params*>(params);
+      append_fields(key, p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.padding[2],
+                    p.padding[3], p.output_padding[0], p.output_padding[1], p.dilation[0],
+                    p.dilation[1], p.groups);
+      break;
+    }
+    case PHX_OP_RESIZE: {
+      const auto& p = *static_cast<const phx_resize_params*>(params);
+      append_fields(key, static_cast<int>(p.mode), static_cast<int>(p.coordinates),
+                    static_cast<int>(p.nearest), p.rank);
+      for (uint32_t d = 0; d < p.rank && d < PHX_MAX_RANK; ++d)
+        append_fields(key, p.shape[d], std::bit_cast<uint32_t>(p.scales[d]));
+      break;
+    }
     default:
       break;
   }

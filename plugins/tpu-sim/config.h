@@ -13,8 +13,9 @@
 
 namespace phx::tpu_sim {
 
-// The precision of matmul and conv2d on f32 inputs, as JAX names it (jax.lax.Precision).
-// bf16 inputs take one bf16 pass whatever the precision: their low parts are zero.
+// The precision of matmul, conv2d and conv_transpose2d on f32 inputs, as JAX names it
+// (jax.lax.Precision). bf16 inputs take one bf16 pass whatever the precision: their low
+// parts are zero.
 enum class Precision {
   kDefault,  // one bf16 pass: the inputs rounded to bf16, products accumulated in f32
   kHigh,     // three bf16 passes (bf16x3): a = a_hi + a_lo, hi*lo + lo*hi + hi*hi

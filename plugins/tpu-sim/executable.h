@@ -20,9 +20,9 @@
 
 namespace phx::tpu_sim {
 
-// Every op the plugin claims has at most this many inputs (batch_norm's five) and exactly
-// one output.
-constexpr size_t kMaxNodeInputs = 5;
+// Every op the plugin claims has at most this many inputs (concat's) and exactly one
+// output.
+constexpr size_t kMaxNodeInputs = PHX_MAX_OP_INPUTS;
 
 struct ExecutableNode {
   phx_op_id op = PHX_OP_INVALID;

@@ -311,6 +311,60 @@ void conv2d_pass(const kernels::Conv2dGeometry& g, const float* x, const float* 
   }
 }
 
+// The conv2d that computes conv_transpose2d (mxu_ops.h) over x [N, C_in, H, W] with
+// weight [C_in, C_out / groups, KH, KW] into out [N, C_out, Ho, Wo]: its input is x with
+// its pixels stride apart, its weight the flipped one (flip_weight).
+kernels::Conv2dGeometry transposed_geometry(const phx_conv_transpose2d_params& p,
+                                            const HostTensor& x, const HostTensor& weight,
+                                            const HostTensor& out) {
+  kernels::Conv2dGeometry g;
+  g.batch = x.shape[0];
+  g.c_in = x.shape[1];
+  g.h = (x.shape[2] - 1) * p.stride[0] + 1;
+  g.w = (x.shape[3] - 1) * p.stride[1] + 1;
+  g.c_out = out.shape[1];
+  g.kh = weight.shape[2];
+  g.kw = weight.shape[3];
+  g.h_out = out.shape[2];
+  g.w_out = out.shape[3];
+  g.groups = p.groups;
+  g.c_in_group = g.c_in / g.groups;
+  g.c_out_group = g.c_out / g.groups;
+  g.dil_h = p.dilation[0];
+  g.dil_w = p.dilation[1];
+  // The bottom and right padding need no field: taps past the input read zeros, and the
+  // output's size already holds output_padding.
+  g.pad_top = g.dil_h * (g.kh - 1) - int64_t{p.padding[0]};
+  g.pad_left = g.dil_w * (g.kw - 1) - int64_t{p.padding[2]};
+  return g;
+}
+
+// x's pixels (f32 values as they enter the MXU) stride apart in dst, zeros between them.
+void spread_input(const kernels::Conv2dGeometry& g, const HostTensor& x, const float* values,
+                  const phx_conv_transpose2d_params& p, float* dst) {
+  const int64_t h = x.shape[2], w = x.shape[3];
+  std::fill(dst, dst + g.batch * g.c_in * g.h * g.w, 0.0f);
+  for (int64_t plane = 0; plane < g.batch * g.c_in; ++plane)
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        dst[(plane * g.h + i * p.stride[0]) * g.w + j * p.stride[1]] =
+            values[(plane * h + i) * w + j];
+}
+
+// weight [C_in, C_out / groups, KH, KW] as conv2d's [C_out, C_in / groups, KH, KW],
+// flipped in both spatial dimensions.
+void flip_weight(const kernels::Conv2dGeometry& g, const float* weight, float* dst) {
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t o = 0; o < g.c_out_group; ++o)
+      for (int64_t c = 0; c < g.c_in_group; ++c)
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j)
+            dst[(((grp * g.c_out_group + o) * g.c_in_group + c) * g.kh + i) * g.kw + j] =
+                weight[(((grp * g.c_in_group + c) * g.c_out_group + o) * g.kh + (g.kh - 1 - i)) *
+                           g.kw +
+                       (g.kw - 1 - j)];
+}
+
 }  // namespace
 
 phx_status mxu_matmul(const phx_matmul_params& params, const HostTensor& a, const HostTensor& b,
@@ -381,6 +435,36 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const HostTensor& x,
       bias_view.shape[1] = bias_view.shape[2] = 1;
     }
     return finish_flushed(acc.data(), bias_view, params.activation, out, numerics, pool);
+  } catch (const std::bad_alloc&) {
+    return PHX_STATUS_OUT_OF_MEMORY;
+  }
+}
+
+phx_status mxu_conv_transpose2d(const phx_conv_transpose2d_params& params, const HostTensor& x,
+                                const HostTensor& weight, const HostTensor& bias,
+                                const HostTensor& out, const MxuNumerics& numerics,
+                                ThreadPool& pool) {
+  try {
+    const kernels::Conv2dGeometry g = transposed_geometry(params, x, weight, out);
+    const MxuOperand xv(x, numerics, pool), wv(weight, numerics, pool);
+    const Accumulator acc(out);
+    std::vector<float> spread(static_cast<size_t>(g.batch * g.c_in * g.h * g.w));
+    std::vector<float> flipped(static_cast<size_t>(kernels::element_count(weight)));
+    run_passes(
+        xv, wv, acc.data(), kernels::element_count(out),
+        [&](const float* x_values, const float* w_values, float* sums) {
+          spread_input(g, x, x_values, params, spread.data());
+          flip_weight(g, w_values, flipped.data());
+          conv2d_pass(g, spread.data(), flipped.data(), sums, numerics.pass_depth, pool);
+        },
+        pool);
+    HostTensor bias_view = bias;  // [C_out] as [C_out, 1, 1], over NCHW's channels
+    if (bias.data != nullptr) {
+      bias_view.rank = 3;
+      bias_view.shape[0] = g.c_out;
+      bias_view.shape[1] = bias_view.shape[2] = 1;
+    }
+    return finish_flushed(acc.data(), bias_view, PHX_ACTIVATION_NONE, out, numerics, pool);
   } catch (const std::bad_alloc&) {
     return PHX_STATUS_OUT_OF_MEMORY;
   }

@@ -1,4 +1,5 @@
-// matmul and conv2d as a TPU computes them (docs/tpu-sim.md, "Numerics"). The inputs
+// matmul, conv2d and conv_transpose2d as a TPU computes them (docs/tpu-sim.md,
+// "Numerics"). The inputs
 // enter the MXU as the precision says: default, f32 inputs rounded to bf16; high, split
 // into bf16 hi and lo parts for three passes (hi.lo + lo.hi + hi.hi); highest, f32 kept.
 // bf16 inputs are kept whatever the precision; f16 inputs are widened to f32 exactly
@@ -37,5 +38,14 @@ phx_status mxu_conv2d(const phx_conv2d_params& params, const kernels::HostTensor
                       const kernels::HostTensor& weight, const kernels::HostTensor& bias,
                       const kernels::HostTensor& out, const MxuNumerics& numerics,
                       kernels::ThreadPool& pool);
+
+// As XLA lowers it to the MXU: the conv2d of stride 1 over x with stride - 1 zeros
+// inserted between its pixels, padded by dilation (K - 1) - padding before each spatial
+// dimension (cropped where negative), with the weight flipped in both spatial dimensions
+// and its two channel dimensions swapped per group; so the same numerics as conv2d.
+phx_status mxu_conv_transpose2d(const phx_conv_transpose2d_params& params,
+                                const kernels::HostTensor& x, const kernels::HostTensor& weight,
+                                const kernels::HostTensor& bias, const kernels::HostTensor& out,
+                                const MxuNumerics& numerics, kernels::ThreadPool& pool);
 
 }  // namespace phx::tpu_sim

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "op_work.h"
+
 namespace phx::tpu_sim {
 namespace {
 
@@ -39,6 +41,15 @@ uint64_t ops_per_element(phx_op_id op) {
     default:
       return 1;
   }
+}
+
+// The HBM bytes op reads: every input once, but gather and slice only what they pick
+// (op_work.h).
+uint64_t read_bytes(const phx_plugin_op& op) {
+  if (const auto picked = plugin_common::picked_read_bytes(op)) return *picked;
+  uint64_t total = 0;
+  for (size_t i = 0; i < op.input_count; ++i) total += bytes(op.inputs[i]);
+  return total;
 }
 
 // Both products of an attention, one after the other on the arrays: their folds and
@@ -97,6 +108,19 @@ std::optional<GemmShape> lowered_gemm(const phx_plugin_op& op) {
     s.batch = groups;
     return s;
   }
+  if (op.op == PHX_OP_CONV_TRANSPOSE2D) {  // the conv2d it is lowered to (mxu_ops.h)
+    const phx_plugin_tensor& w = op.inputs[1];
+    const phx_plugin_tensor& out = op.outputs[0];
+    const auto* p = static_cast<const phx_conv_transpose2d_params*>(op.params);
+    const uint64_t groups = p != nullptr ? p->groups : 1;
+    GemmShape s;
+    s.m = static_cast<uint64_t>(out.shape[0] * out.shape[2] * out.shape[3]);
+    s.k =
+        static_cast<uint64_t>(w.shape[0]) / groups * static_cast<uint64_t>(w.shape[2] * w.shape[3]);
+    s.n = static_cast<uint64_t>(out.shape[1]) / groups;
+    s.batch = groups;
+    return s;
+  }
   return std::nullopt;
 }
 
@@ -112,24 +136,27 @@ AttentionGemms attention_gemms(const phx_plugin_op& op) {
 }
 
 uint64_t vector_cycles(const phx_plugin_op& op, uint32_t tensor_cores) {
+  const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
   if (op.op == PHX_OP_ATTENTION) {  // the softmax over every score
     const AttentionGemms g = attention_gemms(op);
     const uint64_t scores = g.scores.batch * g.scores.m * g.scores.n;
-    const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
     return (scores * ops_per_element(op.op) + lanes - 1) / lanes;
   }
+  if (const uint64_t per_output = plugin_common::ops_per_output(op))  // pools, resize
+    return (elements(op.outputs[0]) * per_output + lanes - 1) / lanes;
+  if (plugin_common::picks_elements(op))  // gather, slice
+    return (elements(op.outputs[0]) * ops_per_element(op.op) + lanes - 1) / lanes;
   uint64_t touched = 0;
   for (size_t i = 0; i < op.input_count; ++i)
     if (op.inputs[i].buffer != nullptr) touched = std::max(touched, elements(op.inputs[i]));
   for (size_t i = 0; i < op.output_count; ++i) touched = std::max(touched, elements(op.outputs[i]));
-  const uint64_t lanes = kVectorLanes * std::max<uint32_t>(tensor_cores, 1);
   return (touched * ops_per_element(op.op) + lanes - 1) / lanes;
 }
 
 OpCost cost_op(const phx_plugin_op& op, const SimConfig& config) {
   const ChipConfig& chip = config.chip;
   OpCost cost;
-  for (size_t i = 0; i < op.input_count; ++i) cost.hbm_bytes += bytes(op.inputs[i]);
+  cost.hbm_bytes = read_bytes(op);
   for (size_t i = 0; i < op.output_count; ++i) cost.hbm_bytes += bytes(op.outputs[i]);
   uint64_t cycles = 0;
   const MxuLayout layout{chip.mxu_size, chip.mxu_size, chip.mxu_count};

@@ -1,10 +1,11 @@
 // The TPU-sim plugin: simulated TPU chips (docs/tpu-sim.md). Tensors live in host memory
 // counted against each chip's HBM; ops run synchronously on submission with the host
-// kernels, matmul and conv2d under the MXU's numerics; every op is costed by the timing
-// model and goes through the chip's compile cache; the figures go to the op's profile
-// record and to the device statistics. A graph is compiled as one program (executable.h):
-// one lookup in the compile cache, then runs of its nodes with the same code as the ops.
-// The chips form a pod whose interconnect prices the host's collectives (ici_model.h).
+// kernels, matmul, conv2d and conv_transpose2d under the MXU's numerics; every op is
+// costed by the timing model and goes through the chip's compile cache; the figures go to
+// the op's profile record and to the device statistics. A graph is compiled as one
+// program (executable.h): one lookup in the compile cache, then runs of its nodes with the
+// same code as the ops. The chips form a pod whose interconnect prices the host's
+// collectives (ici_model.h).
 #include <phx/op_table.h>
 #include <phynexus/plugin.h>
 
@@ -66,7 +67,8 @@ const char* precision_name(Precision precision) {
   }
 }
 
-// What f32 matmul and conv2d inputs enter the products as: what a test suite must assume.
+// What f32 matmul, conv2d and conv_transpose2d inputs enter the products as: what a test
+// suite must assume.
 const char* matmul_precision(Precision precision) {
   switch (precision) {
     case Precision::kHigh:
@@ -196,15 +198,13 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 
 // The ops the MXU and vector-unit models price and the compile cache keys by their
 // parameters (compile_cache.cpp); not the quantized ones, which have no timing model
-// here, nor the layout, pooling, transposed-convolution and resize ops of API 0.3, which
-// a graph places on the CPU. Attention only on bf16: its f32 or f16 inputs would enter the MXU
-// rounded to bf16 at the default precision, which the op's contract (f32-accurate
-// scores) does not allow.
+// here. Attention only on bf16: its f32 or f16 inputs would enter the MXU rounded to bf16
+// at the default precision, which the op's contract (f32-accurate scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {
-  // The elementwise, comparison, reduction and norm ops of API 0.3 (sigmoid ..
-  // instance_norm, contiguous ids), as the host kernels compute them: their parameters
-  // are in the compile cache's key.
-  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_INSTANCE_NORM) return true;
+  // The ops of API 0.3 (sigmoid .. resize, contiguous ids), as the host kernels compute
+  // them, but conv_transpose2d, which runs on the MXU: their parameters are in the
+  // compile cache's key.
+  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_RESIZE) return true;
   switch (op) {
     case PHX_OP_MATMUL:
     case PHX_OP_ADD:
@@ -237,8 +237,9 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
   return PHX_STATUS_OK;
 }
 
-// Computes op: matmul and conv2d under the MXU's numerics, the rest (attention and rope
-// included) as the host kernels do: in f32, rounded once to the output's dtype.
+// Computes op: matmul, conv2d and conv_transpose2d under the MXU's numerics, the rest
+// (attention and rope included) as the host kernels do: in f32, rounded once to the
+// output's dtype, and the data-movement ops bit for bit.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
   kernels::HostTensor in[kMaxNodeInputs];
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
@@ -254,6 +255,12 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
     case PHX_OP_CONV2D:
       return mxu_conv2d(*static_cast<const phx_conv2d_params*>(op.params), in[0], in[1], in[2], out,
                         numerics, p.pool);
+    case PHX_OP_CONV_TRANSPOSE2D: {
+      const phx_conv_transpose2d_params defaults = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+      const auto* params = static_cast<const phx_conv_transpose2d_params*>(op.params);
+      return mxu_conv_transpose2d(params != nullptr ? *params : defaults, in[0], in[1], in[2], out,
+                                  numerics, p.pool);
+    }
     default:
       return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
   }

@@ -89,6 +89,19 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
                          PHX_OP_RMS_NORM, PHX_OP_ROPE, PHX_OP_SILU, PHX_OP_DIV})
       EXPECT_TRUE(sim.supports(d, op, PHX_DTYPE_F16)) << op;
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_BF16));
+    // The layout ops move every dtype it holds; the pools, resize and conv_transpose2d
+    // (on the MAC array) are f16, and max_pool i8 too, as reduce_max.
+    for (phx_op_id op : {PHX_OP_RESHAPE, PHX_OP_CONCAT, PHX_OP_SLICE, PHX_OP_GATHER, PHX_OP_EXPAND,
+                         PHX_OP_TILE, PHX_OP_PAD})
+      for (phx_dtype dt : {PHX_DTYPE_F32, PHX_DTYPE_F16, PHX_DTYPE_I32, PHX_DTYPE_I8, PHX_DTYPE_U8})
+        EXPECT_TRUE(sim.supports(d, op, dt)) << op << " " << dt;
+    for (phx_op_id op :
+         {PHX_OP_MAX_POOL, PHX_OP_AVG_POOL, PHX_OP_CONV_TRANSPOSE2D, PHX_OP_RESIZE}) {
+      EXPECT_TRUE(sim.supports(d, op, PHX_DTYPE_F16)) << op;
+      EXPECT_FALSE(sim.supports(d, op, PHX_DTYPE_F32)) << op;
+    }
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MAX_POOL, PHX_DTYPE_I8));
+    EXPECT_FALSE(sim.supports(d, PHX_OP_AVG_POOL, PHX_DTYPE_I8));
     // Its datapath holds no 16-bit values at all.
     Tensor t(sim.context(), d, PHX_DTYPE_I16, {4});
     EXPECT_EQ(t.status(), PHX_STATUS_UNSUPPORTED);
@@ -102,12 +115,14 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_TRUE(sim.supports(d, PHX_OP_RELU, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_MUL, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_REDUCE_MAX, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_MAX_POOL, PHX_DTYPE_I16));
+    EXPECT_TRUE(sim.supports(d, PHX_OP_PAD, PHX_DTYPE_I16));
     EXPECT_TRUE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F16));
   }
   {
     // Without an f16 MAC array the f16 products go, the vector unit's f16 ops stay.
     Sim sim("profile=mobile,fp16_macs_per_cycle=0");
-    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_ATTENTION})
+    for (phx_op_id op : {PHX_OP_MATMUL, PHX_OP_CONV2D, PHX_OP_CONV_TRANSPOSE2D, PHX_OP_ATTENTION})
       EXPECT_FALSE(sim.supports(sim.device(), op, PHX_DTYPE_F16)) << op;
     EXPECT_TRUE(sim.supports(sim.device(), PHX_OP_SOFTMAX, PHX_DTYPE_F16));
   }

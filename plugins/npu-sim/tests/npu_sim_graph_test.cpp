@@ -538,6 +538,18 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
   phx_conv2d_params conv = PHX_CONV2D_PARAMS_INIT;
   conv.activation = PHX_ACTIVATION_GELU;  // no integer epilogue: f16
   const phx_matmul_params transposed = {sizeof(phx_matmul_params), 1, 0, PHX_ACTIVATION_NONE};
+  phx_pool_params pool = PHX_POOL_PARAMS_INIT;
+  pool.kernel[0] = pool.kernel[1] = 2;
+  pool.stride[0] = pool.stride[1] = 2;
+  phx_conv_transpose2d_params upsample = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  upsample.stride[0] = upsample.stride[1] = 2;
+  const phx_resize_params linear = {sizeof(phx_resize_params),
+                                    PHX_RESIZE_LINEAR,
+                                    PHX_RESIZE_HALF_PIXEL,
+                                    PHX_RESIZE_ROUND_PREFER_FLOOR,
+                                    4,
+                                    {1, 1, 8, 8},
+                                    {}};
   struct Case {
     const char* name;
     phx_op_id op;
@@ -564,6 +576,15 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
        {1, 2, 4, 8}},
       {"conv2d+gelu", PHX_OP_CONV2D, &conv, {{1, 2, 5, 5}, {3, 2, 3, 3}}, 1, {1, 3, 3, 3}},
       {"matmul transpose_a", PHX_OP_MATMUL, &transposed, {{8, 4}, {8, 6}}, 1, {4, 6}},
+      {"max_pool", PHX_OP_MAX_POOL, &pool, {{1, 2, 4, 4}}, 0, {1, 2, 2, 2}},
+      {"avg_pool", PHX_OP_AVG_POOL, &pool, {{1, 2, 4, 4}}, 0, {1, 2, 2, 2}},
+      {"conv_transpose2d",
+       PHX_OP_CONV_TRANSPOSE2D,
+       &upsample,
+       {{1, 2, 3, 3}, {2, 3, 2, 2}},
+       1,
+       {1, 3, 6, 6}},
+      {"resize", PHX_OP_RESIZE, &linear, {{1, 1, 4, 4}}, 0, {1, 1, 8, 8}},
   };
   uint32_t seed = 131;
   for (const Case& c : cases) {

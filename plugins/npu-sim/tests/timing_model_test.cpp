@@ -300,5 +300,94 @@ TEST(OpCost, VectorOpsCountTheWidthTheyComputeIn) {
   EXPECT_EQ(estimate_op(quantize, machine()).cycles, 4096u * 2 * 4 / 64);
 }
 
+// conv_transpose2d: the conv2d over its input with the zeros inserted on chip. f16 x
+// [1, 8, 6, 6], weight [8, 4, 3, 3], stride 2, padding 1 all round, output padding 1:
+// out [1, 4, 12, 12]; M = 144, K = 72, N = 4: 41472 MACs at 2048 per cycle = 21 cycles.
+// The activation bytes are x's as stored, not the spread input's.
+TEST(OpCost, ConvTranspose2dLowersToTheConv2dOfItsUpscaledInput) {
+  const phx_plugin_tensor in[2] = {tensor(PHX_DTYPE_F16, {1, 8, 6, 6}),
+                                   tensor(PHX_DTYPE_F16, {8, 4, 3, 3})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F16, {1, 4, 12, 12});
+  phx_conv_transpose2d_params params = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  params.stride[0] = params.stride[1] = 2;
+  params.padding[0] = params.padding[1] = params.padding[2] = params.padding[3] = 1;
+  params.output_padding[0] = params.output_padding[1] = 1;
+  const phx_plugin_op op = {sizeof op, PHX_OP_CONV_TRANSPOSE2D, &params, in, 2, &out, 1, nullptr};
+  const auto w = gemm_work(op);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->m, 144u);
+  EXPECT_EQ(w->k, 72u);
+  EXPECT_EQ(w->n, 4u);
+  EXPECT_EQ(w->batch, 1u);
+  EXPECT_EQ(w->rate, MacRate::kFp16);
+  EXPECT_EQ(w->activation_bytes, 8u * 6 * 6 * 2);
+  EXPECT_EQ(w->weight_bytes, 8u * 4 * 3 * 3 * 2);
+  EXPECT_EQ(estimate_op(op, machine()).cycles, 21u);
+}
+
+// Pools and resize work per output: max_pool 3x3 over i8 [1, 16, 32, 32] (padding 1):
+// 16384 outputs * 9 / 64 lanes = 2304 cycles; avg_pool on f16 adds the mean's multiply
+// and takes two lanes an element: 16384 * 10 * 2 / 64 = 5120. Linear resize of f16
+// [1, 4, 16, 16] to [1, 4, 32, 32]: 4 taps, a multiply and an add each.
+TEST(OpCost, PoolsAndResizeCostTheirWindowsAndTaps) {
+  phx_pool_params pool = PHX_POOL_PARAMS_INIT;
+  pool.kernel[0] = pool.kernel[1] = 3;
+  pool.pad_begin[0] = pool.pad_begin[1] = pool.pad_end[0] = pool.pad_end[1] = 1;
+  const phx_plugin_tensor i8 = tensor(PHX_DTYPE_I8, {1, 16, 32, 32});
+  const phx_plugin_op max = {sizeof max, PHX_OP_MAX_POOL, &pool, &i8, 1, &i8, 1, nullptr};
+  EXPECT_FALSE(gemm_work(max).has_value());
+  EXPECT_EQ(stream_work(max).elements, 16384u);
+  EXPECT_EQ(estimate_op(max, machine()).cycles, 2304u);
+  EXPECT_EQ(estimate_op(max, machine()).dram_bytes, 2u * 16384);
+  const phx_plugin_tensor f16 = tensor(PHX_DTYPE_F16, {1, 16, 32, 32});
+  const phx_plugin_op avg = {sizeof avg, PHX_OP_AVG_POOL, &pool, &f16, 1, &f16, 1, nullptr};
+  EXPECT_EQ(estimate_op(avg, machine()).cycles, 5120u);
+
+  const phx_plugin_tensor small = tensor(PHX_DTYPE_F16, {1, 4, 16, 16});
+  const phx_plugin_tensor large = tensor(PHX_DTYPE_F16, {1, 4, 32, 32});
+  phx_resize_params resize = {sizeof(phx_resize_params),
+                              PHX_RESIZE_LINEAR,
+                              PHX_RESIZE_HALF_PIXEL,
+                              PHX_RESIZE_ROUND_PREFER_FLOOR,
+                              4,
+                              {1, 4, 32, 32},
+                              {}};
+  const phx_plugin_op up = {sizeof up, PHX_OP_RESIZE, &resize, &small, 1, &large, 1, nullptr};
+  EXPECT_EQ(estimate_op(up, machine()).cycles, 4096u * 8 * 2 / 64);
+  resize.mode = PHX_RESIZE_NEAREST;
+  EXPECT_EQ(estimate_op(up, machine()).cycles, 4096u * 2 / 64);
+}
+
+// The layout ops move their bytes through the vector unit: a slice or a gather reads only
+// what it picks; a tile's time grows with its repeats, memory-bound.
+TEST(OpCost, LayoutOpsAreMemoryBoundAndReadWhatTheyPick) {
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F16, {512, 512});
+  const phx_plugin_tensor half = tensor(PHX_DTYPE_F16, {256, 512});
+  phx_slice_params slice = PHX_SLICE_PARAMS_INIT;
+  slice.ends[0] = 256;
+  slice.steps[0] = 1;
+  const phx_plugin_op sliced = {sizeof sliced, PHX_OP_SLICE, &slice, &x, 1, &half, 1, nullptr};
+  EXPECT_EQ(estimate_op(sliced, machine()).dram_bytes, 2u * 256 * 512 * 2);
+  const phx_plugin_tensor table[2] = {tensor(PHX_DTYPE_F16, {1000, 64}),
+                                      tensor(PHX_DTYPE_I32, {8})};
+  const phx_plugin_tensor rows = tensor(PHX_DTYPE_F16, {8, 64});
+  const phx_axis_params axis = PHX_AXIS_PARAMS_INIT;
+  const phx_plugin_op gather = {sizeof gather, PHX_OP_GATHER, &axis, table, 2, &rows, 1, nullptr};
+  EXPECT_EQ(estimate_op(gather, machine()).dram_bytes, 2u * 8 * 64 * 2 + 8 * 4);
+  EXPECT_EQ(stream_work(gather).elements, 8u * 64);  // not the table's 64000
+  double previous = 0;
+  for (int64_t repeats = 1; repeats <= 8; repeats *= 2) {
+    phx_tile_params tile = PHX_TILE_PARAMS_INIT;
+    tile.repeats[0] = static_cast<uint32_t>(repeats);
+    const phx_plugin_tensor tiled = tensor(PHX_DTYPE_F16, {512 * repeats, 512});
+    const phx_plugin_op op = {sizeof op, PHX_OP_TILE, &tile, &x, 1, &tiled, 1, nullptr};
+    const Estimate e = estimate_op(op, machine());
+    EXPECT_EQ(e.dram_bytes, uint64_t(512 * 512 * 2) * uint64_t(1 + repeats));
+    EXPECT_TRUE(e.memory_bound);
+    EXPECT_GT(e.estimated_ns, previous) << repeats;
+    previous = e.estimated_ns;
+  }
+}
+
 }  // namespace
 }  // namespace phx::npu_sim

@@ -40,11 +40,150 @@ TEST(CompileCache, AMissIntoRoomEvictsNothing) {
   EXPECT_TRUE(cache.lookup("d").evicted);
 }
 
+// ---- the keys of ops ----------------------------------------------------------------------
+
+using phx_test::plugin_tensor;
+using phx_test::plugin_value;
+
+// The key of op on x f32 [4, 6, 8] (and indices, for gather) into an f32 out of out_shape:
+// the parameters alone tell apart two ops of these tensors.
+std::string op_key(phx_op_id id, const void* params,
+                   std::initializer_list<int64_t> out_shape = {4, 6, 8}) {
+  static char buffer;
+  const phx_plugin_tensor in[2] = {
+      plugin_tensor(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_F32, {4, 6, 8}, "x"), &buffer),
+      plugin_tensor(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_I32, {2}, "i"), &buffer)};
+  const phx_plugin_tensor out =
+      plugin_tensor(plugin_value(PHX_PLUGIN_VALUE_OUTPUT, PHX_DTYPE_F32, out_shape, "y"), &buffer);
+  phx_plugin_op op{};
+  op.struct_size = sizeof op;
+  op.op = id;
+  op.params = params;
+  op.inputs = in;
+  op.input_count = id == PHX_OP_GATHER ? 2 : 1;
+  op.outputs = &out;
+  op.output_count = 1;
+  return op_signature(op);
+}
+
+// Two slices of the same shapes that pick other elements are two programs; the same
+// slice again is a hit.
+TEST(OpSignature, SlicesApartByStartsEndsAndSteps) {
+  phx_slice_params first = PHX_SLICE_PARAMS_INIT;
+  first.ends[0] = 2;
+  first.steps[0] = 1;  // x[0:2]
+  phx_slice_params later = first;
+  later.starts[0] = 2;
+  later.ends[0] = 4;  // x[2:4]
+  phx_slice_params strided = first;
+  strided.ends[0] = 4;
+  strided.steps[0] = 2;  // x[0:4:2]
+  const phx_slice_params same = first;
+  const std::string key = op_key(PHX_OP_SLICE, &first, {2, 6, 8});
+  EXPECT_NE(op_key(PHX_OP_SLICE, &later, {2, 6, 8}), key);
+  EXPECT_NE(op_key(PHX_OP_SLICE, &strided, {2, 6, 8}), key);
+  CompileCache cache(4);
+  EXPECT_FALSE(cache.lookup(key).hit);
+  EXPECT_TRUE(cache.lookup(op_key(PHX_OP_SLICE, &same, {2, 6, 8})).hit);
+  EXPECT_FALSE(cache.lookup(op_key(PHX_OP_SLICE, &later, {2, 6, 8})).hit);
+}
+
+TEST(OpSignature, PadsApartByModeValueAndSides) {
+  phx_pad_params base = PHX_PAD_PARAMS_INIT;
+  base.begin[2] = 1;  // [4, 6, 9]
+  const std::string key = op_key(PHX_OP_PAD, &base, {4, 6, 9});
+  phx_pad_params other = base;
+  other.value = 1.0f;
+  EXPECT_NE(op_key(PHX_OP_PAD, &other, {4, 6, 9}), key) << "value";
+  other = base;
+  other.mode = PHX_PAD_EDGE;
+  EXPECT_NE(op_key(PHX_OP_PAD, &other, {4, 6, 9}), key) << "mode";
+  other = base;
+  other.begin[2] = 0;
+  other.end[2] = 1;
+  EXPECT_NE(op_key(PHX_OP_PAD, &other, {4, 6, 9}), key) << "side";
+  other = base;
+  EXPECT_EQ(op_key(PHX_OP_PAD, &other, {4, 6, 9}), key);
+}
+
+// x read as [N 4, C 6, L 8]: windows of 3 with one of padding, or with the padding at the
+// end, give the same 8 outputs.
+TEST(OpSignature, PoolsApartByEveryWindowParameter) {
+  phx_pool_params base = PHX_POOL_PARAMS_INIT;
+  base.kernel[0] = 3;
+  base.pad_begin[0] = base.pad_end[0] = 1;
+  const std::string key = op_key(PHX_OP_MAX_POOL, &base);
+  EXPECT_NE(op_key(PHX_OP_AVG_POOL, &base), key) << "op";
+  phx_pool_params other = base;
+  other.pad_begin[0] = 0;
+  other.pad_end[0] = 2;
+  EXPECT_NE(op_key(PHX_OP_MAX_POOL, &other), key) << "padding";
+  other = base;
+  other.count_include_pad = 1;
+  EXPECT_NE(op_key(PHX_OP_AVG_POOL, &other), op_key(PHX_OP_AVG_POOL, &base)) << "count_include_pad";
+  other = base;
+  other.ceil_mode = 1;
+  EXPECT_NE(op_key(PHX_OP_MAX_POOL, &other), key) << "ceil_mode";
+  other = base;
+  EXPECT_EQ(op_key(PHX_OP_MAX_POOL, &other), key);
+}
+
+TEST(OpSignature, LayoutAndResizeOpsApartByTheirParameters) {
+  phx_axis_params axis0 = PHX_AXIS_PARAMS_INIT, axis1 = PHX_AXIS_PARAMS_INIT;
+  axis1.axis = -3;  // the same axis, spelled from the end: another program, no wrong one
+  EXPECT_NE(op_key(PHX_OP_GATHER, &axis0, {2, 6, 8}), op_key(PHX_OP_GATHER, &axis1, {2, 6, 8}));
+  phx_reshape_params to_48x4 = {sizeof(phx_reshape_params), 2, {48, 4}};
+  phx_reshape_params to_inferred = {sizeof(phx_reshape_params), 2, {-1, 4}};
+  EXPECT_NE(op_key(PHX_OP_RESHAPE, &to_48x4, {48, 4}),
+            op_key(PHX_OP_RESHAPE, &to_inferred, {48, 4}));
+  phx_tile_params twice = PHX_TILE_PARAMS_INIT, once = PHX_TILE_PARAMS_INIT;
+  twice.repeats[2] = 2;
+  EXPECT_NE(op_key(PHX_OP_TILE, &twice, {4, 6, 16}), op_key(PHX_OP_TILE, &once, {4, 6, 16}));
+  phx_resize_params half_pixel = {sizeof(phx_resize_params),
+                                  PHX_RESIZE_LINEAR,
+                                  PHX_RESIZE_HALF_PIXEL,
+                                  PHX_RESIZE_ROUND_PREFER_FLOOR,
+                                  3,
+                                  {4, 6, 16},
+                                  {}};
+  phx_resize_params corners = half_pixel;
+  corners.coordinates = PHX_RESIZE_ALIGN_CORNERS;
+  phx_resize_params scaled = half_pixel;
+  scaled.scales[2] = 2.5f;
+  const std::string key = op_key(PHX_OP_RESIZE, &half_pixel, {4, 6, 16});
+  EXPECT_NE(op_key(PHX_OP_RESIZE, &corners, {4, 6, 16}), key);
+  EXPECT_NE(op_key(PHX_OP_RESIZE, &scaled, {4, 6, 16}), key);
+}
+
+TEST(OpSignature, TransposedConvolutionsApartByPaddingAndOutputPadding) {
+  static char buffer;
+  const auto value = [](std::initializer_list<int64_t> shape) {
+    return plugin_tensor(plugin_value(PHX_PLUGIN_VALUE_INPUT, PHX_DTYPE_BF16, shape, "v"), &buffer);
+  };
+  // x [1, 2, 4, 4], w [2, 3, 3, 3]: stride 2 gives 9 + output_padding - padding rows.
+  const phx_plugin_tensor in[2] = {value({1, 2, 4, 4}), value({2, 3, 3, 3})};
+  const phx_plugin_tensor out = value({1, 3, 9, 9});
+  phx_conv_transpose2d_params plain = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  plain.stride[0] = plain.stride[1] = 2;
+  phx_conv_transpose2d_params shifted = plain;  // 9 + 1 - 1 rows, one later
+  shifted.output_padding[0] = shifted.output_padding[1] = 1;
+  shifted.padding[0] = shifted.padding[2] = 1;
+  phx_plugin_op op{};
+  op.struct_size = sizeof op;
+  op.op = PHX_OP_CONV_TRANSPOSE2D;
+  op.inputs = in;
+  op.input_count = 2;
+  op.outputs = &out;
+  op.output_count = 1;
+  op.params = &plain;
+  const std::string key = op_signature(op);
+  op.params = &shifted;
+  EXPECT_NE(op_signature(op), key);
+}
+
 // ---- graphs -------------------------------------------------------------------------------
 
 using TestGraph = phx_test::PluginGraph;
-using phx_test::plugin_tensor;
-using phx_test::plugin_value;
 
 // x [m, 256] . w [256, 128] + bias, relu (one fused matmul node) -> h; softmax(h) -> y.
 struct DenseSoftmax {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "config.h"
 #include "op_cost.h"
@@ -318,6 +319,98 @@ TEST(OpCost, ElementwiseOpsRunOnTheVectorUnitAndAreMemoryBound) {
   EXPECT_EQ(cost.hbm_bytes, 12582912u);
   EXPECT_TRUE(cost.memory_bound);
   EXPECT_DOUBLE_EQ(cost.estimated_time_ns, 12582912.0 / 819.0 + 1000.0);
+}
+
+// The data-movement ops stream through the vector unit at one operation per element and
+// are HBM-bound: a slice of half of f32 [1024 x 1024] reads the 2 MiB it picks and writes
+// them: 4194304 bytes / 819 GB/s + the 1000 ns overhead.
+TEST(OpCost, DataMovementIsHbmBoundAndPricedByTheBytesItMoves) {
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F32, {1024, 1024});
+  const phx_plugin_tensor half = tensor(PHX_DTYPE_F32, {512, 1024});
+  phx_slice_params slice = PHX_SLICE_PARAMS_INIT;
+  slice.ends[0] = 512;
+  slice.steps[0] = 1;
+  const OpCost cost = cost_op(make_op(PHX_OP_SLICE, &slice, &x, 1, &half), v5e());
+  EXPECT_FALSE(cost.uses_mxu);
+  EXPECT_EQ(cost.hbm_bytes, 4194304u);
+  EXPECT_EQ(cost.vector_cycles, 512u);  // the 2^19 elements it picks, one operation each
+  EXPECT_TRUE(cost.memory_bound);
+  EXPECT_DOUBLE_EQ(cost.estimated_time_ns, 4194304.0 / 819.0 + 1000.0);
+  // gather: 16 rows of 256 f32 from a 1000-row table read 16 KiB and the indices.
+  const phx_plugin_tensor table[2] = {tensor(PHX_DTYPE_F32, {1000, 256}),
+                                      tensor(PHX_DTYPE_I32, {16})};
+  const phx_plugin_tensor rows = tensor(PHX_DTYPE_F32, {16, 256});
+  const phx_axis_params axis = PHX_AXIS_PARAMS_INIT;
+  const OpCost gather = cost_op(make_op(PHX_OP_GATHER, &axis, table, 2, &rows), v5e());
+  EXPECT_EQ(gather.hbm_bytes, 2u * 16384u + 64u);
+  EXPECT_EQ(gather.vector_cycles, 4u);  // its 4096 outputs, not the table's 256000 elements
+  // Each more repeat of a tile writes more bytes, and takes longer.
+  double previous = 0;
+  for (int64_t repeats = 1; repeats <= 8; repeats *= 2) {
+    phx_tile_params tile = PHX_TILE_PARAMS_INIT;
+    tile.repeats[0] = static_cast<uint32_t>(repeats);
+    const phx_plugin_tensor tiled = tensor(PHX_DTYPE_F32, {1024 * repeats, 1024});
+    const OpCost t = cost_op(make_op(PHX_OP_TILE, &tile, &x, 1, &tiled), v5e());
+    EXPECT_EQ(t.hbm_bytes, uint64_t(4 << 20) * uint64_t(1 + repeats));
+    EXPECT_GT(t.estimated_time_ns, previous) << repeats;
+    previous = t.estimated_time_ns;
+  }
+}
+
+// Pools on the vector unit: every output compares (max) or adds (avg, plus the mean's
+// multiply) its window. f32 [1, 8, 32, 32], 3x3 windows, padding 1: 8192 outputs * 9 /
+// 1024 lanes = 72 cycles; avg 80.
+TEST(OpCost, PoolsCostTheirWindowsOnTheVectorUnit) {
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F32, {1, 8, 32, 32});
+  phx_pool_params params = PHX_POOL_PARAMS_INIT;
+  params.kernel[0] = params.kernel[1] = 3;
+  params.pad_begin[0] = params.pad_begin[1] = params.pad_end[0] = params.pad_end[1] = 1;
+  const OpCost max = cost_op(make_op(PHX_OP_MAX_POOL, &params, &x, 1, &x), v5e());
+  const OpCost avg = cost_op(make_op(PHX_OP_AVG_POOL, &params, &x, 1, &x), v5e());
+  EXPECT_FALSE(max.uses_mxu);
+  EXPECT_EQ(max.vector_cycles, 72u);
+  EXPECT_EQ(avg.vector_cycles, 80u);
+  EXPECT_EQ(max.hbm_bytes, 2u * 32768u);
+  EXPECT_GT(max.estimated_time_ns, 0.0);
+}
+
+// linear resize: a multiply and an add per tap, 2^2 taps for the two dimensions resampled:
+// [1, 1, 16, 16] to [1, 1, 32, 32], 1024 outputs * 8 / 1024 = 8 cycles; nearest, 1.
+TEST(OpCost, ResizeCostsItsTaps) {
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F32, {1, 1, 16, 16});
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_F32, {1, 1, 32, 32});
+  phx_resize_params params = {sizeof(phx_resize_params),
+                              PHX_RESIZE_LINEAR,
+                              PHX_RESIZE_HALF_PIXEL,
+                              PHX_RESIZE_ROUND_PREFER_FLOOR,
+                              4,
+                              {1, 1, 32, 32},
+                              {}};
+  EXPECT_EQ(cost_op(make_op(PHX_OP_RESIZE, &params, &x, 1, &out), v5e()).vector_cycles, 8u);
+  params.mode = PHX_RESIZE_NEAREST;
+  EXPECT_EQ(cost_op(make_op(PHX_OP_RESIZE, &params, &x, 1, &out), v5e()).vector_cycles, 1u);
+}
+
+// conv_transpose2d is priced as the conv2d it is lowered to: x [2, 6, 5, 5], w [6, 4, 3, 3],
+// groups 2, stride 2: out [2, 8, 11, 11]; M = 2 * 121, K = 3 * 9, N = 4, batch 2.
+TEST(OpCost, ConvTranspose2dLowersToTheConv2dOfItsSpreadInput) {
+  const phx_plugin_tensor in[2] = {tensor(PHX_DTYPE_BF16, {2, 6, 5, 5}),
+                                   tensor(PHX_DTYPE_BF16, {6, 4, 3, 3})};
+  const phx_plugin_tensor out = tensor(PHX_DTYPE_BF16, {2, 8, 11, 11});
+  phx_conv_transpose2d_params params = PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+  params.stride[0] = params.stride[1] = 2;
+  params.groups = 2;
+  const phx_plugin_op op = make_op(PHX_OP_CONV_TRANSPOSE2D, &params, in, 2, &out);
+  const std::optional<GemmShape> gemm = lowered_gemm(op);
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(gemm->m, 242u);
+  EXPECT_EQ(gemm->k, 27u);
+  EXPECT_EQ(gemm->n, 4u);
+  EXPECT_EQ(gemm->batch, 2u);
+  const OpCost cost = cost_op(op, v5e());
+  EXPECT_TRUE(cost.uses_mxu);
+  EXPECT_EQ(cost.mxu_passes, 1u);  // bf16 inputs
+  EXPECT_EQ(cost.vector_cycles, 0u);
 }
 
 }  // namespace
