@@ -107,6 +107,10 @@ void refuse_while_viewed(size_t views, const char* what);
 
 // A handle, or raises InvalidArgumentError for a closed tensor.
 phx_tensor handle_of(const Tensor& tensor);
+// handle_of, or null for None (the C API then names the missing tensor).
+phx_tensor handle_or_null(const TensorPtr& tensor);
+// A C-contiguous buffer of exactly byte_size bytes, or raises InvalidArgumentError.
+py::buffer_info contiguous_buffer(const py::buffer& buffer, bool writable, uint64_t byte_size);
 // A tensor of dtype and shape on device of context.
 TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
                         const std::vector<int64_t>& shape);

@@ -113,8 +113,7 @@ std::vector<const Tensor*> tensors_of(const std::vector<TensorPtr>& inputs) {
 uint64_t submit(Stream& self, uint32_t op, const std::vector<uint64_t>& params,
                 const std::vector<TensorPtr>& inputs, const std::vector<TensorPtr>& outputs) {
   std::vector<phx_tensor> in, out;
-  for (const TensorPtr& input : inputs)
-    in.push_back(input == nullptr ? nullptr : handle_of(*input));
+  for (const TensorPtr& input : inputs) in.push_back(handle_or_null(input));
   for (const TensorPtr& output : outputs) {
     if (output == nullptr) raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: an output is None");
     out.push_back(handle_of(*output));
