@@ -4,7 +4,8 @@
     x = phynexus.tensor(numpy_array, device="npu")
     y = phynexus.relu(x @ w + b).numpy()
 
-See docs/python.md. The package binds the public C API (include/phynexus/phynexus.h).
+See docs/python.md. The package binds the public C API (include/phynexus/phynexus.h and the
+headers it includes).
 """
 
 from . import _phynexus
@@ -18,7 +19,8 @@ from ._phynexus import (CompilationError, DeviceUnavailableError, Error, Incompa
 from ._dtypes import DType, bf16, dtype, f16, f32, i8, i16, i32, u8
 from ._context import Context, default_context, set_log_level
 from ._device import Device, device, devices
-from ._stream import Stream
+from ._stream import Event, Stream
+from ._comm import Communicator
 from ._trace_file import trace
 from ._tensor import Tensor, empty, from_dlpack, tensor
 from . import cpu, gpu, npu, tpu, vulkan

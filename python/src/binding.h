@@ -1,6 +1,7 @@
 // Shared by the files of the _phynexus extension: the state a context's Python objects
 // share, the status-to-exception translation and the small helpers every binding uses.
-// The extension sees only the public C API (include/phynexus/phynexus.h).
+// The extension sees only the public C API (include/phynexus/phynexus.h and the headers it
+// includes).
 #pragma once
 
 #include <phynexus/phynexus.h>
@@ -44,6 +45,9 @@ struct ContextState {
   // numpy arrays and DLPack capsules viewing the memory of its tensors (HostView): while
   // there are any, close() is refused, which would free that memory under them.
   std::atomic<size_t> host_views{0};
+  // Held by close() while it destroys the context, which finishes the work of every stream
+  // in it: a binding that finds a stream destroyed under it takes this to wait for that.
+  std::mutex closing;
 
   ~ContextState();
   void close();
@@ -62,11 +66,16 @@ struct StreamState {
 };
 using StreamPtr = std::shared_ptr<StreamState>;
 
+struct HeldBuffers;  // transfer.cpp
+
 // A stream as Python sees it: the stream and the context it keeps alive.
 struct Stream {
   ContextPtr owner;
   StreamPtr state;
   uint64_t last_ticket = 0;
+  // The host buffers of its asynchronous transfers not yet known to have finished; made by
+  // the first one.
+  std::shared_ptr<HeldBuffers> held{};
 };
 
 // Locks mutex with the GIL released while waiting, so that a thread that holds mutex and
@@ -107,6 +116,10 @@ void refuse_while_viewed(size_t views, const char* what);
 
 // A handle, or raises InvalidArgumentError for a closed tensor.
 phx_tensor handle_of(const Tensor& tensor);
+// handle_of, or null for None (the C API then names the missing tensor).
+phx_tensor handle_or_null(const TensorPtr& tensor);
+// A C-contiguous buffer of exactly byte_size bytes, or raises InvalidArgumentError.
+py::buffer_info contiguous_buffer(const py::buffer& buffer, bool writable, uint64_t byte_size);
 // A tensor of dtype and shape on device of context.
 TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
                         const std::vector<int64_t>& shape);
@@ -127,6 +140,12 @@ std::vector<uint64_t> params_from_bytes(const py::object& params);
 void bind_context(py::module_& module);
 void bind_tensor(py::module_& module);
 void bind_stream(py::module_& module);
+// Stream methods of other files, and the classes they need.
+void bind_events(py::module_& module, py::class_<Stream>& stream);
+void bind_transfers(py::class_<Stream>& stream);
+// Drops the host buffers of self's asynchronous transfers whose tickets have finished.
+void forget_finished_transfers(Stream& self);
+void bind_comm(py::module_& module);
 void bind_dlpack(py::module_& module);
 void bind_graph(py::module_& module);
 

@@ -179,15 +179,16 @@ py::dict params_struct_sizes() {
 ContextState::~ContextState() { close(); }
 
 void ContextState::close() {
-  phx_context closing = context.exchange(nullptr);
-  if (closing == nullptr) return;
+  std::lock_guard<std::mutex> closing_lock(closing);
+  phx_context destroyed = context.exchange(nullptr);
+  if (destroyed == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
     default_streams.clear();
   }
   // Destroys every object still alive in it; their Python wrappers then get
   // INVALID_ARGUMENT from the library, which detects destroyed handles.
-  phx_context_destroy(closing);
+  phx_context_destroy(destroyed);
 }
 
 void bind_context(py::module_& module) {

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_phynexus, module) {
   phx_python::bind_stream(module);
   phx_python::bind_dlpack(module);
   phx_python::bind_graph(module);
+  phx_python::bind_comm(module);
 }

@@ -1,4 +1,5 @@
-// phynexus._phynexus.Stream: streams, tickets, profile records, and eager ops. An eager
+// phynexus._phynexus.Stream: streams, tickets, profile records, and eager ops (its events
+// are bound in event.cpp, its asynchronous transfers in transfer.cpp). An eager
 // op's outputs are made by the binding: their dtypes and shapes come from the op table's
 // rules, asked through a one-node graph (phx_graph_add_node infers them), and cached per
 // op, parameters and input descriptions, so an op added to the library needs no code here.
@@ -113,8 +114,7 @@ std::vector<const Tensor*> tensors_of(const std::vector<TensorPtr>& inputs) {
 uint64_t submit(Stream& self, uint32_t op, const std::vector<uint64_t>& params,
                 const std::vector<TensorPtr>& inputs, const std::vector<TensorPtr>& outputs) {
   std::vector<phx_tensor> in, out;
-  for (const TensorPtr& input : inputs)
-    in.push_back(input == nullptr ? nullptr : handle_of(*input));
+  for (const TensorPtr& input : inputs) in.push_back(handle_or_null(input));
   for (const TensorPtr& output : outputs) {
     if (output == nullptr) raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: an output is None");
     out.push_back(handle_of(*output));
@@ -249,8 +249,8 @@ std::vector<TensorPtr> run_on_default_stream(uint32_t op, const py::object& para
 
 void bind_stream(py::module_& module) {
   module.def("run_op", &run_on_default_stream);
-  py::class_<Stream>(module, "Stream")
-      .def(py::init(&new_stream))
+  py::class_<Stream> stream(module, "Stream");
+  stream.def(py::init(&new_stream))
       .def_static("default",
                   [](const ContextPtr& context, size_t device) {
                     return Stream{context, default_stream(context, device), 0};
@@ -266,16 +266,21 @@ void bind_stream(py::module_& module) {
       .def("synchronize",
            [](Stream& self) {
              blocking(self, [](phx_stream s) { return phx_stream_synchronize(s); });
+             forget_finished_transfers(self);
            })
       .def("wait",
            [](Stream& self, uint64_t ticket) {
              blocking(self, [ticket](phx_stream s) { return phx_stream_wait(s, ticket); });
+             forget_finished_transfers(self);
            })
       .def("query",
            [](Stream& self, uint64_t ticket) {
              int done = 0;
-             auto lock = lock_without_gil(self.state->mutex);
-             check(phx_stream_query(self.state->stream, ticket, &done));
+             {
+               auto lock = lock_without_gil(self.state->mutex);
+               check(phx_stream_query(self.state->stream, ticket, &done));
+             }
+             forget_finished_transfers(self);
              return done != 0;
            })
       .def("profile_records", &profile_records)
@@ -283,6 +288,8 @@ void bind_stream(py::module_& module) {
         auto lock = lock_without_gil(self.state->mutex);
         check(phx_profile_clear(self.state->stream));
       });
+  bind_events(module, stream);
+  bind_transfers(stream);
 }
 
 }  // namespace phx_python

@@ -8,22 +8,6 @@
 namespace phx_python {
 namespace {
 
-// A C-contiguous buffer of exactly the tensor's byte size, or raises InvalidArgumentError.
-py::buffer_info contiguous_buffer(const py::buffer& buffer, bool writable, uint64_t byte_size) {
-  py::buffer_info info = buffer.request(writable);
-  int64_t expected_stride = info.itemsize;
-  for (ssize_t dim = info.ndim - 1; dim >= 0; --dim) {
-    if (info.shape[dim] > 1 && info.strides[dim] != expected_stride)
-      raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer is not C-contiguous");
-    expected_stride *= info.shape[dim];
-  }
-  const uint64_t size = static_cast<uint64_t>(info.size) * static_cast<uint64_t>(info.itemsize);
-  if (size != byte_size)
-    raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer holds " + std::to_string(size) +
-                                                 " bytes, the tensor " + std::to_string(byte_size));
-  return info;
-}
-
 TensorPtr from_buffer(const ContextPtr& context, size_t device, int dtype,
                       const std::vector<int64_t>& shape, const py::buffer& buffer) {
   TensorPtr tensor = create_tensor(context, device, static_cast<phx_dtype>(dtype), shape);
@@ -99,10 +83,29 @@ py::tuple Tensor::shape() const {
   return out;
 }
 
+py::buffer_info contiguous_buffer(const py::buffer& buffer, bool writable, uint64_t byte_size) {
+  py::buffer_info info = buffer.request(writable);
+  int64_t expected_stride = info.itemsize;
+  for (ssize_t dim = info.ndim - 1; dim >= 0; --dim) {
+    if (info.shape[dim] > 1 && info.strides[dim] != expected_stride)
+      raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer is not C-contiguous");
+    expected_stride *= info.shape[dim];
+  }
+  const uint64_t size = static_cast<uint64_t>(info.size) * static_cast<uint64_t>(info.itemsize);
+  if (size != byte_size)
+    raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the buffer holds " + std::to_string(size) +
+                                                 " bytes, the tensor " + std::to_string(byte_size));
+  return info;
+}
+
 phx_tensor handle_of(const Tensor& tensor) {
   if (tensor.tensor == nullptr)
     raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: the tensor was closed");
   return tensor.tensor;
+}
+
+phx_tensor handle_or_null(const TensorPtr& tensor) {
+  return tensor == nullptr ? nullptr : handle_of(*tensor);
 }
 
 TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
