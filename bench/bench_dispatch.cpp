@@ -1,7 +1,8 @@
 // The cost of dispatching one tiny op through the C API: out = a + b on two 1x4 f32
 // tensors of the CPU device, each iteration phx_op_run + phx_stream_wait on its ticket;
 // the same with a trace being written (phx_trace_begin), whose cost is printed as a
-// ratio of the two; and, for reference, the same four additions as a plain loop. The
+// ratio of the two; the same into an output made and freed per op; and, for reference,
+// the same four additions as a plain loop. The
 // difference is what the API, the op's checks, the plugin call and the stream add per op.
 #include <unistd.h>
 
@@ -50,6 +51,25 @@ void add_phynexus(benchmark::State& state, bool traced) {
   }
 }
 
+// The same add into an output made and freed per op, as a program that keeps no buffers
+// does (and as phynexus.add does from Python: bench/python_overhead.py compares the two).
+void add_phynexus_new_output(benchmark::State& state) {
+  const CpuDevice& cpu = *g_cpu;
+  const float a_values[4] = {1, 2, 3, 4};
+  Tensor a(cpu, PHX_DTYPE_F32, {1, 4}), b(cpu, PHX_DTYPE_F32, {1, 4});
+  check(phx_tensor_upload(a.get(), 0, a_values, sizeof a_values), "phx_tensor_upload");
+  check(phx_tensor_upload(b.get(), 0, a_values, sizeof a_values), "phx_tensor_upload");
+  const phx_tensor inputs[2] = {a.get(), b.get()};
+  for (auto _ : state) {
+    Tensor c(cpu, PHX_DTYPE_F32, {1, 4});
+    const phx_tensor output = c.get();
+    const phx_op_desc add = phx_bench::op_desc(PHX_OP_ADD, inputs, 2, &output);
+    uint64_t ticket = 0;
+    check(phx_op_run(cpu.stream, &add, &ticket), "phx_op_run(add)");
+    check(phx_stream_wait(cpu.stream, ticket), "phx_stream_wait");
+  }
+}
+
 void add_direct(benchmark::State& state) {
   float a[4] = {1, 2, 3, 4};
   float b[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
@@ -73,6 +93,7 @@ int main(int argc, char** argv) {
   // Wall-clock time: a plugin that runs ops on its own threads waits off the CPU clock.
   benchmark::RegisterBenchmark("add_1x4_phx", add_phynexus, false)->UseRealTime();
   benchmark::RegisterBenchmark("add_1x4_phx_traced", add_phynexus, true)->UseRealTime();
+  benchmark::RegisterBenchmark("add_1x4_phx_new_output", add_phynexus_new_output)->UseRealTime();
   benchmark::RegisterBenchmark("add_1x4_direct", add_direct)->UseRealTime();
 
   benchmark::Initialize(&argc, argv);
