@@ -21,7 +21,12 @@ import sys
 import tempfile
 import timeit
 
-import numpy as np
+# numpy's OpenBLAS threads spin on sched_yield for a while after numpy's own calls: on a
+# 2-core machine they take a core from the op being timed, which C's process never has to
+# share. One BLAS thread leaves the figures to the binding. Set before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 import phynexus
 
