@@ -97,6 +97,13 @@ bool progress_wanted() {
          !(log_level != nullptr && std::strcmp(log_level, "off") == 0);
 }
 
+void erase_progress_line() {
+  std::lock_guard<std::mutex> lock(line_mutex);
+  if (line_owner == nullptr) return;
+  write_line("\r\033[K");
+  line_owner = nullptr;  // the owner's next draw takes the line again
+}
+
 Progress::Progress(size_t total, std::string unit, Amount amount)
     : enabled_(progress_wanted()),
       show_after_(show_after_from_environment()),

@@ -1,6 +1,6 @@
 """The progress line (phx/progress.h) is drawn on a terminal only: on a pseudo-terminal it
 is there, rewritten with \\r; with CI set, PHX_PROGRESS=0, PHX_LOG_LEVEL=off, or on pipes,
-nothing of it is written; two threads never mix their lines.
+nothing of it is written; two threads never mix their lines; a log message erases it first.
 usage: test_progress.py PHX_PROGRESS_DEMO"""
 
 import re
@@ -40,6 +40,14 @@ class ProgressTest(unittest.TestCase):
         self.assertTrue(drawn)
         for part in drawn:
             self.assertRegex(part, b"^" + line.pattern + rb"\x1b\[K$")
+
+    def test_a_log_message_starts_on_a_clean_line(self):
+        # The library's log erases the line before its message (erase_progress_line); the
+        # line is drawn again after it.
+        written = run_demo_on_terminal(environment(), "1", "log")
+        self.assertIn(b"\r\x1b[Ka log message\r\n", written)
+        self.assertNotRegex(written, rb"items[^\r]*a log message")
+        self.assertIn(b"items", written.split(b"a log message")[1])
 
     def test_nothing_when_ci_is_set(self):
         self.assert_nothing_drawn(run_demo_on_terminal(environment(CI="true")))

@@ -1,5 +1,6 @@
 #include "logging.h"
 
+#include <phx/progress.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -42,6 +43,16 @@ class CallbackSink : public spdlog::sinks::base_sink<std::mutex> {
   void* user_data_;
 };
 
+// stderr, where a progress line (phx/progress.h) may be drawn: it is erased first, so that
+// a message never lands after the line's text.
+class StderrSink : public spdlog::sinks::stderr_sink_mt {
+ public:
+  void log(const spdlog::details::log_msg& msg) override {
+    erase_progress_line();
+    spdlog::sinks::stderr_sink_mt::log(msg);
+  }
+};
+
 }  // namespace
 
 phx_log_level parse_log_level(const char* text, phx_log_level fallback) {
@@ -62,7 +73,7 @@ std::shared_ptr<spdlog::logger> make_logger(phx_log_level level, phx_log_callbac
   if (callback != nullptr) {
     sink = std::make_shared<CallbackSink>(callback, user_data);
   } else {
-    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    sink = std::make_shared<StderrSink>();
     sink->set_pattern("[phynexus %l] %v");
   }
   auto logger = std::make_shared<spdlog::logger>("phynexus", std::move(sink));

@@ -28,6 +28,11 @@ namespace phx {
 // is not 0 and PHX_LOG_LEVEL is not off (a program that silences the log silences this).
 bool progress_wanted();
 
+// Erases the line a Progress of this copy of the code has drawn, if any, so that other
+// output to stderr (a log message) starts on a clean line; that Progress draws it again at
+// its next update.
+void erase_progress_line();
+
 // What a Progress counts: items of its unit ("12/300 nodes  4.1/s"), or bytes, shown in
 // kB, MB or GB ("1.2/3.4 GB of weights  85.0 MB/s").
 enum class Amount { items, bytes };
