@@ -57,11 +57,11 @@ PHX_API phx_status phx_stream_wait_event(phx_stream stream, phx_event event);
 
 /* ---- Asynchronous transfers ------------------------------------------------------------
  * Ordered on stream, a stream of the tensor's device, like an op: the transfer begins
- * after the stream's earlier work and before its later work, and the returned ticket
- * finishes with it. The caller keeps the host memory valid, and does not touch it (nor
- * the tensor's range, from other streams) until the ticket has finished. Work of other
- * streams is ordered with events. Errors as the blocking phx_tensor_upload and
- * phx_tensor_download; the checks are made at the call.
+ * after the stream's earlier work and before its later work, and its ticket, written to
+ * *out_ticket (which may be null), finishes with it. The caller keeps the host memory
+ * valid, and does not touch it (nor the tensor's range, from other streams) until the
+ * ticket has finished. Work of other streams is ordered with events. Errors as the
+ * blocking phx_tensor_upload and phx_tensor_download; the checks are made at the call.
  */
 PHX_API phx_status phx_tensor_upload_async(phx_stream stream, phx_tensor tensor, size_t offset,
                                            const void* src, size_t size, uint64_t* out_ticket);

@@ -253,30 +253,25 @@ void Transport::finish_collective(MPI_Request request, const char* what,
   }
 }
 
-void Transport::all_gather(const void* send, void* recv, size_t bytes) {
+void Transport::exchange(ExchangeCall call, const char* what, const void* send, void* recv,
+                         size_t bytes) {
   require_usable();
   reap_sends();
   Bytes part(bytes, limits_);
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(mpi_lock());
-    check(MPI_Iallgather(send, part.count, part.type, recv, part.count, part.type, comm_, &request),
-          "MPI_Iallgather");
+    check(call(send, part.count, part.type, recv, part.count, part.type, comm_, &request), what);
   }
-  finish_collective(request, "all_gather (MPI_Iallgather)", other_ranks());
+  finish_collective(request, what, other_ranks());
+}
+
+void Transport::all_gather(const void* send, void* recv, size_t bytes) {
+  exchange(MPI_Iallgather, "all_gather (MPI_Iallgather)", send, recv, bytes);
 }
 
 void Transport::all_to_all(const void* send, void* recv, size_t bytes) {
-  require_usable();
-  reap_sends();
-  Bytes part(bytes, limits_);
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(mpi_lock());
-    check(MPI_Ialltoall(send, part.count, part.type, recv, part.count, part.type, comm_, &request),
-          "MPI_Ialltoall");
-  }
-  finish_collective(request, "all_to_all (MPI_Ialltoall)", other_ranks());
+  exchange(MPI_Ialltoall, "all_to_all (MPI_Ialltoall)", send, recv, bytes);
 }
 
 void Transport::broadcast(void* buffer, size_t bytes, size_t root) {

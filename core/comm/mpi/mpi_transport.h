@@ -74,6 +74,10 @@ class Transport {
   // Refuses calls once a collective failed: MPI cannot cancel one, so the ranks' calls
   // no longer pair up.
   void require_usable() const;
+  // MPI_Iallgather and MPI_Ialltoall: a part of bytes from and to every rank.
+  using ExchangeCall = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm,
+                               MPI_Request*);
+  void exchange(ExchangeCall call, const char* what, const void* send, void* recv, size_t bytes);
   // Runs a posted collective to its end, or marks the transport broken and throws.
   void finish_collective(MPI_Request request, const char* what, const std::string& waited_for);
   // Drops the pending sends that have completed; throws if one failed.
