@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, mapping, numpy_helper
 
 OPSET = [helper.make_opsetid("", 17)]
 
@@ -56,6 +56,21 @@ def single_node(folder, name, node, inputs, outputs, initializers=(), opset=17, 
     graph = helper.make_graph([node], name, inputs, outputs, list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     save(folder, name, model, check=check)
+
+
+def node_test(folder, name, nodes, inputs, outputs, initializers=(), opset=17):
+    """A test in the layout of ONNX's backend node tests (node/test_NAME: model.onnx and
+    test_data_set_0), which phx-onnx-node-tests runs on every device. inputs and outputs
+    are (name, array) pairs, the outputs computed by the caller in float64 and rounded to
+    their dtype once; initializers are (name, array) pairs too."""
+    def infos(pairs):
+        return [helper.make_tensor_value_info(n, mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype],
+                                              a.shape) for n, a in pairs]
+    graph = helper.make_graph(nodes, name, infos(inputs), infos(outputs),
+                              [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    save(os.path.join(folder, "node"), "test_" + name, model, [a for _, a in inputs],
+         [a for _, a in outputs])
 
 
 def refused(folder):
