@@ -159,10 +159,11 @@ void convert_log_softmax(Importer& im, const onnx::NodeProto& node) {
   softmax_like(im, node, PHX_OP_LOG_SOFTMAX);
 }
 
-// 2-D as conv2d; 1-D as conv2d over [N, C, 1, L].
+// 2-D as conv2d; 1-D as conv2d over [N, C, 1, L]; 3-D in convert_conv3d.cpp.
 void convert_conv(Importer& im, const onnx::NodeProto& node) {
   phx_value x = im.graph_input(node, 0), w = im.graph_input(node, 1);
   const phx_value_info xi = im.info(x), wi = im.info(w);
+  if (xi.rank == 5) return convert_conv3d(im, node);
   if (xi.rank != 4 && xi.rank != 3)
     im.unsupported(node, std::to_string(static_cast<int>(xi.rank) - 2) + "-D convolution");
   const size_t k = xi.rank - 2, o = 2 - k;  // o: the dimensions added in front (1-D)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "importer.h"
+#include "window.h"
 
 namespace phx::onnx_import {
 
@@ -98,6 +99,10 @@ phx_value reshape_to(Importer& im, const onnx::NodeProto& node, phx_value x,
 void convert_max_pool(Importer&, const onnx::NodeProto&);
 void convert_average_pool(Importer&, const onnx::NodeProto&);
 void convert_conv_transpose(Importer&, const onnx::NodeProto&);
+
+// convert_conv3d.cpp: 3-D Conv and ConvTranspose through the 2-D ops
+void convert_conv3d(Importer&, const onnx::NodeProto&);
+void convert_conv_transpose3d(Importer&, const onnx::NodeProto&, const TransposedWindow& window);
 
 // convert_resize.cpp
 void convert_resize(Importer&, const onnx::NodeProto&);

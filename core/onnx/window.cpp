@@ -38,6 +38,42 @@ void window_pads(Importer& im, const onnx::NodeProto& node, const phx_value_info
   }
 }
 
+TransposedWindow transposed_window(Importer& im, const onnx::NodeProto& node,
+                                   const phx_value_info& x, size_t k,
+                                   const std::vector<int64_t>& kernel) {
+  TransposedWindow w;
+  w.stride = per_dim(node, "strides", k, 1);
+  w.dilation = per_dim(node, "dilations", k, 1);
+  w.output_padding = per_dim(node, "output_padding", k, 0);
+  const std::vector<int64_t> output_shape = attr_ints(node, "output_shape");
+  if (!output_shape.empty() && output_shape.size() < k)
+    im.invalid(node, "output_shape needs an entry per spatial dimension");
+  if (w.stride.size() != k || w.dilation.size() != k || w.output_padding.size() != k)
+    im.invalid(node, "strides, dilations and output_padding need one entry per spatial dimension");
+  const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
+  if (output_shape.empty() && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    window_pads(im, node, x, k, kernel, w.stride, w.dilation, w.begin, w.end);
+    return w;
+  }
+  // The padding that gives output_shape (or input * stride for SAME).
+  for (size_t d = 0; d < k; ++d) {
+    const int64_t in = x.shape[2 + d];
+    if (in == PHX_DIM_DYNAMIC) im.unsupported(node, "an output shape over a dynamic dimension");
+    const int64_t want =
+        output_shape.empty() ? in * w.stride[d] : output_shape[output_shape.size() - k + d];
+    const int64_t total =
+        w.stride[d] * (in - 1) + w.output_padding[d] + (kernel[d] - 1) * w.dilation[d] + 1 - want;
+    if (total < 0) {  // an output longer than the windows reach: output padding
+      w.output_padding[d] -= total;
+      continue;
+    }
+    const bool lower = auto_pad == "SAME_LOWER";
+    w.begin[d] = static_cast<uint32_t>(lower ? total - total / 2 : total / 2);
+    w.end[d] = static_cast<uint32_t>(total - w.begin[d]);
+  }
+  return w;
+}
+
 std::vector<int64_t> per_dim(const onnx::NodeProto& node, const char* name, size_t k,
                              int64_t fallback) {
   std::vector<int64_t> v = attr_ints(node, name);

@@ -18,6 +18,18 @@ void window_pads(Importer& im, const onnx::NodeProto& node, const phx_value_info
                  const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
                  const std::vector<int64_t>& dilation, uint32_t* begin, uint32_t* end);
 
+// The window of a transposed convolution over k spatial dimensions (k <= 3): strides,
+// dilations and output_padding, and the padding taken off the output, from pads or from
+// output_shape or auto_pad (an output_shape longer than the windows reach adds output
+// padding).
+struct TransposedWindow {
+  std::vector<int64_t> stride, dilation, output_padding;
+  uint32_t begin[3] = {}, end[3] = {};
+};
+TransposedWindow transposed_window(Importer& im, const onnx::NodeProto& node,
+                                   const phx_value_info& x, size_t k,
+                                   const std::vector<int64_t>& kernel);
+
 // The attribute name, or k entries of fallback when the node lacks it.
 std::vector<int64_t> per_dim(const onnx::NodeProto& node, const char* name, size_t k,
                              int64_t fallback);

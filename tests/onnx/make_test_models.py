@@ -73,6 +73,92 @@ def node_test(folder, name, nodes, inputs, outputs, initializers=(), opset=17):
          [a for _, a in outputs])
 
 
+def conv_reference(x, w, b, strides, begin, end, dilations, group):
+    """ONNX's Conv in float64 over any number of spatial dimensions."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    k = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(begin, end)))
+    kernel = w.shape[2:]
+    out = [(xp.shape[2 + d] - dilations[d] * (kernel[d] - 1) - 1) // strides[d] + 1
+           for d in range(k)]
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    cg, og = x.shape[1] // group, w.shape[0] // group
+    for g in range(group):
+        for tap in np.ndindex(*kernel):
+            window = tuple(slice(tap[d] * dilations[d],
+                                 tap[d] * dilations[d] + (out[d] - 1) * strides[d] + 1, strides[d])
+                           for d in range(k))
+            patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + window]
+            y[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", patch,
+                                                   w[(slice(g * og, (g + 1) * og), slice(None)) + tap])
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * k)
+    return y
+
+
+def conv_transpose_reference(x, w, b, strides, begin, end, output_padding, dilations, group):
+    """ONNX's ConvTranspose in float64: each input element adds its kernel into the output."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    k = x.ndim - 2
+    kernel, size = w.shape[2:], x.shape[2:]
+    full = [(size[d] - 1) * strides[d] + dilations[d] * (kernel[d] - 1) + 1 + output_padding[d]
+            for d in range(k)]
+    cg, og = x.shape[1] // group, w.shape[1]
+    y = np.zeros((x.shape[0], og * group, *full))
+    for g in range(group):
+        for tap in np.ndindex(*kernel):
+            window = tuple(slice(tap[d] * dilations[d],
+                                 tap[d] * dilations[d] + (size[d] - 1) * strides[d] + 1, strides[d])
+                           for d in range(k))
+            y[(slice(None), slice(g * og, (g + 1) * og)) + window] += np.einsum(
+                "nc...,co->no...", x[:, g * cg:(g + 1) * cg],
+                w[(slice(g * cg, (g + 1) * cg), slice(None)) + tap])
+    y = y[(slice(None), slice(None)) + tuple(slice(begin[d], full[d] - end[d]) for d in range(k))]
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * k)
+    return y
+
+
+def conv3d_tests(folder, rng):
+    """3-D Conv and ConvTranspose (lowered onto the 2-D ops). The values are multiples of
+    1/2 (x) and 1/4 (w, b) below 2, so every product and sum is exact in f32 and the
+    expected outputs are exact whatever order a device sums in."""
+    def values(shape, step):
+        return (rng.integers(-4, 5, shape) * step).astype(np.float32)
+
+    x, w, b = values((2, 4, 5, 6, 7), 0.5), values((6, 2, 3, 2, 3), 0.25), values((6,), 0.25)
+    attrs = dict(group=2, strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1], dilations=[1, 2, 1])
+    y = conv_reference(x, w, b, [2, 1, 2], [1, 0, 1], [0, 1, 1], [1, 2, 1], 2)
+    node_test(folder, "conv3d_groups_strides_pads_dilations",
+              [helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
+              [("x", x)], [("y", y.astype(np.float32))], [("w", w), ("b", b)])
+
+    # SAME_LOWER over D 4, H 5, W 5 with strides 1, 2, 1 and kernel 2, 3, 3: totals 1, 2, 2.
+    x, w = values((1, 3, 4, 5, 5), 0.5), values((2, 3, 2, 3, 3), 0.25)
+    y = conv_reference(x, w, None, [1, 2, 1], [1, 1, 1], [0, 1, 1], [1, 1, 1], 1)
+    node_test(folder, "conv3d_same_lower_weight_input",
+              [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", strides=[1, 2, 1])],
+              [("x", x), ("w", w)], [("y", y.astype(np.float32))])
+
+    x, w, b = values((1, 4, 3, 4, 3), 0.5), values((4, 3, 3, 2, 3), 0.25), values((6,), 0.25)
+    attrs = dict(group=2, strides=[2, 2, 1], pads=[1, 0, 1, 1, 0, 0], output_padding=[1, 1, 0],
+                 dilations=[1, 1, 2])
+    y = conv_transpose_reference(x, w, b, [2, 2, 1], [1, 0, 1], [1, 0, 0], [1, 1, 0], [1, 1, 2], 2)
+    node_test(folder, "convtranspose3d_groups_strides_pads_dilations",
+              [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+              [("x", x)], [("y", y.astype(np.float32))], [("w", w), ("b", b)])
+
+    # output_shape: D and H one longer than the windows reach (output padding 1), W 2
+    # shorter (one cut off at each end).
+    x, w = values((2, 2, 2, 3, 3), 0.5), values((2, 2, 2, 2, 2), 0.25)
+    y = conv_transpose_reference(x, w, None, [2, 2, 2], [0, 0, 1], [0, 0, 1], [1, 1, 0],
+                                 [1, 1, 1], 1)
+    node_test(folder, "convtranspose3d_output_shape",
+              [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2, 2],
+                                output_shape=[5, 7, 4])],
+              [("x", x), ("w", w)], [("y", y.astype(np.float32))])
+
+
 def refused(folder):
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
@@ -102,6 +188,16 @@ def refused(folder):
     negative = numpy_helper.from_array(np.array([1, 1, -2, 2], dtype=np.float32), "scales")
     single_node(folder, "resize_negative_scale", resize, [vi("x", f, [1, 1, 2, 2])],
                 [vi("y", f, [1, 1, 4, 4])], [negative])
+    # A 3-D convolution runs as 2-D ones over its depths, which must be known; a
+    # transposed one's padding must leave an output.
+    w = numpy_helper.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")
+    single_node(folder, "conv3d_dynamic_depth",
+                helper.make_node("Conv", ["x", "w"], ["y"], name="c3"),
+                [vi("x", f, [1, 1, "depth", 4, 4])], [vi("y", f, [1, 1, "out", 3, 3])], [w])
+    single_node(folder, "convtranspose3d_no_output",
+                helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t3",
+                                 pads=[2, 0, 0, 2, 0, 0]),
+                [vi("x", f, [1, 1, 1, 2, 2])], [vi("y", f, [1, 1, 1, 3, 3])], [w])
     # Nearest before opset 11 takes the index below the coordinate: upsampling only.
     half = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], dtype=np.float32), "scales")
     single_node(folder, "upsample_nearest_down",
@@ -113,6 +209,7 @@ def main():
     folder = sys.argv[1]
     rng = np.random.default_rng(2026)
     mlp(folder, rng)
+    conv3d_tests(folder, rng)
     refused(folder)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()

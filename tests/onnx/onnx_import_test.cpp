@@ -187,6 +187,10 @@ TEST_F(OnnxImport, RefusedModelsSayWhy) {
                  {"node 'rs'", "positive and finite"});
   expect_refused("upsample_nearest_down", PHX_STATUS_UNSUPPORTED,
                  {"node 'up'", "Upsample", "nearest downsampling"});
+  expect_refused("conv3d_dynamic_depth", PHX_STATUS_UNSUPPORTED,
+                 {"node 'c3'", "Conv", "dynamic spatial dimension"});
+  expect_refused("convtranspose3d_no_output", PHX_STATUS_INVALID_ARGUMENT,
+                 {"node 't3'", "ConvTranspose", "no output depth"});
   expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
   expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
 }
