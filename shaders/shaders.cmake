@@ -63,6 +63,26 @@ phx_vulkan_shader(NAME transpose_1 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFIN
 phx_vulkan_shader(NAME transpose_2 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I16)
 phx_vulkan_shader(NAME transpose_4 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I32)
 
+# The layout ops move elements of 1, 2 or 4 bytes.
+foreach(size_define 1:X_U8 2:X_I16 4:X_I32)
+  string(REPLACE ":" ";" pair ${size_define})
+  list(GET pair 0 size)
+  list(GET pair 1 define)
+  foreach(shader layout_copy layout_pad gather)
+    phx_vulkan_shader(NAME ${shader}_${size} SOURCE ${PHX_SHADER_DIR}/${shader}.comp DEFINES ${define})
+  endforeach()
+endforeach()
+
+# Pooling: max over every dtype, average over the float ones.
+foreach(dtype IN LISTS phx_all_dtypes)
+  string(TOUPPER ${dtype} X)
+  phx_vulkan_shader(NAME max_pool_${dtype} SOURCE ${PHX_SHADER_DIR}/pool.comp DEFINES X_${X} OP_MAX)
+endforeach()
+foreach(dtype IN LISTS phx_float_dtypes)
+  string(TOUPPER ${dtype} X)
+  phx_vulkan_shader(NAME avg_pool_${dtype} SOURCE ${PHX_SHADER_DIR}/pool.comp DEFINES X_${X} OP_AVG)
+endforeach()
+
 # The elementwise chains an executable fuses (f32; its program is specialization constants).
 phx_vulkan_shader(NAME elementwise_program SOURCE ${PHX_SHADER_DIR}/elementwise_program.comp)
 

@@ -16,5 +16,13 @@ void record_cast(OpRecorder& recorder, const phx_plugin_op& op);
 void record_conv2d(OpRecorder& recorder, const phx_plugin_op& op);
 void record_attention(OpRecorder& recorder, const phx_plugin_op& op);
 void record_rope(OpRecorder& recorder, const phx_plugin_op& op);
+void record_reshape(OpRecorder& recorder, const phx_plugin_op& op);
+void record_concat(OpRecorder& recorder, const phx_plugin_op& op);
+void record_slice(OpRecorder& recorder, const phx_plugin_op& op);
+void record_gather(OpRecorder& recorder, const phx_plugin_op& op);
+void record_expand(OpRecorder& recorder, const phx_plugin_op& op);
+void record_tile(OpRecorder& recorder, const phx_plugin_op& op);
+void record_pad(OpRecorder& recorder, const phx_plugin_op& op);
+void record_pool(OpRecorder& recorder, const phx_plugin_op& op);
 
 }  // namespace phx::vulkan::ops

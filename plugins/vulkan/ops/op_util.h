@@ -2,6 +2,7 @@
 // tensors and 1-D grids that respect the device's workgroup-count limits.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -44,6 +45,24 @@ void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
                    std::initializer_list<Binding> bindings, const void* push, uint32_t push_size,
                    uint64_t groups,
                    std::initializer_list<OpRecorder::SpecConstant> spec_constants = {});
+
+// One invocation per element of total, over as many dispatches as the device's grid
+// needs, in workgroups of 256 (shaders that include grid.glsl with GRID_WORKGROUP 256u).
+// Push starts with the words base and count, which each dispatch sets for its share.
+template <class Push>
+void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
+                          std::initializer_list<Binding> bindings, Push push, uint64_t total) {
+  constexpr uint64_t kWorkgroup = 256;
+  if (total > UINT32_MAX) fail_unsupported(std::string(kernel) + ": more than 2^32 elements");
+  const uint64_t chunk = max_grid_groups(recorder.caps()) * kWorkgroup;
+  for (uint64_t first = 0; first < total; first += chunk) {
+    const uint64_t count = std::min(chunk, total - first);
+    push.base = static_cast<uint32_t>(first);
+    push.count = static_cast<uint32_t>(count);
+    dispatch_grid(recorder, kernel, bindings, &push, sizeof push,
+                  (count + kWorkgroup - 1) / kWorkgroup);
+  }
+}
 
 // One invocation per element, the same index in x and y (unary ops, cast): push
 // constants {base, count, x_shift, y_shift}, workgroups of 256, tensors of any size split

@@ -403,10 +403,11 @@ TEST_F(VulkanGraphs, RunsOnOtherTensorsAreRecordedAgainAndCorrect) {
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
 }
 
-// The layout ops have no Vulkan kernel: compiled for Vulkan with the CPU device beside it,
-// a graph's reshape, concat and slice nodes run on the CPU, the relus around them on
-// Vulkan, and the result is relu(x) flattened, twice, reversed: exact (relu and copies).
-TEST_F(VulkanGraphs, LayoutNodesRunOnTheCpuDevice) {
+// The layout ops run on Vulkan; resize has no Vulkan kernel: compiled for Vulkan with the
+// CPU device beside it, a graph's resize node runs on the CPU and the reshape, concat,
+// slice and relus around it on Vulkan, and the result is relu(x) flattened, twice,
+// reversed, each element twice: exact (relu, copies and nearest resizing).
+TEST_F(VulkanGraphs, LayoutNodesRunOnVulkanAndResizeOnTheCpuDevice) {
   size_t cpu = SIZE_MAX, count = 0;
   phx_device_count(context_, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -430,12 +431,20 @@ TEST_F(VulkanGraphs, LayoutNodesRunOnTheCpuDevice) {
   reversed.starts[0] = -1;
   reversed.ends[0] = INT64_MIN;
   reversed.steps[0] = -1;
+  phx_resize_params twice = {};  // output o reads input floor(o / 2)
+  twice.struct_size = sizeof twice;
+  twice.mode = PHX_RESIZE_NEAREST;
+  twice.coordinates = PHX_RESIZE_ASYMMETRIC;
+  twice.nearest = PHX_RESIZE_FLOOR;
+  twice.rank = 1;
+  twice.shape[0] = 96;
   using phx_test::add_node;
   const phx_value a = add_node(graph, PHX_OP_RELU, {x}, "relu_in");
   const phx_value r = add_node(graph, PHX_OP_RESHAPE, {a}, "reshape", &flat);
   const phx_value c = add_node(graph, PHX_OP_CONCAT, {r, r}, "concat", &axis0);
   const phx_value s = add_node(graph, PHX_OP_SLICE, {c}, "slice", &reversed);
-  ASSERT_EQ(phx_graph_add_output(graph, add_node(graph, PHX_OP_RELU, {s}, "relu_out"), "y"),
+  const phx_value z = add_node(graph, PHX_OP_RESIZE, {s}, "resize", &twice);
+  ASSERT_EQ(phx_graph_add_output(graph, add_node(graph, PHX_OP_RELU, {z}, "relu_out"), "y"),
             PHX_STATUS_OK);
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
   options.device = device_;
@@ -449,16 +458,16 @@ TEST_F(VulkanGraphs, LayoutNodesRunOnTheCpuDevice) {
     phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
     ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
     const std::string name = node.name;
-    const bool layout = name == "reshape" || name == "concat" || name == "slice";
-    EXPECT_EQ(node.device, layout ? cpu : device_) << name;
+    EXPECT_EQ(node.device, name == "resize" ? cpu : device_) << name;
   }
   const std::vector<float> xs = values(24, 0.1f);
-  const phx_tensor tx = tensor({4, 6}, &xs), ty = tensor({48});
+  const phx_tensor tx = tensor({4, 6}, &xs), ty = tensor({96});
   ASSERT_EQ(phx_executable_run(stream_, exe, &tx, 1, &ty, 1, nullptr), PHX_STATUS_OK)
       << phx_last_error();
   std::vector<float> expected;
-  for (int i = 47; i >= 0; --i) expected.push_back(std::max(xs[static_cast<size_t>(i % 24)], 0.0f));
-  EXPECT_EQ(download(ty, 48), expected);
+  for (int i = 95; i >= 0; --i)
+    expected.push_back(std::max(xs[static_cast<size_t>(i / 2 % 24)], 0.0f));
+  EXPECT_EQ(download(ty, 96), expected);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
 }
