@@ -174,12 +174,75 @@ def pool_indices_tests(folder, rng):
         node_test(folder, name, [node], [("x", x)], [("y", y), ("indices", indices)])
 
 
+def qlinear_reference(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+    """QLinearMatMul: the integer product requantized as ONNX's rule, the multiplier
+    a_scale * b_scale / y_scale in float64, rounded half to even and saturated."""
+    acc = np.matmul(a.astype(np.int64) - a_zp.astype(np.int64),
+                    b.astype(np.int64) - b_zp.astype(np.int64))
+    multiplier = a_scale.astype(np.float64) * b_scale.astype(np.float64) / np.float64(y_scale)
+    y = np.round(acc * multiplier) + y_zp.astype(np.int64)
+    info = np.iinfo(y_zp.dtype)
+    return np.clip(y, info.min, info.max).astype(y_zp.dtype)
+
+
+def batched_qlinear_tests(folder, rng):
+    """QLinearMatMul and MatMulInteger with a batched second operand: against an
+    unbatched first operand, against a batched one (the batch dimensions broadcast), and
+    with a batch of one."""
+    u8, i8 = np.uint8, np.int8
+
+    def ints(dtype, shape):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+    def scale(*shape):
+        return rng.uniform(0.005, 0.05, shape).astype(np.float32)
+
+    qlinear = helper.make_node(
+        "QLinearMatMul",
+        ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale",
+         "y_zero_point"], ["y"], name="qmm")
+    # b's scale and zero point per column; b a u8 weight (known at import).
+    a = ints(u8, (3, 4))
+    quantization = [("a_scale", scale()), ("a_zero_point", np.array(131, u8)),
+                    ("b_scale", scale(5)), ("b_zero_point", ints(u8, (5,))),
+                    ("y_scale", np.array(0.4, np.float32)), ("y_zero_point", np.array(120, u8))]
+    b = ints(u8, (2, 4, 5))
+    q = dict(quantization)
+    y = qlinear_reference(a, q["a_scale"], q["a_zero_point"], b, q["b_scale"], q["b_zero_point"],
+                          q["y_scale"], q["y_zero_point"])
+    node_test(folder, "qlinearmatmul_batched_b", [qlinear], [("a", a)], [("y", y)],
+              initializers=[quantization[0], quantization[1], ("b", b)] + quantization[2:])
+    # i8 throughout, b an input: batches [2, 1] against [3] broadcast to [2, 3].
+    a = ints(i8, (2, 1, 3, 4))
+    b = ints(i8, (3, 4, 2))
+    quantization = [("a_scale", scale()), ("a_zero_point", np.array(-3, i8)),
+                    ("b_scale", scale()), ("b_zero_point", np.array(2, i8)),
+                    ("y_scale", np.array(0.3, np.float32)), ("y_zero_point", np.array(-5, i8))]
+    q = dict(quantization)
+    y = qlinear_reference(a, q["a_scale"], q["a_zero_point"], b, q["b_scale"], q["b_zero_point"],
+                          q["y_scale"], q["y_zero_point"])
+    node_test(folder, "qlinearmatmul_batched_both", [qlinear],
+              [("a", a), quantization[0], quantization[1], ("b", b)] + quantization[2:],
+              [("y", y)])
+    integer = helper.make_node("MatMulInteger", ["a", "b", "a_zero_point", "b_zero_point"],
+                               ["y"], name="mmi")
+    for name, a, b in (("matmulinteger_batched", ints(u8, (2, 2, 3, 4)), ints(u8, (2, 1, 4, 3))),
+                       ("matmulinteger_b_batch_of_one", ints(u8, (2, 3, 4)),
+                        ints(u8, (1, 1, 4, 3)))):
+        a_zp, b_zp = np.array(100, u8), np.array(140, u8)
+        y = np.matmul(a.astype(np.int64) - 100, b.astype(np.int64) - 140).astype(np.int32)
+        node_test(folder, name, [integer], [("a", a)], [("y", y)],
+                  initializers=[("b", b), ("a_zero_point", a_zp), ("b_zero_point", b_zp)])
+
+
 def main():
     folder = sys.argv[1]
     rng = np.random.default_rng(2026)
     mlp(folder, rng)
     refused(folder)
     pool_indices_tests(folder, rng)
+    batched_qlinear_tests(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
