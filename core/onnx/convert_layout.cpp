@@ -93,6 +93,20 @@ phx_value reshape_to(Importer& im, const onnx::NodeProto& node, phx_value x,
   return im.add_node(node, PHX_OP_RESHAPE, &params, {x}, 1, {}, suffix)[0];
 }
 
+phx_value concat(Importer& im, const onnx::NodeProto& node, std::vector<phx_value> parts,
+                 int32_t axis, const char* suffix) {
+  phx_axis_params params = PHX_AXIS_PARAMS_INIT;
+  params.axis = axis;
+  // PHX_MAX_OP_INPUTS at a time: more parts become a chain of concats.
+  while (parts.size() > PHX_MAX_OP_INPUTS) {
+    std::vector<phx_value> first(parts.begin(), parts.begin() + PHX_MAX_OP_INPUTS);
+    const phx_value part = im.add_node(node, PHX_OP_CONCAT, &params, first, 1, {}, "part")[0];
+    parts.erase(parts.begin(), parts.begin() + PHX_MAX_OP_INPUTS);
+    parts.insert(parts.begin(), part);
+  }
+  return im.add_node(node, PHX_OP_CONCAT, &params, parts, 1, {}, suffix)[0];
+}
+
 // The node's output is input 0 with another shape: computed for a known input, a
 // reshape node otherwise. shape may hold 0 (copy) and one -1 (infer).
 void define_reshaped(Importer& im, const onnx::NodeProto& node, const std::vector<int64_t>& shape) {
@@ -218,18 +232,9 @@ void convert_concat(Importer& im, const onnx::NodeProto& node) {
     im.define_known(node, 0, std::move(out));
     return;
   }
-  phx_axis_params params = PHX_AXIS_PARAMS_INIT;
-  params.axis = static_cast<int32_t>(axis_attr);
-  // PHX_MAX_OP_INPUTS at a time: more inputs become a chain of concats.
-  std::vector<phx_value> pending;
-  for (int i = 0; i < node.input_size(); ++i) pending.push_back(im.graph_input(node, i));
-  while (pending.size() > PHX_MAX_OP_INPUTS) {
-    std::vector<phx_value> first(pending.begin(), pending.begin() + PHX_MAX_OP_INPUTS);
-    const phx_value part = im.add_node(node, PHX_OP_CONCAT, &params, first, 1, {}, "part")[0];
-    pending.erase(pending.begin(), pending.begin() + PHX_MAX_OP_INPUTS);
-    pending.insert(pending.begin(), part);
-  }
-  im.define(node, 0, im.add_node(node, PHX_OP_CONCAT, &params, pending)[0],
+  std::vector<phx_value> parts;
+  for (int i = 0; i < node.input_size(); ++i) parts.push_back(im.graph_input(node, i));
+  im.define(node, 0, concat(im, node, std::move(parts), static_cast<int32_t>(axis_attr), nullptr),
             im.input(node, 0).elem_type);
 }
 

@@ -1,6 +1,9 @@
 // ONNX's quantized operators onto quantize, dequantize, dynamic_quantize, qmatmul and
 // qconv2d. Phynexus keeps zero points as i32 (docs/ops.md): a model's u8 or i8 zero
 // point is widened by a cast (folded at compile when it is a constant).
+#include <algorithm>
+#include <string>
+
 #include "attributes.h"
 #include "converters.h"
 #include "known_ops.h"
@@ -37,9 +40,81 @@ phx_value unit_scale(Importer& im, const onnx::NodeProto& node, phx_value zero_p
   return im.constant(one, node.name() + " " + what);
 }
 
-// qmatmul takes b as a matrix: a batched b is refused.
-void require_matrix(Importer& im, const onnx::NodeProto& node, phx_value b) {
-  if (im.info(b).rank != 2) im.unsupported(node, "a batched (rank above 2) second operand");
+// Matrix i of x [count, rows, columns]: a gather at a scalar index.
+phx_value matrix(Importer& im, const onnx::NodeProto& node, phx_value x, int64_t i,
+                 const std::string& what) {
+  const phx_value index = im.constant(known_ints(onnx::TensorProto::INT32, {}, {i}),
+                                      node.name() + " " + what + " index");
+  phx_axis_params params = PHX_AXIS_PARAMS_INIT;
+  return im.add_node(node, PHX_OP_GATHER, &params, {x, index}, 1, {}, what.c_str())[0];
+}
+
+// qmatmul of inputs (a, b, then qmatmul's others) as NumPy's matmul. qmatmul takes b as
+// a matrix: a batched b [..., K, N] is multiplied one matrix at a time, by a's matrix
+// of the same batch index where a is batched too (the batch dimensions broadcast), and
+// the products [M, N] concatenated into [batch * M, N], the output's row-major order.
+phx_value broadcast_qmatmul(Importer& im, const onnx::NodeProto& node,
+                            std::vector<phx_value> inputs, phx_dtype out_dtype) {
+  const phx_value_info ai = im.info(inputs[0]), bi = im.info(inputs[1]);
+  if (bi.rank < 2) im.unsupported(node, "a 1-D second operand");
+  if (bi.rank == 2) return im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {out_dtype})[0];
+  if (ai.rank < 2) im.unsupported(node, "a 1-D first operand against a batched second");
+  for (const phx_value_info* vi : {&ai, &bi})
+    for (uint32_t d = 0; d < vi->rank; ++d)
+      if (vi->shape[d] == PHX_DIM_DYNAMIC)
+        im.unsupported(node, "a batched second operand with a dynamic dimension");
+  const int64_t m = ai.shape[ai.rank - 2], k = ai.shape[ai.rank - 1], n = bi.shape[bi.rank - 1];
+  // The batch dimensions, aligned at the end: a's and b's (1 where one has fewer) and
+  // the output's.
+  const uint32_t rank = std::max(ai.rank, bi.rank) - 2;
+  std::vector<int64_t> a_batch(rank, 1), b_batch(rank, 1), shape(rank);
+  std::copy(ai.shape, ai.shape + ai.rank - 2, a_batch.end() - (ai.rank - 2));
+  std::copy(bi.shape, bi.shape + bi.rank - 2, b_batch.end() - (bi.rank - 2));
+  int64_t a_count = 1, b_count = 1, count = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (a_batch[d] != b_batch[d] && a_batch[d] != 1 && b_batch[d] != 1)
+      im.invalid(node, "batch dimensions that do not broadcast");
+    shape[d] = std::max(a_batch[d], b_batch[d]);
+    a_count *= a_batch[d];
+    b_count *= b_batch[d];
+    count *= shape[d];
+  }
+  shape.insert(shape.end(), {m, n});
+  if (b_count == 1) {  // one matrix: qmatmul takes a's batch itself
+    inputs[1] = reshape_to(im, node, inputs[1], {k, n}, "b's matrix");
+    return reshape_to(im, node,
+                      im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {out_dtype})[0], shape,
+                      "batches");
+  }
+  const phx_value a = reshape_to(im, node, inputs[0], {a_count, m, k}, "a's matrices");
+  const phx_value b = reshape_to(im, node, inputs[1], {b_count, k, n}, "b's matrices");
+  std::vector<phx_value> a_matrices(static_cast<size_t>(a_count), PHX_VALUE_NONE);
+  std::vector<phx_value> b_matrices(static_cast<size_t>(b_count), PHX_VALUE_NONE);
+  std::vector<phx_value> products;
+  for (int64_t i = 0; i < count; ++i) {
+    // Output matrix i's batch index, dimension by dimension from the last, as a's and b's
+    // (0 along a dimension of 1).
+    int64_t a_index = 0, b_index = 0, a_stride = 1, b_stride = 1, rest = i;
+    for (uint32_t d = rank; d-- > 0;) {
+      const int64_t at = rest % shape[d];
+      rest /= shape[d];
+      if (a_batch[d] != 1) a_index += at * a_stride;
+      if (b_batch[d] != 1) b_index += at * b_stride;
+      a_stride *= a_batch[d];
+      b_stride *= b_batch[d];
+    }
+    if (a_matrices[a_index] == PHX_VALUE_NONE)
+      a_matrices[a_index] = matrix(im, node, a, a_index, "a " + std::to_string(a_index));
+    if (b_matrices[b_index] == PHX_VALUE_NONE)
+      b_matrices[b_index] = matrix(im, node, b, b_index, "b " + std::to_string(b_index));
+    inputs[0] = a_matrices[a_index];
+    inputs[1] = b_matrices[b_index];
+    const std::string suffix = "product " + std::to_string(i);
+    products.push_back(
+        im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {out_dtype}, suffix.c_str())[0]);
+  }
+  return reshape_to(im, node, concat(im, node, std::move(products), 0, "products"), shape,
+                    "batches");
 }
 
 // B of an integer product as i8, which qmatmul and qconv2d take: a known u8 B and its
@@ -133,29 +208,26 @@ void convert_dynamic_quantize_linear(Importer& im, const onnx::NodeProto& node) 
 void convert_matmul_integer(Importer& im, const onnx::NodeProto& node) {
   phx_value b = PHX_VALUE_NONE, b_zp = PHX_VALUE_NONE;
   signed_weights(im, node, 1, 3, b, b_zp);
-  require_matrix(im, node, b);
   const phx_value a_zp = zero_point_input(im, node, 2);
-  const std::vector<phx_value> inputs = {im.graph_input(node, 0),
-                                         b,
-                                         unit_scale(im, node, a_zp, "a scale"),
-                                         a_zp,
-                                         unit_scale(im, node, b_zp, "b scale"),
-                                         b_zp};
-  im.define(node, 0, im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {PHX_DTYPE_I32})[0],
+  std::vector<phx_value> inputs = {im.graph_input(node, 0),
+                                   b,
+                                   unit_scale(im, node, a_zp, "a scale"),
+                                   a_zp,
+                                   unit_scale(im, node, b_zp, "b scale"),
+                                   b_zp};
+  im.define(node, 0, broadcast_qmatmul(im, node, std::move(inputs), PHX_DTYPE_I32),
             onnx::TensorProto::INT32);
 }
 
 void convert_qlinear_matmul(Importer& im, const onnx::NodeProto& node) {
   phx_value b = PHX_VALUE_NONE, b_zp = PHX_VALUE_NONE;
   signed_weights(im, node, 3, 5, b, b_zp);
-  require_matrix(im, node, b);
   const int32_t out_type = im.input(node, 7).elem_type;
-  const std::vector<phx_value> inputs = {
+  std::vector<phx_value> inputs = {
       im.graph_input(node, 0),      b,    im.graph_input(node, 1), zero_point_input(im, node, 2),
       im.graph_input(node, 4),      b_zp, PHX_VALUE_NONE,          im.graph_input(node, 6),
       zero_point_input(im, node, 7)};
-  im.define(node, 0, im.add_node(node, PHX_OP_QMATMUL, nullptr, inputs, 1, {dtype_of(out_type)})[0],
-            out_type);
+  im.define(node, 0, broadcast_qmatmul(im, node, std::move(inputs), dtype_of(out_type)), out_type);
 }
 
 void convert_conv_integer(Importer& im, const onnx::NodeProto& node) {

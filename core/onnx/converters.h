@@ -94,6 +94,10 @@ void convert_pad(Importer&, const onnx::NodeProto&);
 // after node with suffix.
 phx_value reshape_to(Importer& im, const onnx::NodeProto& node, phx_value x,
                      const std::vector<int64_t>& shape, const char* suffix);
+// parts concatenated along axis: a concat node named after node with suffix, or a chain
+// of them for more than PHX_MAX_OP_INPUTS parts.
+phx_value concat(Importer& im, const onnx::NodeProto& node, std::vector<phx_value> parts,
+                 int32_t axis, const char* suffix);
 
 // convert_pool.cpp
 void convert_max_pool(Importer&, const onnx::NodeProto&);

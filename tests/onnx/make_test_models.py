@@ -205,12 +205,141 @@ def refused(folder):
                 [vi("x", f, [1, 1, 4, 4])], [vi("y", f, [1, 1, 2, 2])], [half], opset=9)
 
 
+def max_pool_reference(x, kernel, strides, dilations, pads, ceil_mode, storage_order):
+    """MaxPool's Y and Indices as ONNX defines them: each window's largest element of x
+    (the padding never taken), the first in scan order on ties, its flat index in x
+    (column-major within each plane with storage_order 1)."""
+    k = len(kernel)
+    size = x.shape[2:]
+    out = []
+    for d in range(k):
+        span = size[d] + pads[d] + pads[d + k] - ((kernel[d] - 1) * dilations[d] + 1)
+        o = (-(-span // strides[d]) if ceil_mode else span // strides[d]) + 1
+        if ceil_mode and (o - 1) * strides[d] >= size[d] + pads[d]:
+            o -= 1  # a last window that would start in the end padding
+        out.append(o)
+    plane = int(np.prod(size))
+    y = np.zeros(x.shape[:2] + tuple(out), dtype=np.float64)
+    indices = np.zeros(y.shape, dtype=np.int64)
+    for n, c in np.ndindex(*x.shape[:2]):
+        for o in np.ndindex(*out):
+            best = None
+            for t in np.ndindex(*kernel):
+                at = [o[d] * strides[d] - pads[d] + t[d] * dilations[d] for d in range(k)]
+                if any(a < 0 or a >= size[d] for d, a in enumerate(at)):
+                    continue
+                v = float(x[(n, c) + tuple(at)])
+                if best is None or v > best:
+                    order = reversed(range(k)) if storage_order else range(k)
+                    index = 0
+                    for d in order:
+                        index = index * size[d] + at[d]
+                    best = v
+                    indices[(n, c) + o] = (n * x.shape[1] + c) * plane + index
+            y[(n, c) + o] = best
+    return y.astype(x.dtype), indices
+
+
+def pool_indices_tests(folder, rng):
+    """MaxPool's Indices output over 1 to 3 spatial dimensions. Few distinct values, so
+    that windows hold ties; the integer inputs hold their dtype's lowest value next to
+    padding."""
+    cases = [
+        ("maxpool_indices_1d_dilation_ceil", rng.integers(0, 4, (2, 3, 11)).astype(np.float32),
+         dict(kernel_shape=[3], strides=[2], dilations=[2], pads=[1, 2], ceil_mode=1)),
+        ("maxpool_indices_2d_int8_storage_order",
+         rng.choice(np.array([-128, -127, 0, 5], dtype=np.int8), (2, 2, 5, 6)),
+         dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 1, 1, 0], storage_order=1)),
+        ("maxpool_indices_2d_uint8_ceil",
+         rng.choice(np.array([0, 1, 255], dtype=np.uint8), (1, 3, 6, 7)),
+         dict(kernel_shape=[2, 3], strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1)),
+        ("maxpool_indices_3d", rng.integers(-2, 2, (2, 2, 4, 5, 6)).astype(np.float32),
+         dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], dilations=[1, 1, 2],
+              pads=[1, 0, 1, 0, 1, 1])),
+        ("maxpool_indices_3d_storage_order_ceil",
+         rng.uniform(-1, 1, (1, 2, 5, 4, 3)).astype(np.float32),
+         dict(kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1, storage_order=1)),
+    ]
+    for name, x, attrs in cases:
+        k = x.ndim - 2
+        y, indices = max_pool_reference(
+            x, attrs["kernel_shape"], attrs.get("strides", [1] * k),
+            attrs.get("dilations", [1] * k), attrs.get("pads", [0] * 2 * k),
+            attrs.get("ceil_mode", 0), attrs.get("storage_order", 0))
+        node = helper.make_node("MaxPool", ["x"], ["y", "indices"], name="pool", **attrs)
+        node_test(folder, name, [node], [("x", x)], [("y", y), ("indices", indices)])
+
+
+def qlinear_reference(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+    """QLinearMatMul: the integer product requantized as ONNX's rule, the multiplier
+    a_scale * b_scale / y_scale in float64, rounded half to even and saturated."""
+    acc = np.matmul(a.astype(np.int64) - a_zp.astype(np.int64),
+                    b.astype(np.int64) - b_zp.astype(np.int64))
+    multiplier = a_scale.astype(np.float64) * b_scale.astype(np.float64) / np.float64(y_scale)
+    y = np.round(acc * multiplier) + y_zp.astype(np.int64)
+    info = np.iinfo(y_zp.dtype)
+    return np.clip(y, info.min, info.max).astype(y_zp.dtype)
+
+
+def batched_qlinear_tests(folder, rng):
+    """QLinearMatMul and MatMulInteger with a batched second operand: against an
+    unbatched first operand, against a batched one (the batch dimensions broadcast), and
+    with a batch of one."""
+    u8, i8 = np.uint8, np.int8
+
+    def ints(dtype, shape):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+    def scale(*shape):
+        return rng.uniform(0.005, 0.05, shape).astype(np.float32)
+
+    qlinear = helper.make_node(
+        "QLinearMatMul",
+        ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale",
+         "y_zero_point"], ["y"], name="qmm")
+    # b's scale and zero point per column; b a u8 weight (known at import).
+    a = ints(u8, (3, 4))
+    quantization = [("a_scale", scale()), ("a_zero_point", np.array(131, u8)),
+                    ("b_scale", scale(5)), ("b_zero_point", ints(u8, (5,))),
+                    ("y_scale", np.array(0.4, np.float32)), ("y_zero_point", np.array(120, u8))]
+    b = ints(u8, (2, 4, 5))
+    q = dict(quantization)
+    y = qlinear_reference(a, q["a_scale"], q["a_zero_point"], b, q["b_scale"], q["b_zero_point"],
+                          q["y_scale"], q["y_zero_point"])
+    node_test(folder, "qlinearmatmul_batched_b", [qlinear], [("a", a)], [("y", y)],
+              initializers=[quantization[0], quantization[1], ("b", b)] + quantization[2:])
+    # i8 throughout, b an input: batches [2, 1] against [3] broadcast to [2, 3].
+    a = ints(i8, (2, 1, 3, 4))
+    b = ints(i8, (3, 4, 2))
+    quantization = [("a_scale", scale()), ("a_zero_point", np.array(-3, i8)),
+                    ("b_scale", scale()), ("b_zero_point", np.array(2, i8)),
+                    ("y_scale", np.array(0.3, np.float32)), ("y_zero_point", np.array(-5, i8))]
+    q = dict(quantization)
+    y = qlinear_reference(a, q["a_scale"], q["a_zero_point"], b, q["b_scale"], q["b_zero_point"],
+                          q["y_scale"], q["y_zero_point"])
+    node_test(folder, "qlinearmatmul_batched_both", [qlinear],
+              [("a", a), quantization[0], quantization[1], ("b", b)] + quantization[2:],
+              [("y", y)])
+    integer = helper.make_node("MatMulInteger", ["a", "b", "a_zero_point", "b_zero_point"],
+                               ["y"], name="mmi")
+    for name, a, b in (("matmulinteger_batched", ints(u8, (2, 2, 3, 4)), ints(u8, (2, 1, 4, 3))),
+                       ("matmulinteger_b_batch_of_one", ints(u8, (2, 3, 4)),
+                        ints(u8, (1, 1, 4, 3)))):
+        a_zp, b_zp = np.array(100, u8), np.array(140, u8)
+        y = np.matmul(a.astype(np.int64) - 100, b.astype(np.int64) - 140).astype(np.int32)
+        node_test(folder, name, [integer], [("a", a)], [("y", y)],
+                  initializers=[("b", b), ("a_zero_point", a_zp), ("b_zero_point", b_zp)])
+
+
 def main():
     folder = sys.argv[1]
     rng = np.random.default_rng(2026)
     mlp(folder, rng)
     conv3d_tests(folder, rng)
     refused(folder)
+    pool_indices_tests(folder, rng)
+    batched_qlinear_tests(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
