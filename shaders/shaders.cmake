@@ -40,6 +40,8 @@ foreach(dtype IN LISTS phx_float_dtypes)
   phx_vulkan_shader(NAME layer_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X})
   phx_vulkan_shader(NAME rms_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X} RMS)
   phx_vulkan_shader(NAME conv2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv2d.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME conv_transpose2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv_transpose2d.comp
+                    DEFINES X_${X})
   phx_vulkan_shader(NAME attention_${dtype} SOURCE ${PHX_SHADER_DIR}/attention.comp DEFINES X_${X})
   phx_vulkan_shader(NAME rope_${dtype} SOURCE ${PHX_SHADER_DIR}/rope.comp DEFINES X_${X})
   # matmul: inputs of dtype, output of dtype or f32; direct (CPU devices) or shared.

@@ -136,7 +136,9 @@ void record_reshape(OpRecorder& recorder, const phx_plugin_op& op) {
 
 void record_slice(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& x = op.inputs[0];
-  const auto& params = *static_cast<const phx_slice_params*>(op.params);
+  const phx_slice_params params = op.params == nullptr
+                                      ? phx_slice_params PHX_SLICE_PARAMS_INIT
+                                      : *static_cast<const phx_slice_params*>(op.params);
   int64_t x_stride[8] = {}, src_stride[8] = {};
   row_major_strides(x, x_stride);
   int64_t src_base = 0;

@@ -84,7 +84,7 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_PAD, ops::record_pad},
     {PHX_OP_MAX_POOL, ops::record_pool},
     {PHX_OP_AVG_POOL, ops::record_pool},
-    {PHX_OP_CONV_TRANSPOSE2D, nullptr},
+    {PHX_OP_CONV_TRANSPOSE2D, ops::record_conv_transpose2d},
     {PHX_OP_RESIZE, nullptr},
 };
 
