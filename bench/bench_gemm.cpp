@@ -6,6 +6,9 @@
 // - OpenBLAS cblas_sgemm on the same sizes, in the same process, with as many threads;
 // - the machine's peak for each kind (peak_kernels.h: the best f32 FMA, bf16 dot and
 //   int8 dot loop this CPU has), on as many threads;
+// - non-square f32 products that models run (issue #19): M = 1, 4, 16 and 64 rows against
+//   K = N = 4096 (a decoder's token steps: memory-bound, B read once per product), and
+//   197 x 768 x 3072 (a ViT-B MLP layer), on the CPU device and with OpenBLAS;
 // - on the CPU device, conv2d (f32, a 3 x 3 convolution of a ResNet stage) and causal
 //   attention (f32, 8 heads of 64, sequence 1024 and 2048).
 // At the end it prints, per N, each rate, its fraction of the peak of its kind measured
@@ -36,6 +39,11 @@ using phx_bench::Tensor;
 namespace peak = phx_bench::peak;
 
 constexpr int64_t kSizes[] = {256, 512, 1024, 2048};
+struct Shape {
+  int64_t m, k, n;
+};
+constexpr Shape kShapes[] = {
+    {1, 4096, 4096}, {4, 4096, 4096}, {16, 4096, 4096}, {64, 4096, 4096}, {197, 768, 3072}};
 // The counter of flops, a rate: the console shows it per second, e.g. "36.6G/s".
 constexpr const char* kFlops = "FLOPS";
 constexpr const char* kOps = "OPS";  // integer: 2 per multiply-add
@@ -140,6 +148,50 @@ void gemm_openblas(benchmark::State& state) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
+// Random f32 values in a tensor of the given shape.
+void fill_f32(const Tensor& tensor, int64_t count, unsigned seed) {
+  auto values = random_values(static_cast<size_t>(count), seed);
+  check(phx_tensor_upload(tensor.get(), 0, values.data(), values.size() * sizeof(float)),
+        "phx_tensor_upload");
+}
+
+// C [M, N] = A [M, K] . B [K, N], f32: args M, K, N.
+void shape_flops(benchmark::State& state) {
+  state.counters[kFlops] = benchmark::Counter(
+      2.0 * static_cast<double>(state.range(0) * state.range(1) * state.range(2)),
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void gemm_shape_phynexus(benchmark::State& state) {
+  const CpuDevice& cpu = *g_cpu;
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  Tensor a(cpu, PHX_DTYPE_F32, {m, k}), b(cpu, PHX_DTYPE_F32, {k, n}),
+      c(cpu, PHX_DTYPE_F32, {m, n});
+  fill_f32(a, m * k, 1);
+  fill_f32(b, k * n, 2);
+  const phx_tensor inputs[2] = {a.get(), b.get()};
+  const phx_tensor output = c.get();
+  time_op(state, cpu.stream, phx_bench::op_desc(PHX_OP_MATMUL, inputs, 2, &output));
+  shape_flops(state);
+}
+
+void gemm_shape_openblas(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  auto a = random_values(static_cast<size_t>(m * k), 1);
+  auto b = random_values(static_cast<size_t>(k * n), 2);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a.data(),
+                static_cast<blasint>(k), b.data(), static_cast<blasint>(n), 0.0f, c.data(),
+                static_cast<blasint>(n));
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  shape_flops(state);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // as gemm_openblas
+}
+
 // qmatmul i8 x i8, per-tensor scales, no zero points, the raw i32 accumulators out.
 void qmatmul_phynexus(benchmark::State& state) {
   const CpuDevice& cpu = *g_cpu;
@@ -163,13 +215,6 @@ void qmatmul_phynexus(benchmark::State& state) {
   const double size = static_cast<double>(n);
   state.counters[kOps] =
       benchmark::Counter(2.0 * size * size * size, benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// Random f32 values in a tensor of the given shape.
-void fill_f32(const Tensor& tensor, int64_t count, unsigned seed) {
-  auto values = random_values(static_cast<size_t>(count), seed);
-  check(phx_tensor_upload(tensor.get(), 0, values.data(), values.size() * sizeof(float)),
-        "phx_tensor_upload");
 }
 
 void conv2d_phynexus(benchmark::State& state) {
@@ -281,6 +326,19 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
                 cell(f16, 9, 1).c_str(), cell(ratio(f16, f32_peak), 5, 2).c_str(),
                 cell(q8, 9, 1).c_str(), cell(ratio(q8, int8_peak), 5, 2).c_str());
   }
+  std::printf("\nNon-square f32 GEMM, GFLOP/s\n%-18s %9s %5s %9s %5s %8s\n", "M x K x N", "phx f32",
+              "/pk", "OpenBLAS", "/pk", "phx/BLAS");
+  for (const Shape& shape : kShapes) {
+    const std::string arg = "/" + std::to_string(shape.m) + "/" + std::to_string(shape.k) + "/" +
+                            std::to_string(shape.n);
+    const double phx = gflops("gemm_shape_f32_phx" + arg);
+    const double blas = gflops("gemm_shape_f32_openblas" + arg);
+    const std::string label =
+        std::to_string(shape.m) + " x " + std::to_string(shape.k) + " x " + std::to_string(shape.n);
+    std::printf("%-18s %s %s %s %s %s\n", label.c_str(), cell(phx, 9, 1).c_str(),
+                cell(ratio(phx, f32_peak), 5, 2).c_str(), cell(blas, 9, 1).c_str(),
+                cell(ratio(blas, f32_peak), 5, 2).c_str(), cell(ratio(phx, blas), 8, 2).c_str());
+  }
   std::printf("\nOther ops on the CPU device, f32, GFLOP/s and /pk (of f32 FMA)\n");
   const std::string conv = "conv2d_f32_phx/";
   std::printf("%-36s %9s %5s\n", "conv2d 3x3 [4,256,28,28] x 256", cell(gflops(conv), 9, 1).c_str(),
@@ -317,6 +375,12 @@ int main(int argc, char** argv) {
     at_size(benchmark::RegisterBenchmark("gemm_bf16_phx", gemm_phynexus, PHX_DTYPE_BF16), n);
     at_size(benchmark::RegisterBenchmark("gemm_f16_phx", gemm_phynexus, PHX_DTYPE_F16), n);
     at_size(benchmark::RegisterBenchmark("qmatmul_i8_phx", qmatmul_phynexus), n);
+  }
+  for (const Shape& shape : kShapes) {
+    for (auto* bench :
+         {benchmark::RegisterBenchmark("gemm_shape_f32_phx", gemm_shape_phynexus),
+          benchmark::RegisterBenchmark("gemm_shape_f32_openblas", gemm_shape_openblas)})
+      bench->Args({shape.m, shape.k, shape.n})->UseRealTime()->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("conv2d_f32_phx", conv2d_phynexus)
       ->UseRealTime()
