@@ -100,8 +100,14 @@ void main() {
   const uint sg = gl_SubgroupID;
   const uint batch = p.batch_base + gl_WorkGroupID.z;
   // The lane's rows row0 + i (i < ROWS); the subgroup's columns col0 + j (j < COLS).
-  const uint row0 = p.m_base + gl_WorkGroupID.y * TILE + (sg % BANDS) * LANES * ROWS + lane * ROWS;
+  const uint band0 = p.m_base + gl_WorkGroupID.y * TILE + (sg % BANDS) * LANES * ROWS;
+  const uint row0 = band0 + lane * ROWS;
   const uint col0 = gl_WorkGroupID.x * TILE + (sg / BANDS) * COLS;
+  // A subgroup whose rows or columns all lie past the edge of a partial tile has nothing
+  // to store: it leaves (no barrier waits for it), rather than computing copies of the
+  // last row or column. On lavapipe a loop whose lanes have all left is not run, so a
+  // product of 64 rows no longer pays for the tile's other 64.
+  if (band0 >= p.m_end || col0 >= p.n) return;
 
   const uint a_base = p.a_shift + a_batch_offset(batch);
   const uint b_base = p.b_shift + b_batch_offset(batch);
