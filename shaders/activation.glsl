@@ -46,17 +46,9 @@ float exp_scaled(float a, float b, float factor) {
   return scaled;
 }
 
-// x Phi(x), Phi the normal CDF, as x erfc(-x / sqrt 2) / 2. erfc(z), z >= 0, is
-// t e^(-z^2 + P(t)), t = 1 / (1 + z / 2): the Chebyshev fit of Numerical Recipes
-// (erfcc, 6.2), relative error below 1.2e-7 for every z. -z^2 = -x^2 / 2 is taken
-// exactly: |x| = hi + lo with hi its 12 leading bits, so hi^2 is exact and goes to
-// exp_scaled as a, the small rest (hi lo + lo^2 / 2, beside P(t)) as b. Computing
-// erfc (not 1 + erf) keeps the negative tail's digits.
-float gelu(float x) {
-  // Beyond 16, erfc(|x| / sqrt 2) / 2 < 2^-185: zero in f32, and x^2 / 2 stays above
-  // EXP_ARGUMENT_MIN.
-  const float ax = min(abs(x), 16.0);
-  const float t = 1.0 / (1.0 + 0.5 * (ax * 0.70710678118654752));
+// P(t) of erfc z = t e^(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0: the Chebyshev fit of
+// Numerical Recipes (erfcc, 6.2), relative error below 1.2e-7 for every z.
+float erfc_fit(float t) {
   float p = 0.17087277;
   p = p * t - 0.82215223;
   p = p * t + 1.48851587;
@@ -66,7 +58,19 @@ float gelu(float x) {
   p = p * t + 0.09678418;
   p = p * t + 0.37409196;
   p = p * t + 1.00002368;
-  p = p * t - 1.26551223;
+  return p * t - 1.26551223;
+}
+
+// x Phi(x), Phi the normal CDF, as x erfc(-x / sqrt 2) / 2, erfc by erfc_fit. -z^2 =
+// -x^2 / 2 is taken exactly: |x| = hi + lo with hi its 12 leading bits, so hi^2 is
+// exact and goes to exp_scaled as a, the small rest (hi lo + lo^2 / 2, beside P(t)) as
+// b. Computing erfc (not 1 + erf) keeps the negative tail's digits.
+float gelu(float x) {
+  // Beyond 16, erfc(|x| / sqrt 2) / 2 < 2^-185: zero in f32, and x^2 / 2 stays above
+  // EXP_ARGUMENT_MIN.
+  const float ax = min(abs(x), 16.0);
+  const float t = 1.0 / (1.0 + 0.5 * (ax * 0.70710678118654752));
+  const float p = erfc_fit(t);
   precise const float hi = uintBitsToFloat(floatBitsToUint(ax) & 0xFFFFF000u);
   precise const float lo = ax - hi;
   precise const float a = -0.5 * (hi * hi);

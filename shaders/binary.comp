@@ -1,16 +1,31 @@
-// add, sub, mul, div with NumPy broadcasting: one invocation per output element.
-// Defines: X_<dtype> (a, b and y alike), OP_ADD / OP_SUB / OP_MUL / OP_DIV.
+// The binary ops with NumPy broadcasting: one invocation per output element. Floats in
+// f32 (pow by shaders/math.glsl), integers in int or uint (add, sub and mul wrap around
+// as the dtype's store narrows them). The comparisons write u8 0 or 1.
+// Defines: X_<dtype> (a and b, and y but for the comparisons), OP_<op>.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define GRID_WORKGROUP 256u
 #include "grid.glsl"
+#include "math.glsl"
+
+#if defined(OP_EQUAL) || defined(OP_LESS) || defined(OP_GREATER)
+#define Y_U8
+#endif
 #include "dtype.glsl"
+#ifndef Y_DTYPE
+#define Y_T X_T
+#define Y_STORE(c) X_STORE(c)
+#endif
+
+#if defined(X_F32) || defined(X_F16) || defined(X_BF16)
+#define IS_FLOAT 1
+#endif
 
 layout(local_size_x = GRID_WORKGROUP) in;
 
 layout(set = 0, binding = 0) readonly buffer A { X_T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { X_T b[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { X_T y[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { Y_T y[]; };
 
 // The host collapses the output shape to at most 8 dimensions in which each operand
 // either runs along or is broadcast (bit d of mask: a broadcasts dimension d, bit 8 + d:
@@ -54,6 +69,28 @@ void main() {
   const X_C r = u * v;
 #elif defined(OP_DIV)
   const X_C r = u / v;
+#elif defined(OP_POW)
+  const X_C r = pow_f32(u, v);
+#elif defined(OP_MAX) && defined(IS_FLOAT)
+  const X_C r = (v > u || isnan(v)) ? v : u;  // a NaN on either side wins, as on the host
+#elif defined(OP_MIN) && defined(IS_FLOAT)
+  const X_C r = (v < u || isnan(v)) ? v : u;
+#elif defined(OP_MAX)
+  const X_C r = max(u, v);
+#elif defined(OP_MIN)
+  const X_C r = min(u, v);
+#elif defined(OP_PRELU)
+  const X_C r = u < 0.0 ? v * u : u;
+#elif defined(OP_EQUAL)
+  const bool r = u == v;  // ordered: a NaN is unequal, neither less nor greater
+#elif defined(OP_LESS)
+  const bool r = u < v;
+#elif defined(OP_GREATER)
+  const bool r = u > v;
 #endif
-  y[i + p.y_shift] = X_STORE(r);
+#ifdef Y_U8
+  y[i + p.y_shift] = uint8_t(r ? 1u : 0u);
+#else
+  y[i + p.y_shift] = Y_STORE(r);
+#endif
 }

@@ -1,6 +1,8 @@
 // layer_norm and rms_norm over the last dimension: a workgroup per row. layer_norm takes
 // two passes (the mean, then the sum of squared deviations), as the host does, so a
-// large mean does not cancel. Defines: X_F32, X_F16 or X_BF16; RMS for rms_norm.
+// large mean does not cancel. instance_norm is layer_norm over the rows of d spatial
+// elements of x [N, C, D1, ...], whose gamma and beta are per channel (row % channels).
+// Defines: X_F32, X_F16 or X_BF16; RMS for rms_norm, INSTANCE for instance_norm.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define GRID_WORKGROUP 64u
@@ -21,6 +23,7 @@ layout(push_constant) uniform Push {
   uint d;
   float epsilon;
   uint flags;  // bit 0: gamma is bound; bit 1: beta is bound
+  uint channels;  // instance_norm's C
 } p;
 
 void main() {
@@ -42,8 +45,13 @@ void main() {
   const float inv = 1.0 / sqrt(line_sum(q) / float(p.d) + p.epsilon);
   for (uint i = gl_LocalInvocationID.x; i < p.d; i += LINE_WORKGROUP) {
     float v = (X_LOAD(x[first + i]) - mean) * inv;
-    if ((p.flags & 1u) != 0u) v *= X_LOAD(gamma[i]);
-    if ((p.flags & 2u) != 0u) v += X_LOAD(beta[i]);
+#ifdef INSTANCE
+    const uint k = row % p.channels;
+#else
+    const uint k = i;
+#endif
+    if ((p.flags & 1u) != 0u) v *= X_LOAD(gamma[k]);
+    if ((p.flags & 2u) != 0u) v += X_LOAD(beta[k]);
     y[first + i] = X_STORE(v);
   }
 }

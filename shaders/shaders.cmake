@@ -26,16 +26,62 @@ foreach(dtype IN LISTS phx_all_dtypes)
   endforeach()
 endforeach()
 
+foreach(dtype IN LISTS phx_all_dtypes)
+  string(TOUPPER ${dtype} X)
+  foreach(op max min equal less greater)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp
+                      DEFINES X_${X} OP_${OP})
+  endforeach()
+  foreach(op min)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME reduce_${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/reduce.comp
+                      DEFINES X_${X} OP_${OP})
+  endforeach()
+  phx_vulkan_shader(NAME clip_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_CLIP)
+  phx_vulkan_shader(NAME argmax_${dtype} SOURCE ${PHX_SHADER_DIR}/reduce.comp
+                    DEFINES X_${X} Y_I32 OP_ARGMAX)
+endforeach()
+
+# The signed integers and the floats.
 foreach(dtype f32 f16 bf16 i8 i16 i32)
   string(TOUPPER ${dtype} X)
-  phx_vulkan_shader(NAME relu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_RELU)
+  foreach(op relu neg abs sign)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_${OP})
+  endforeach()
+  phx_vulkan_shader(NAME reduce_prod_${dtype} SOURCE ${PHX_SHADER_DIR}/reduce.comp
+                    DEFINES X_${X} OP_PROD)
 endforeach()
+
+phx_vulkan_shader(NAME not_u8 SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_U8 OP_NOT)
+# where selects elements of 1, 2 or 4 bytes, bit for bit.
+phx_vulkan_shader(NAME where_1 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_U8)
+phx_vulkan_shader(NAME where_2 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_I16)
+phx_vulkan_shader(NAME where_4 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_I32)
 
 foreach(dtype IN LISTS phx_float_dtypes)
   string(TOUPPER ${dtype} X)
   phx_vulkan_shader(NAME div_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp DEFINES X_${X} OP_DIV)
   phx_vulkan_shader(NAME gelu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_GELU)
-  phx_vulkan_shader(NAME silu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_SILU)
+  foreach(op silu sigmoid tanh exp log sqrt erf floor ceil reciprocal softplus leaky_relu elu
+             selu)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_${OP})
+  endforeach()
+  foreach(op pow prelu)
+    string(TOUPPER ${op} OP)
+    phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp
+                      DEFINES X_${X} OP_${OP})
+  endforeach()
+  phx_vulkan_shader(NAME reduce_mean_${dtype} SOURCE ${PHX_SHADER_DIR}/reduce.comp
+                    DEFINES X_${X} OP_MEAN)
+  phx_vulkan_shader(NAME log_softmax_${dtype} SOURCE ${PHX_SHADER_DIR}/softmax.comp
+                    DEFINES X_${X} LOG)
+  phx_vulkan_shader(NAME instance_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp
+                    DEFINES X_${X} INSTANCE)
+  phx_vulkan_shader(NAME batch_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/batch_norm.comp
+                    DEFINES X_${X})
   phx_vulkan_shader(NAME softmax_${dtype} SOURCE ${PHX_SHADER_DIR}/softmax.comp DEFINES X_${X})
   phx_vulkan_shader(NAME layer_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X})
   phx_vulkan_shader(NAME rms_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X} RMS)

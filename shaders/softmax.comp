@@ -1,10 +1,15 @@
 // softmax along an axis: a workgroup per line of n elements (stride `inner` apart): the
-// line's max, then the f32 sum of exp(x - max), then the quotients.
-// Defines: X_F32, X_F16 or X_BF16.
+// line's max, then the f32 sum of exp(x - max), then the quotients. With LOG,
+// log_softmax: (x - max) - log(sum), e^ and log by shaders/math.glsl (within 1.5 and 1
+// ulps) so that the result's error is the sum's and the two roundings.
+// Defines: X_F32, X_F16 or X_BF16; LOG.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define GRID_WORKGROUP 64u
 #include "grid.glsl"
+#ifdef LOG
+#include "math.glsl"
+#endif
 #include "dtype.glsl"
 #include "reduce_line.glsl"
 
@@ -31,6 +36,15 @@ void main() {
   }
   m = line_max(m);
   float s = 0.0;
+#ifdef LOG
+  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+    s += exp_f32(X_LOAD(x[first + i * p.inner]) - m);
+  }
+  const float log_sum = log_f32(line_sum(s));
+  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+    y[first + i * p.inner] = X_STORE((X_LOAD(x[first + i * p.inner]) - m) - log_sum);
+  }
+#else
   for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
     s += exp(X_LOAD(x[first + i * p.inner]) - m);
   }
@@ -38,4 +52,5 @@ void main() {
   for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
     y[first + i * p.inner] = X_STORE(exp(X_LOAD(x[first + i * p.inner]) - m) / s);
   }
+#endif
 }

@@ -1,10 +1,11 @@
-// relu, gelu, silu: one invocation per element.
-// Defines: X_<dtype> (x and y alike), OP_RELU / OP_GELU / OP_SILU.
+// The unary ops: one invocation per element, computed in X_C (f32 for the floats,
+// shaders/math.glsl; int or uint for the integers, where neg and abs wrap around as the
+// dtype's store narrows them). Defines: X_<dtype> (x and y alike), OP_<op>.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #define GRID_WORKGROUP 256u
 #include "grid.glsl"
-#include "activation.glsl"
+#include "math.glsl"
 #include "dtype.glsl"
 
 layout(local_size_x = GRID_WORKGROUP) in;
@@ -17,7 +18,23 @@ layout(push_constant) uniform Push {
   uint count;
   uint x_shift;  // moves an element index into the sub-range bindings
   uint y_shift;
+  // The op's parameters as bits: f32 alpha and beta, or for clip on integers the bounds
+  // as the host rounded and saturated them (int, or uint for u8).
+  uint alpha;
+  uint beta;
 } p;
+
+#if defined(X_F32) || defined(X_F16) || defined(X_BF16)
+#define IS_FLOAT 1
+#define ALPHA uintBitsToFloat(p.alpha)
+#define BETA uintBitsToFloat(p.beta)
+#elif defined(X_U8)
+#define ALPHA p.alpha
+#define BETA p.beta
+#else
+#define ALPHA int(p.alpha)
+#define BETA int(p.beta)
+#endif
 
 void main() {
   const uint g = flat_invocation();
@@ -30,6 +47,46 @@ void main() {
   const X_C r = gelu(v);
 #elif defined(OP_SILU)
   const X_C r = silu(v);
+#elif defined(OP_SIGMOID)
+  const X_C r = sigmoid_f32(v);
+#elif defined(OP_TANH)
+  const X_C r = tanh_f32(v);
+#elif defined(OP_EXP)
+  const X_C r = exp_f32(v);
+#elif defined(OP_LOG)
+  const X_C r = log_f32(v);
+#elif defined(OP_SQRT)
+  const X_C r = sqrt_f32(v);
+#elif defined(OP_NEG)
+  const X_C r = -v;
+#elif defined(OP_ABS) && defined(IS_FLOAT)
+  const X_C r = abs(v);  // clears the sign of -0.0 too
+#elif defined(OP_ABS)
+  const X_C r = v < 0 ? -v : v;
+#elif defined(OP_ERF)
+  const X_C r = erf_f32(v);
+#elif defined(OP_FLOOR)
+  const X_C r = floor(v);
+#elif defined(OP_CEIL)
+  const X_C r = ceil(v);
+#elif defined(OP_RECIPROCAL)
+  const X_C r = reciprocal_f32(v);
+#elif defined(OP_SIGN)
+  const X_C r = v > X_C(0) ? X_C(1) : v < X_C(0) ? X_C(-1) : v;  // keeps -0.0 and NaN
+#elif defined(OP_SOFTPLUS)
+  const X_C r = softplus_f32(v);
+#elif defined(OP_LEAKY_RELU)
+  const X_C r = v < 0.0 ? ALPHA * v : v;
+#elif defined(OP_ELU)
+  const X_C r = v < 0.0 ? ALPHA * expm1_neg(v) : v;
+#elif defined(OP_SELU)
+  const X_C r = BETA * (v <= 0.0 ? ALPHA * expm1_neg(v) : v);
+#elif defined(OP_CLIP)
+  // A NaN stays NaN (both comparisons are false); alpha > beta gives beta.
+  const X_C low = v < ALPHA ? ALPHA : v;
+  const X_C r = low > BETA ? BETA : low;
+#elif defined(OP_NOT)
+  const X_C r = v == 0u ? 1u : 0u;
 #endif
   y[i + p.y_shift] = X_STORE(r);
 }

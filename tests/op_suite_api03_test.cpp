@@ -13,6 +13,12 @@
 //     (its manual's table of errors for x86-64), and these ops add at most two f32
 //     operations on top (sigmoid: e / (1 + e); softplus: max(x, 0) + log1p(e^-|x|), whose
 //     terms have one sign; selu: two products).
+//     The Vulkan device does not use the driver's exp, log or pow (Vulkan allows exp
+//     3 + 2|x| ulps and pow that of exp2(y log2 x), which fails c = 4 on lavapipe): its
+//     own (shaders/math.glsl) are bounded there by exp 1.5 ulps, log 1 ulp, expm1 3u,
+//     tanh and sigmoid 4u, erf and softplus 2.5u, pow 2 ulps + 0.2 |b| u (under 4u for
+//     |b| <= 3, the range below), and its sqrt and 1 / x by 1 ulp whatever the driver's
+//     (one Newton step on an exact residual), so the same tolerances hold.
 //   - reduce_mean over n: reduce_sum's (n + 2) 2^-24 sum |x|, divided by n, plus the
 //     division's rounding: (n + 3) 2^-24 mean |x| + final.
 //   - reduce_prod over n: n f32 products, each one rounding: (n + 1) 2^-24 |ref| + final.

@@ -1,4 +1,6 @@
-// add, sub, mul, div with NumPy broadcasting (shaders/binary.comp).
+// The binary ops with NumPy broadcasting (shaders/binary.comp: add, sub, mul, div, pow,
+// max, min, prelu and the comparisons, which write u8), and where with its three inputs
+// (shaders/where.comp).
 //
 // The output shape is collapsed first: size-1 dimensions dropped, and neighbours merged
 // while each operand either runs along both or is broadcast in both; most calls end up
@@ -6,7 +8,10 @@
 // output elements; an operand that fits one binding is bound whole for every chunk, a
 // larger one must have the output's shape (it is then split like the output): a
 // broadcast operand larger than one binding is UNSUPPORTED.
+#include <phx/op_table.h>
+
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 
 #include "families.h"
@@ -15,12 +20,7 @@
 namespace phx::vulkan::ops {
 namespace {
 
-struct Push {
-  uint32_t base, count, a_shift, b_shift, y_shift, rank, mask;
-  uint32_t shape[8];
-};
-
-// Bit 0: a broadcasts; bit 1: b broadcasts.
+// broadcast[d], bit 8 k: operand k broadcasts dimension d.
 struct Collapsed {
   uint32_t rank = 0;
   uint64_t shape[8] = {};
@@ -32,14 +32,17 @@ int64_t aligned_dim(const phx_plugin_tensor& t, uint32_t out_rank, uint32_t d) {
   return i < 0 ? 1 : t.shape[i];
 }
 
-Collapsed collapse(const phx_plugin_tensor& a, const phx_plugin_tensor& b,
+Collapsed collapse(std::initializer_list<const phx_plugin_tensor*> operands,
                    const phx_plugin_tensor& y) {
   Collapsed c;
   for (uint32_t d = 0; d < y.rank; ++d) {
     const int64_t size = y.shape[d];
     if (size == 1) continue;
-    const uint32_t state =
-        (aligned_dim(a, y.rank, d) == 1 ? 1u : 0u) | (aligned_dim(b, y.rank, d) == 1 ? 2u : 0u);
+    uint32_t state = 0, bit = 1;
+    for (const phx_plugin_tensor* t : operands) {
+      if (aligned_dim(*t, y.rank, d) == 1) state |= bit;
+      bit <<= 8;
+    }
     if (c.rank > 0 && c.broadcast[c.rank - 1] == state) {
       c.shape[c.rank - 1] *= static_cast<uint64_t>(size);
     } else {
@@ -65,45 +68,71 @@ ElementRange bind_operand(OpRecorder& recorder, const phx_plugin_tensor& t,
   return bind_elements(recorder, t, first, count);
 }
 
-}  // namespace
-
-void record_binary(OpRecorder& recorder, const phx_plugin_op& op) {
+// Records kernel over the output in chunks, with push constants {base, count, the
+// shifts of the operands and of y, rank, mask, shape[8]}.
+void record_broadcast(OpRecorder& recorder, const std::string& kernel,
+                      std::initializer_list<const phx_plugin_tensor*> operands,
+                      const phx_plugin_tensor& y) {
   constexpr uint64_t kWorkgroup = 256;
-  const phx_plugin_tensor& a = op.inputs[0];
-  const phx_plugin_tensor& b = op.inputs[1];
-  const phx_plugin_tensor& y = op.outputs[0];
-  const char* name = op.op == PHX_OP_ADD   ? "add_"
-                     : op.op == PHX_OP_SUB ? "sub_"
-                     : op.op == PHX_OP_MUL ? "mul_"
-                                           : "div_";
-  const std::string kernel = name + std::string(dtype_name(a.dtype));
-  const Collapsed c = collapse(a, b, y);
+  const Collapsed c = collapse(operands, y);
   const uint64_t total = element_count(y);
   if (total > UINT32_MAX) fail_unsupported(kernel + ": more than 2^32 elements");
 
-  Push push = {};
-  push.rank = c.rank;
+  // base, count, the shifts (operands, then y), rank, mask, shape.
+  uint32_t push[2 + 4 + 2 + 8] = {};
+  uint32_t* const shifts = push + 2;
+  uint32_t* const tail = shifts + operands.size() + 1;
+  tail[0] = c.rank;
   for (uint32_t d = 0; d < c.rank; ++d) {
-    push.shape[d] = static_cast<uint32_t>(c.shape[d]);
-    if (c.broadcast[d] & 1u) push.mask |= 1u << d;
-    if (c.broadcast[d] & 2u) push.mask |= 0x100u << d;
+    tail[2 + d] = static_cast<uint32_t>(c.shape[d]);
+    for (uint32_t k = 0; k < operands.size(); ++k) {
+      if (c.broadcast[d] & (1u << (8 * k))) tail[1] |= 1u << (8 * k + d);
+    }
   }
+  const auto push_size = static_cast<uint32_t>((tail + 10 - push) * sizeof(uint32_t));
   const DeviceCaps& caps = recorder.caps();
-  const uint64_t chunk = std::min(elements_per_binding(caps, dtype_bytes(a.dtype)),
-                                  max_grid_groups(caps) * kWorkgroup);
+  uint32_t widest = dtype_bytes(y.dtype);
+  for (const phx_plugin_tensor* t : operands) widest = std::max(widest, dtype_bytes(t->dtype));
+  const uint64_t chunk =
+      std::min(elements_per_binding(caps, widest), max_grid_groups(caps) * kWorkgroup);
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
-    const ElementRange ar = bind_operand(recorder, a, y, first, count);
-    const ElementRange br = bind_operand(recorder, b, y, first, count);
+    Binding bindings[4];
+    size_t k = 0;
+    for (const phx_plugin_tensor* t : operands) {
+      const ElementRange r = bind_operand(recorder, *t, y, first, count);
+      bindings[k] = r.binding;
+      shifts[k++] = r.shift;
+    }
     const ElementRange yr = bind_elements(recorder, y, first, count);
-    push.base = static_cast<uint32_t>(first);
-    push.count = static_cast<uint32_t>(count);
-    push.a_shift = ar.shift;
-    push.b_shift = br.shift;
-    push.y_shift = yr.shift;
-    dispatch_grid(recorder, kernel, {ar.binding, br.binding, yr.binding}, &push, sizeof push,
-                  (count + kWorkgroup - 1) / kWorkgroup);
+    bindings[k] = yr.binding;
+    shifts[k] = yr.shift;
+    push[0] = static_cast<uint32_t>(first);
+    push[1] = static_cast<uint32_t>(count);
+    const uint64_t groups = (count + kWorkgroup - 1) / kWorkgroup;
+    if (operands.size() == 2) {
+      dispatch_grid(recorder, kernel, {bindings[0], bindings[1], bindings[2]}, push, push_size,
+                    groups);
+    } else {
+      dispatch_grid(recorder, kernel, {bindings[0], bindings[1], bindings[2], bindings[3]}, push,
+                    push_size, groups);
+    }
   }
+}
+
+}  // namespace
+
+void record_binary(OpRecorder& recorder, const phx_plugin_op& op) {
+  const phx_plugin_tensor& a = op.inputs[0];
+  const std::string kernel =
+      std::string(find_op_schema(op.op)->name) + "_" + std::string(dtype_name(a.dtype));
+  record_broadcast(recorder, kernel, {&a, &op.inputs[1]}, op.outputs[0]);
+}
+
+void record_where(OpRecorder& recorder, const phx_plugin_op& op) {
+  const phx_plugin_tensor& a = op.inputs[1];
+  const std::string kernel = "where_" + std::to_string(dtype_bytes(a.dtype));
+  record_broadcast(recorder, kernel, {&op.inputs[0], &a, &op.inputs[2]}, op.outputs[0]);
 }
 
 }  // namespace phx::vulkan::ops

@@ -7,9 +7,11 @@ namespace phx::vulkan::ops {
 
 void record_matmul(OpRecorder& recorder, const phx_plugin_op& op);
 void record_binary(OpRecorder& recorder, const phx_plugin_op& op);
+void record_where(OpRecorder& recorder, const phx_plugin_op& op);
 void record_unary(OpRecorder& recorder, const phx_plugin_op& op);
 void record_softmax(OpRecorder& recorder, const phx_plugin_op& op);
 void record_norm(OpRecorder& recorder, const phx_plugin_op& op);
+void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op);
 void record_transpose(OpRecorder& recorder, const phx_plugin_op& op);
 void record_reduce(OpRecorder& recorder, const phx_plugin_op& op);
 void record_cast(OpRecorder& recorder, const phx_plugin_op& op);

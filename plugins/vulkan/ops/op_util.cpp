@@ -1,6 +1,7 @@
 #include "op_util.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace phx::vulkan::ops {
 
@@ -95,10 +96,14 @@ void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
 }
 
 void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
-                            const phx_plugin_tensor& x, const phx_plugin_tensor& y) {
+                            const phx_plugin_tensor& x, const phx_plugin_tensor& y,
+                            std::initializer_list<uint32_t> params) {
   struct Push {
     uint32_t base, count, x_shift, y_shift;
+    uint32_t params[4];
   };
+  if (params.size() > 4) fail_unsupported(std::string(kernel) + ": more than 4 parameters");
+  const auto push_size = static_cast<uint32_t>(offsetof(Push, params) + 4 * params.size());
   constexpr uint64_t kWorkgroup = 256;
   const DeviceCaps& caps = recorder.caps();
   const uint64_t total = element_count(x);
@@ -110,9 +115,10 @@ void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);
     const ElementRange yr = bind_elements(recorder, y, first, count);
-    const Push push = {static_cast<uint32_t>(first), static_cast<uint32_t>(count), xr.shift,
-                       yr.shift};
-    dispatch_grid(recorder, kernel, {xr.binding, yr.binding}, &push, sizeof push,
+    Push push = {
+        static_cast<uint32_t>(first), static_cast<uint32_t>(count), xr.shift, yr.shift, {}};
+    std::copy(params.begin(), params.end(), push.params);
+    dispatch_grid(recorder, kernel, {xr.binding, yr.binding}, &push, push_size,
                   (count + kWorkgroup - 1) / kWorkgroup);
   }
 }

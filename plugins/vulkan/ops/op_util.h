@@ -65,9 +65,10 @@ void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
 }
 
 // One invocation per element, the same index in x and y (unary ops, cast): push
-// constants {base, count, x_shift, y_shift}, workgroups of 256, tensors of any size split
-// into dispatches over sub-ranges.
+// constants {base, count, x_shift, y_shift} and then the words of `params` (at most 4),
+// workgroups of 256, tensors of any size split into dispatches over sub-ranges.
 void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
-                            const phx_plugin_tensor& x, const phx_plugin_tensor& y);
+                            const phx_plugin_tensor& x, const phx_plugin_tensor& y,
+                            std::initializer_list<uint32_t> params = {});
 
 }  // namespace phx::vulkan::ops

@@ -1,6 +1,9 @@
-// reduce_sum, reduce_max over an axis mask (shaders/reduce.comp): a workgroup per output
-// element. Size-1 dimensions are dropped and neighbours of the same kind (both reduced
-// or both kept) merged. Tensors larger than one binding are UNSUPPORTED.
+// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod over an axis mask, and
+// argmax over one axis (shaders/reduce.comp): a workgroup per output element. Size-1 dimensions are
+// dropped and neighbours of the same kind (both reduced or both kept) merged. Tensors larger than
+// one binding are UNSUPPORTED.
+#include <phx/op_table.h>
+
 #include <string>
 
 #include "families.h"
@@ -10,15 +13,23 @@ namespace phx::vulkan::ops {
 
 void record_reduce(OpRecorder& recorder, const phx_plugin_op& op) {
   struct Push {
-    uint32_t base, count, reduced, rank, mask;
+    uint32_t base, count, reduced, rank, mask, flags;
     uint32_t shape[8];
   };
   const phx_plugin_tensor& x = op.inputs[0];
   const phx_plugin_tensor& y = op.outputs[0];
-  const auto& params = *static_cast<const phx_reduce_params*>(op.params);
-  const uint32_t axes = params.axes_mask == 0 ? 0xFFu : params.axes_mask;
-
   Push push = {};
+  uint32_t axes = 0;
+  if (op.op == PHX_OP_ARGMAX) {
+    const auto& params = *static_cast<const phx_argmax_params*>(op.params);
+    const int32_t rank = static_cast<int32_t>(x.rank);
+    axes = 1u << static_cast<uint32_t>(params.axis < 0 ? params.axis + rank : params.axis);
+    push.flags = params.select_last_index != 0 ? 1u : 0u;
+  } else {
+    const auto& params = *static_cast<const phx_reduce_params*>(op.params);
+    axes = params.axes_mask == 0 ? 0xFFu : params.axes_mask;
+  }
+
   bool last_reduced = false;
   uint64_t reduced = 1;
   for (uint32_t d = 0; d < x.rank; ++d) {
@@ -37,9 +48,9 @@ void record_reduce(OpRecorder& recorder, const phx_plugin_op& op) {
   }
   push.reduced = static_cast<uint32_t>(reduced);
 
+  // The schema's name: reduce_sum, ..., argmax.
   const std::string kernel =
-      std::string(op.op == PHX_OP_REDUCE_SUM ? "reduce_sum_" : "reduce_max_") +
-      std::string(dtype_name(x.dtype));
+      std::string(find_op_schema(op.op)->name) + "_" + std::string(dtype_name(x.dtype));
   const Binding xb = recorder.bind(x);
   const Binding yb = recorder.bind(y);
   const uint64_t outputs = element_count(y);
