@@ -201,9 +201,10 @@ TEST_F(GraphPlacement, EveryNodeTheNpuLacksRunsOnTheCpu) {
   expect_same_bits(got, run_eagerly(cpu_, cpu_));
 }
 
-// The NPU claims none of the elementwise ops of API 0.3: in an f16 graph it runs the add
-// it has, and the CPU device the leaky_relu after it, the same bits as the CPU running
-// both.
+// The NPU runs the vector ops of API 0.3 in f16 and its integer widths, not on u8 beyond
+// where and not: in an f16 graph it runs the add, the leaky_relu and the greater (f16 in,
+// u8 out) it has, and the CPU device the max of two u8 values after them; every value is
+// exact, so the result is the op rules' own.
 TEST_F(GraphPlacement, AnOpOfApi03TheNpuLacksRunsOnTheCpu) {
   ASSERT_EQ(phx_graph_create(context_, &graph_), PHX_STATUS_OK);
   const int64_t shape[2] = {4, 8};
@@ -211,11 +212,15 @@ TEST_F(GraphPlacement, AnOpOfApi03TheNpuLacksRunsOnTheCpu) {
   input.dtype = PHX_DTYPE_F16;
   input.rank = 2;
   input.shape = shape;
-  phx_value x = 0;
+  phx_value x = 0, c = 0;
   ASSERT_EQ(phx_graph_add_input(graph_, &input, &x), PHX_STATUS_OK);
+  input.dtype = PHX_DTYPE_U8;
+  ASSERT_EQ(phx_graph_add_input(graph_, &input, &c), PHX_STATUS_OK);
   const phx_elementwise_params slope = PHX_ELEMENTWISE_PARAMS_INIT(0.25f, 0.0f);
   const phx_value sum = node(PHX_OP_ADD, {x, x}, "sum");
-  const phx_value y = phx_test::add_node(graph_, PHX_OP_LEAKY_RELU, {sum}, "leaky", &slope);
+  const phx_value leaky = phx_test::add_node(graph_, PHX_OP_LEAKY_RELU, {sum}, "leaky", &slope);
+  const phx_value nonzero = node(PHX_OP_GREATER, {leaky, x}, "nonzero");
+  const phx_value y = node(PHX_OP_MAX, {nonzero, c}, "either");
   ASSERT_EQ(phx_graph_add_output(graph_, y, "y"), PHX_STATUS_OK);
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
   options.device = npu_;
@@ -223,33 +228,37 @@ TEST_F(GraphPlacement, AnOpOfApi03TheNpuLacksRunsOnTheCpu) {
   options.other_device_count = 1;
   phx_executable exe = nullptr;
   ASSERT_EQ(phx_graph_compile(context_, graph_, &options, &exe), PHX_STATUS_OK) << phx_last_error();
-  size_t add_device = SIZE_MAX, leaky_device = SIZE_MAX;
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     phx_executable_node_info info = PHX_EXECUTABLE_NODE_INFO_INIT;
     ASSERT_EQ(phx_executable_describe_node(exe, i, &info), PHX_STATUS_OK) << phx_last_error();
-    (info.op == PHX_OP_LEAKY_RELU ? leaky_device : add_device) = info.device;
+    EXPECT_EQ(info.device, info.op == PHX_OP_MAX ? cpu_ : npu_) << info.name;
   }
-  EXPECT_EQ(add_device, npu_);
-  EXPECT_EQ(leaky_device, cpu_);
 
-  // x: +-0.5; x + x and leaky_relu of it are exact in f16.
+  // x: 0, 0.5 or -0.5, exact in f16 as x + x and leaky_relu of it (1 or -0.25), which is
+  // greater than x where x is not 0; c: 0 or 1.
   std::vector<uint16_t> x_bits;
-  for (int i = 0; i < 32; ++i) x_bits.push_back(static_cast<uint16_t>(i % 2 ? 0x3800 : 0xB800));
-  phx_tensor in = nullptr, out = nullptr;
-  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_F16, 2, shape, &in), PHX_STATUS_OK);
-  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_F16, 2, shape, &out), PHX_STATUS_OK);
-  ASSERT_EQ(phx_tensor_upload(in, 0, x_bits.data(), x_bits.size() * 2), PHX_STATUS_OK);
+  std::vector<uint8_t> c_values;
+  for (int i = 0; i < 32; ++i) {
+    x_bits.push_back(i % 3 == 0 ? 0 : i % 3 == 1 ? 0x3800 : 0xB800);
+    c_values.push_back(static_cast<uint8_t>(i % 2));
+  }
+  phx_tensor x_in = nullptr, c_in = nullptr, out = nullptr;
+  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_F16, 2, shape, &x_in), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_U8, 2, shape, &c_in), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_create(context_, npu_, PHX_DTYPE_U8, 2, shape, &out), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_upload(x_in, 0, x_bits.data(), x_bits.size() * 2), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_upload(c_in, 0, c_values.data(), c_values.size()), PHX_STATUS_OK);
   phx_stream stream = nullptr;
   ASSERT_EQ(phx_stream_create(context_, npu_, &stream), PHX_STATUS_OK);
   uint64_t ticket = 0;
-  ASSERT_EQ(phx_executable_run(stream, exe, &in, 1, &out, 1, &ticket), PHX_STATUS_OK)
+  phx_tensor inputs[2] = {x_in, c_in};
+  ASSERT_EQ(phx_executable_run(stream, exe, inputs, 2, &out, 1, &ticket), PHX_STATUS_OK)
       << phx_last_error();
   ASSERT_EQ(phx_stream_wait(stream, ticket), PHX_STATUS_OK) << phx_last_error();
-  std::vector<uint16_t> y_bits(32);
-  ASSERT_EQ(phx_tensor_download(out, 0, y_bits.data(), y_bits.size() * 2), PHX_STATUS_OK);
-  for (size_t i = 0; i < y_bits.size(); ++i)  // 2 * 0.5 = 1 (0x3C00); 0.25 * 2 * -0.5 = -0.25
-    EXPECT_EQ(y_bits[i], i % 2 ? 0x3C00 : 0xB400) << i;
-  for (phx_tensor t : {in, out}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
+  std::vector<uint8_t> got(32);
+  ASSERT_EQ(phx_tensor_download(out, 0, got.data(), got.size()), PHX_STATUS_OK);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], i % 3 != 0 || i % 2 != 0) << i;
+  for (phx_tensor t : {x_in, c_in, out}) EXPECT_EQ(phx_tensor_destroy(t), PHX_STATUS_OK);
   EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
 }

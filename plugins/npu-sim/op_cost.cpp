@@ -17,27 +17,61 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 
 // Elementary vector operations per element, first order: a quantize or dequantize is a
 // multiply and a round-and-clamp; dynamic quantization adds the min/max pass; a division
-// is a reciprocal estimate and its Newton steps; a rotation two multiplies and an add;
-// exp and erf are polynomial evaluations (silu's exp and division, gelu's erf); softmax
-// and the norms pass over a row several times. The rest (relu, add, sub, mul, transpose,
-// cast, the reductions) are one operation per element.
+// is a reciprocal estimate and its Newton steps, a reciprocal the same less the multiply,
+// a square root the reciprocal square root's and a multiply by x; a rotation two
+// multiplies and an add. exp and log are a range reduction and a short polynomial (f16's
+// 11 bits need few terms): silu and sigmoid are an exp and a division; tanh a sigmoid of
+// 2x (the 2 folded into exp's range reduction) and a multiply-add; erf a longer
+// polynomial (gelu is erf and three multiplies and adds); softplus an exp, a log of
+// 1 + e^-|x| and the abs, max and add around them; elu an exp, the multiply-add by alpha
+// and the select, selu one more multiply (beta); pow e^(b log a). softmax and the norms
+// pass over a row several times: log_softmax is softmax with a subtraction for its
+// division, instance_norm layer_norm's passes; batch_norm, with 1 / sqrt(var + epsilon)
+// taken once per channel, a subtraction, two multiplies and an add. A compare or multiply
+// and a select (leaky_relu, prelu, sign, clip's max and min, argmax's value and index) is
+// 2. The rest (relu, add, sub, mul, neg, abs, floor, ceil, max, min, the comparisons,
+// where, not, transpose, cast, the reductions, reduce_mean's mean once per output) are
+// one operation per element.
 uint32_t ops_per_element(phx_op_id op) {
   switch (op) {
+    case PHX_OP_LEAKY_RELU:
+    case PHX_OP_PRELU:
+    case PHX_OP_SIGN:
+    case PHX_OP_CLIP:
+    case PHX_OP_ARGMAX:
     case PHX_OP_QUANTIZE:
     case PHX_OP_DEQUANTIZE:
       return 2;
     case PHX_OP_DYNAMIC_QUANTIZE:
     case PHX_OP_ROPE:
+    case PHX_OP_RECIPROCAL:
       return 3;
     case PHX_OP_DIV:
+    case PHX_OP_SQRT:
+    case PHX_OP_EXP:
+    case PHX_OP_LOG:
+    case PHX_OP_BATCH_NORM:
       return 4;
     case PHX_OP_RMS_NORM:
+    case PHX_OP_ELU:
       return 6;
+    case PHX_OP_SELU:
+      return 7;
     case PHX_OP_LAYER_NORM:
+    case PHX_OP_INSTANCE_NORM:
     case PHX_OP_SILU:
+    case PHX_OP_SIGMOID:
       return 8;
+    case PHX_OP_TANH:
+    case PHX_OP_ERF:
+    case PHX_OP_POW:
+      return 9;
+    case PHX_OP_SOFTPLUS:
+      return 11;
     case PHX_OP_GELU:
       return 12;
+    case PHX_OP_LOG_SOFTMAX:
+      return 13;
     case PHX_OP_SOFTMAX:
       return 16;
     default:

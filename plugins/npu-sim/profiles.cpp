@@ -19,6 +19,23 @@ constexpr uint32_t kI32 = bit(PHX_DTYPE_I32), kF32 = bit(PHX_DTYPE_F32), kF16 = 
 // every dtype the profile holds; max_pool, as reduce_max, the integer widths the profile
 // computes in and f16; integer arithmetic follows the op rules (wrap-around), on the
 // integer widths the profile computes in.
+//
+// The elementwise, comparison, reduction and norm ops of API 0.3 (sigmoid ..
+// instance_norm) run on the vector unit, as HVX, the Neural Engine's activation units and
+// the Edge TPU's activation functions run them:
+// - float math in f16 only: the transcendental functions (sigmoid, tanh, exp, log, erf,
+//   softplus, elu, selu, pow), sqrt, reciprocal, floor, ceil, leaky_relu, prelu,
+//   reduce_mean, log_softmax, batch_norm and instance_norm have no integer form in the op
+//   rules;
+// - the ops that are exact on integers (neg, abs, sign, clip, max, min, the comparisons,
+//   reduce_min, argmax, and reduce_prod, which wraps as mul and reduce_sum do) on the
+//   integer widths the profile computes in, and f16. Not u8 or i32: no other integer op
+//   of the profiles computes in them (u8 is a quantized tensor's storage for the
+//   products, i32 their accumulator);
+// - the comparisons give u8 (0 or 1), argmax i32 indices, both held everywhere;
+// - where (a select by a u8 condition) and not on u8, the booleans: where's dtype is its
+//   condition's, and its a and b may be any dtype the profile holds, as the layout ops
+//   move them.
 constexpr uint32_t kMobileHeld = kF32 | kF16 | kI32 | kI8 | kU8;
 constexpr uint32_t kWideHeld = kMobileHeld | kI16;
 
@@ -57,6 +74,39 @@ constexpr OpDtypes kMobileOps[] = {
     {PHX_OP_AVG_POOL, kF16},
     {PHX_OP_CONV_TRANSPOSE2D, kF16},
     {PHX_OP_RESIZE, kF16},
+    {PHX_OP_SIGMOID, kF16},
+    {PHX_OP_TANH, kF16},
+    {PHX_OP_EXP, kF16},
+    {PHX_OP_LOG, kF16},
+    {PHX_OP_SQRT, kF16},
+    {PHX_OP_NEG, kI8 | kF16},
+    {PHX_OP_ABS, kI8 | kF16},
+    {PHX_OP_ERF, kF16},
+    {PHX_OP_FLOOR, kF16},
+    {PHX_OP_CEIL, kF16},
+    {PHX_OP_RECIPROCAL, kF16},
+    {PHX_OP_SIGN, kI8 | kF16},
+    {PHX_OP_SOFTPLUS, kF16},
+    {PHX_OP_LEAKY_RELU, kF16},
+    {PHX_OP_ELU, kF16},
+    {PHX_OP_SELU, kF16},
+    {PHX_OP_CLIP, kI8 | kF16},
+    {PHX_OP_POW, kF16},
+    {PHX_OP_MAX, kI8 | kF16},
+    {PHX_OP_MIN, kI8 | kF16},
+    {PHX_OP_PRELU, kF16},
+    {PHX_OP_EQUAL, kI8 | kF16},
+    {PHX_OP_LESS, kI8 | kF16},
+    {PHX_OP_GREATER, kI8 | kF16},
+    {PHX_OP_WHERE, kU8},
+    {PHX_OP_NOT, kU8},
+    {PHX_OP_REDUCE_MEAN, kF16},
+    {PHX_OP_REDUCE_MIN, kI8 | kF16},
+    {PHX_OP_REDUCE_PROD, kI8 | kF16},
+    {PHX_OP_ARGMAX, kI8 | kF16},
+    {PHX_OP_LOG_SOFTMAX, kF16},
+    {PHX_OP_BATCH_NORM, kF16},
+    {PHX_OP_INSTANCE_NORM, kF16},
 };
 
 // The mobile set plus 16x8 (int16 activations), 16-bit integer arithmetic and dynamic
@@ -96,6 +146,39 @@ constexpr OpDtypes kWideOps[] = {
     {PHX_OP_AVG_POOL, kF16},
     {PHX_OP_CONV_TRANSPOSE2D, kF16},
     {PHX_OP_RESIZE, kF16},
+    {PHX_OP_SIGMOID, kF16},
+    {PHX_OP_TANH, kF16},
+    {PHX_OP_EXP, kF16},
+    {PHX_OP_LOG, kF16},
+    {PHX_OP_SQRT, kF16},
+    {PHX_OP_NEG, kI8 | kI16 | kF16},
+    {PHX_OP_ABS, kI8 | kI16 | kF16},
+    {PHX_OP_ERF, kF16},
+    {PHX_OP_FLOOR, kF16},
+    {PHX_OP_CEIL, kF16},
+    {PHX_OP_RECIPROCAL, kF16},
+    {PHX_OP_SIGN, kI8 | kI16 | kF16},
+    {PHX_OP_SOFTPLUS, kF16},
+    {PHX_OP_LEAKY_RELU, kF16},
+    {PHX_OP_ELU, kF16},
+    {PHX_OP_SELU, kF16},
+    {PHX_OP_CLIP, kI8 | kI16 | kF16},
+    {PHX_OP_POW, kF16},
+    {PHX_OP_MAX, kI8 | kI16 | kF16},
+    {PHX_OP_MIN, kI8 | kI16 | kF16},
+    {PHX_OP_PRELU, kF16},
+    {PHX_OP_EQUAL, kI8 | kI16 | kF16},
+    {PHX_OP_LESS, kI8 | kI16 | kF16},
+    {PHX_OP_GREATER, kI8 | kI16 | kF16},
+    {PHX_OP_WHERE, kU8},
+    {PHX_OP_NOT, kU8},
+    {PHX_OP_REDUCE_MEAN, kF16},
+    {PHX_OP_REDUCE_MIN, kI8 | kI16 | kF16},
+    {PHX_OP_REDUCE_PROD, kI8 | kI16 | kF16},
+    {PHX_OP_ARGMAX, kI8 | kI16 | kF16},
+    {PHX_OP_LOG_SOFTMAX, kF16},
+    {PHX_OP_BATCH_NORM, kF16},
+    {PHX_OP_INSTANCE_NORM, kF16},
 };
 
 template <size_t N>

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <gtest/gtest.h>
+#include <phx/op_table.h>
 
 #include <string>
 
@@ -200,6 +201,32 @@ TEST(Profiles, OpSetsGrowFromMobileToDatacenter) {
                 0),
             0u);
   EXPECT_NE(describe_ops(dc).find("matmul(f16)"), std::string::npos);
+}
+
+// Each row of each profile stays within what the op rules allow (the op table's
+// dtype_mask) and what the profile holds, and lists an op once. Only data movement
+// (transpose, cast, the layout ops, where's values) and the quantization of f32 take f32:
+// the rest computes in f16 and the integer widths.
+TEST(Profiles, EveryRowIsWithinTheOpRulesAndTheHeldDtypes) {
+  const uint32_t f32 = bit(PHX_DTYPE_F32) | bit(PHX_DTYPE_BF16);
+  for (const char* name : {"mobile", "edge", "datacenter"}) {
+    const Profile& p = *find_profile(name);
+    for (size_t i = 0; i < p.op_count; ++i) {
+      const OpDtypes& row = p.ops[i];
+      const OpSchema* schema = find_op_schema(row.op);
+      ASSERT_NE(schema, nullptr) << name << " " << row.op;
+      EXPECT_EQ(row.dtypes & ~schema->dtypes, 0u) << name << " " << schema->name;
+      EXPECT_EQ(row.dtypes & ~p.tensor_dtypes, 0u) << name << " " << schema->name;
+      EXPECT_EQ(supported_dtypes(p, row.op), row.dtypes) << name << " " << schema->name;
+      const bool moves_or_quantizes = row.op == PHX_OP_QUANTIZE ||
+                                      row.op == PHX_OP_DYNAMIC_QUANTIZE ||
+                                      row.op == PHX_OP_TRANSPOSE || row.op == PHX_OP_CAST ||
+                                      (row.op >= PHX_OP_RESHAPE && row.op <= PHX_OP_PAD);
+      if (!moves_or_quantizes) {
+        EXPECT_EQ(row.dtypes & f32, 0u) << name << " " << schema->name;
+      }
+    }
+  }
 }
 
 }  // namespace

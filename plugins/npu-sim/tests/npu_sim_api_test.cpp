@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <phynexus/phynexus.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -139,6 +140,43 @@ TEST(NpuSim, EachProfileAnswersForItsOpSet) {
     EXPECT_TRUE(sim.supports(d, PHX_OP_SOFTMAX, PHX_DTYPE_F16));
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_F32));
     EXPECT_FALSE(sim.supports(d, PHX_OP_MATMUL, PHX_DTYPE_BF16));
+  }
+}
+
+// The ops of API 0.3 from sigmoid to instance_norm, every dtype asked of every profile:
+// float math in f16; the ops exact on integers on i8 (and i16 where the profile computes
+// in it) too; where and not on u8; nothing on f32, bf16 or i32.
+TEST(NpuSim, EachProfileRunsTheVectorOpsOfApi03InItsWidths) {
+  const std::vector<phx_op_id> float_only = {
+      PHX_OP_SIGMOID,     PHX_OP_TANH,       PHX_OP_EXP,          PHX_OP_LOG,
+      PHX_OP_SQRT,        PHX_OP_ERF,        PHX_OP_FLOOR,        PHX_OP_CEIL,
+      PHX_OP_RECIPROCAL,  PHX_OP_SOFTPLUS,   PHX_OP_LEAKY_RELU,   PHX_OP_ELU,
+      PHX_OP_SELU,        PHX_OP_POW,        PHX_OP_PRELU,        PHX_OP_REDUCE_MEAN,
+      PHX_OP_LOG_SOFTMAX, PHX_OP_BATCH_NORM, PHX_OP_INSTANCE_NORM};
+  const std::vector<phx_op_id> integer_too = {PHX_OP_NEG,    PHX_OP_ABS,        PHX_OP_SIGN,
+                                              PHX_OP_CLIP,   PHX_OP_MAX,        PHX_OP_MIN,
+                                              PHX_OP_EQUAL,  PHX_OP_LESS,       PHX_OP_GREATER,
+                                              PHX_OP_ARGMAX, PHX_OP_REDUCE_MIN, PHX_OP_REDUCE_PROD};
+  const std::vector<phx_op_id> boolean = {PHX_OP_WHERE, PHX_OP_NOT};
+  ASSERT_EQ(float_only.size() + integer_too.size() + boolean.size(),
+            size_t(PHX_OP_INSTANCE_NORM - PHX_OP_SIGMOID + 1));
+  for (const char* profile : {"mobile", "edge", "datacenter"}) {
+    Sim sim((std::string("profile=") + profile).c_str());
+    const size_t d = sim.device();
+    const bool wide = std::string(profile) != "mobile";
+    auto expect_set = [&](const std::vector<phx_op_id>& ops, std::vector<phx_dtype> runs) {
+      for (phx_op_id op : ops)
+        for (int value = PHX_DTYPE_F32; value < PHX_DTYPE_COUNT; ++value) {
+          const auto dt = static_cast<phx_dtype>(value);
+          const bool expected = std::find(runs.begin(), runs.end(), dt) != runs.end();
+          EXPECT_EQ(sim.supports(d, op, dt), expected)
+              << profile << " " << phx_op_name(op) << " " << phx_dtype_name(dt);
+        }
+    };
+    expect_set(float_only, {PHX_DTYPE_F16});
+    expect_set(integer_too, wide ? std::vector{PHX_DTYPE_F16, PHX_DTYPE_I8, PHX_DTYPE_I16}
+                                 : std::vector{PHX_DTYPE_F16, PHX_DTYPE_I8});
+    expect_set(boolean, {PHX_DTYPE_U8});
   }
 }
 

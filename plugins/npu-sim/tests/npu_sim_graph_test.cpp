@@ -550,6 +550,7 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
                                     4,
                                     {1, 1, 8, 8},
                                     {}};
+  const phx_elementwise_params bounds = PHX_ELEMENTWISE_PARAMS_INIT(-0.5f, 0.5f);
   struct Case {
     const char* name;
     phx_op_id op;
@@ -585,6 +586,49 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
        1,
        {1, 3, 6, 6}},
       {"resize", PHX_OP_RESIZE, &linear, {{1, 1, 4, 4}}, 0, {1, 1, 8, 8}},
+      {"sigmoid", PHX_OP_SIGMOID, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"tanh", PHX_OP_TANH, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"exp", PHX_OP_EXP, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"log", PHX_OP_LOG, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"sqrt", PHX_OP_SQRT, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"neg", PHX_OP_NEG, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"abs", PHX_OP_ABS, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"erf", PHX_OP_ERF, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"floor", PHX_OP_FLOOR, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"ceil", PHX_OP_CEIL, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"reciprocal", PHX_OP_RECIPROCAL, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"sign", PHX_OP_SIGN, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"softplus", PHX_OP_SOFTPLUS, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"leaky_relu", PHX_OP_LEAKY_RELU, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"elu", PHX_OP_ELU, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"selu", PHX_OP_SELU, nullptr, {{4, 16}}, 0, {4, 16}},
+      {"clip", PHX_OP_CLIP, &bounds, {{4, 16}}, 0, {4, 16}},
+      {"pow", PHX_OP_POW, nullptr, {{4, 16}, {16}}, 1, {4, 16}},
+      {"max", PHX_OP_MAX, nullptr, {{4, 16}, {4, 16}}, 0, {4, 16}},
+      {"min", PHX_OP_MIN, nullptr, {{4, 16}, {16}}, 1, {4, 16}},
+      {"prelu", PHX_OP_PRELU, nullptr, {{4, 16}, {16}}, 1, {4, 16}},
+      {"reduce_mean", PHX_OP_REDUCE_MEAN, &rows, {{4, 16}}, 0, {4}},
+      {"reduce_min", PHX_OP_REDUCE_MIN, &rows, {{4, 16}}, 0, {4}},
+      {"reduce_prod", PHX_OP_REDUCE_PROD, &rows, {{4, 16}}, 0, {4}},
+      {"log_softmax", PHX_OP_LOG_SOFTMAX, &softmax, {{4, 16}}, 0, {4, 16}},
+      {"batch_norm", PHX_OP_BATCH_NORM, &norm, {{2, 4, 3}, {4}, {4}, {4}, {4}}, 4, {2, 4, 3}},
+      {"instance_norm", PHX_OP_INSTANCE_NORM, &norm, {{2, 4, 8}, {4}, {4}}, 2, {2, 4, 8}},
+  };
+  // Inputs the op's domain keeps away from 0 and the negatives: 1 + |v|.
+  auto positive = [](phx_op_id op, size_t i) {
+    switch (op) {
+      case PHX_OP_DIV:
+        return i == 1;  // the divisor
+      case PHX_OP_LOG:
+      case PHX_OP_SQRT:
+      case PHX_OP_RECIPROCAL:
+      case PHX_OP_POW:
+        return i == 0;  // pow's base
+      case PHX_OP_BATCH_NORM:
+        return i == 4;  // the variance
+      default:
+        return false;
+    }
   };
   uint32_t seed = 131;
   for (const Case& c : cases) {
@@ -594,8 +638,8 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       const std::vector<int64_t>& shape = c.inputs[i];
       std::vector<float> values = gaussian(size_t(npu_sim_test::element_count(shape)), ++seed);
-      if (c.op == PHX_OP_DIV && i == 1)
-        for (float& v : values) v = 1.0f + std::fabs(v);  // divisors away from 0
+      if (positive(c.op, i))
+        for (float& v : values) v = 1.0f + std::fabs(v);
       if (i + c.constants >= c.inputs.size()) {
         inputs.push_back(graph.add_constant(p, shape, values));
       } else {
@@ -621,6 +665,60 @@ TEST(NpuSimGraph, EveryF16OpOfTheProfileRunsFromF32) {
     EXPECT_GE(error, 0.0) << c.name;
     EXPECT_LT(error, 1e-2) << c.name;
   }
+}
+
+// A comparison or an argmax of f32 values is not run in f16 even with ranges: its output is
+// no f32 value (rounding the inputs to f16 could change the answer), so it is left to the
+// next device, with the reason. A where on f32 values selects them as they are: its
+// condition is u8, which the profile runs, so it is native and needs no ranges.
+TEST(NpuSimGraph, F32ComparisonsAndArgmaxFallBackWhereSelectsAsItIs) {
+  PluginUnderTest p("profile=mobile");
+  const std::vector<float> a = gaussian(64, 211), b = gaussian(64, 212);
+  phx_argmax_params last_axis = PHX_ARGMAX_PARAMS_INIT;
+  last_axis.axis = 1;
+  last_axis.keep_dims = 0;
+  struct Case {
+    phx_op_id op;
+    const void* params;
+    phx_dtype out_dtype;
+    std::vector<int64_t> out_shape;
+    const char* name;
+  };
+  for (const Case& c : {Case{PHX_OP_LESS, nullptr, PHX_DTYPE_U8, {4, 16}, "less"},
+                        Case{PHX_OP_ARGMAX, &last_axis, PHX_DTYPE_I32, {4}, "argmax"}}) {
+    HandGraph graph;
+    std::vector<uint32_t> inputs = {graph.add_value(kInput, {4, 16}, range_of(a))};
+    if (c.op == PHX_OP_LESS) inputs.push_back(graph.add_value(kInput, {4, 16}, range_of(b)));
+    const uint32_t out = graph.add_value(kOutput, c.out_shape, {0.0f, 1.0f, 1.0f}, c.out_dtype);
+    graph.add_node(c.op, c.params, inputs, {out});
+    EXPECT_EQ(claims(p, graph.graph()), std::vector<uint8_t>{0}) << c.name;
+    Compiled compiled(p, graph.graph());
+    EXPECT_EQ(compiled.status(), PHX_STATUS_UNSUPPORTED) << c.name;
+    EXPECT_NE(p.error().find(std::string("(") + c.name + " on f32)"), std::string::npos)
+        << p.error();
+    EXPECT_NE(p.error().find("is not f32"), std::string::npos) << p.error();
+  }
+
+  HandGraph graph;
+  const uint32_t cond = graph.add_value(kInput, {4, 16}, {}, PHX_DTYPE_U8);
+  const uint32_t va = graph.add_value(kInput, {4, 16}), vb = graph.add_value(kInput, {16});
+  const uint32_t vy = graph.add_value(kOutput, {4, 16});
+  graph.add_node(PHX_OP_WHERE, nullptr, {cond, va, vb}, {vy});
+  EXPECT_EQ(claims(p, graph.graph(false)), std::vector<uint8_t>{0});  // op_supported's yes
+  Compiled compiled(p, graph.graph(false));
+  ASSERT_EQ(compiled.status(), PHX_STATUS_OK) << p.error();
+  EXPECT_EQ(compiled.compute_dtype(0), PHX_DTYPE_U8);
+  EXPECT_EQ(compiled.stats()["native_nodes"], 1);
+  const std::vector<float> row(b.begin(), b.begin() + 16);
+  const std::vector<phx_plugin_tensor> values = graph.bind(p, {{va, a}, {vb, row}});
+  std::vector<uint8_t> flags(64);
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = uint8_t(i % 3 == 0);
+  ASSERT_EQ(p.api().buffer_write(p.plugin(), values[cond].buffer, values[cond].offset, flags.data(),
+                                 flags.size()),
+            PHX_STATUS_OK);
+  ASSERT_EQ(compiled.run(values), PHX_STATUS_OK) << p.error();
+  const std::vector<float> y = read_f32(p, values[vy]);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], flags[i] ? a[i] : row[i % 16]) << i;
 }
 
 // ---- without calibration ---------------------------------------------------------------

@@ -389,5 +389,57 @@ TEST(OpCost, LayoutOpsAreMemoryBoundAndReadWhatTheyPick) {
   }
 }
 
+// The vector ops of API 0.3 over 4096 f16 elements (2 lanes each, 64 lanes: 128 cycles
+// per operation per element): sigmoid an exp and a division (8), tanh a sigmoid and a
+// multiply-add (9), softplus 11, pow e^(b log a) 9, batch_norm 4 with its channel
+// vectors read but not counted as elements. A comparison streams its f16 inputs and
+// writes u8; an i8 argmax carries i32 indices, 4 lanes an element; where's lanes are its
+// values', not its u8 condition's.
+TEST(OpCost, VectorOpsOfApi03CountTheirOperationsAndWidths) {
+  const phx_plugin_tensor x = tensor(PHX_DTYPE_F16, {64, 64});
+  const phx_plugin_tensor pair[2] = {x, x};
+  auto cycles = [](phx_op_id id, const phx_plugin_tensor* in, size_t count,
+                   const phx_plugin_tensor& out, const void* params = nullptr) {
+    const phx_plugin_op op = {sizeof op, id, params, in, count, &out, 1, nullptr};
+    return estimate_op(op, machine()).cycles;
+  };
+  EXPECT_EQ(cycles(PHX_OP_SIGMOID, &x, 1, x), 4096u * 8 * 2 / 64);
+  EXPECT_EQ(cycles(PHX_OP_SILU, &x, 1, x), cycles(PHX_OP_SIGMOID, &x, 1, x));
+  EXPECT_EQ(cycles(PHX_OP_TANH, &x, 1, x), 4096u * 9 * 2 / 64);
+  EXPECT_EQ(cycles(PHX_OP_SOFTPLUS, &x, 1, x), 4096u * 11 * 2 / 64);
+  EXPECT_EQ(cycles(PHX_OP_POW, pair, 2, x), 4096u * 9 * 2 / 64);
+  EXPECT_EQ(cycles(PHX_OP_NEG, &x, 1, x), 4096u * 2 / 64);
+
+  const phx_plugin_tensor image = tensor(PHX_DTYPE_F16, {4, 16, 8, 8});
+  const phx_plugin_tensor channel = tensor(PHX_DTYPE_F16, {16});
+  const phx_plugin_tensor norm_in[5] = {image, channel, channel, channel, channel};
+  const phx_norm_params norm = PHX_NORM_PARAMS_INIT;
+  const phx_plugin_op batch_norm = {
+      sizeof batch_norm, PHX_OP_BATCH_NORM, &norm, norm_in, 5, &image, 1, nullptr};
+  EXPECT_EQ(stream_work(batch_norm).elements, 4096u);
+  EXPECT_EQ(estimate_op(batch_norm, machine()).cycles, 4096u * 4 * 2 / 64);
+  EXPECT_EQ(estimate_op(batch_norm, machine()).dram_bytes, 2u * 4096 * 2 + 4 * 16 * 2);
+
+  const phx_plugin_tensor flags = tensor(PHX_DTYPE_U8, {64, 64});
+  const phx_plugin_op less = {sizeof less, PHX_OP_LESS, nullptr, pair, 2, &flags, 1, nullptr};
+  EXPECT_EQ(stream_work(less).element_bytes, 2u);
+  EXPECT_EQ(estimate_op(less, machine()).cycles, 4096u * 2 / 64);
+  EXPECT_EQ(estimate_op(less, machine()).dram_bytes, 2u * 4096 * 2 + 4096);
+
+  const phx_plugin_tensor i8 = tensor(PHX_DTYPE_I8, {64, 64});
+  const phx_plugin_tensor index = tensor(PHX_DTYPE_I32, {64});
+  phx_argmax_params rows = PHX_ARGMAX_PARAMS_INIT;
+  rows.axis = 1;
+  rows.keep_dims = 0;
+  const phx_plugin_op argmax = {sizeof argmax, PHX_OP_ARGMAX, &rows, &i8, 1, &index, 1, nullptr};
+  EXPECT_EQ(stream_work(argmax).element_bytes, 4u);
+  EXPECT_EQ(estimate_op(argmax, machine()).cycles, 4096u * 2 * 4 / 64);
+
+  const phx_plugin_tensor select_in[3] = {flags, x, x};
+  const phx_plugin_op where = {sizeof where, PHX_OP_WHERE, nullptr, select_in, 3, &x, 1, nullptr};
+  EXPECT_EQ(stream_work(where).element_bytes, 2u);
+  EXPECT_EQ(estimate_op(where, machine()).cycles, 4096u * 2 / 64);
+}
+
 }  // namespace
 }  // namespace phx::npu_sim
