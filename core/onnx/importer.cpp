@@ -16,6 +16,13 @@ constexpr int64_t kMaxOpset = 17;
 
 bool default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// what would have to become an empty graph tensor, which Phynexus does not have.
+[[noreturn]] void refuse_empty(const std::string& what) {
+  refuse(PHX_STATUS_UNSUPPORTED, what +
+                                     ": a dimension of 0 (an empty tensor: only a value known "
+                                     "at import may be empty, never a graph tensor)");
+}
+
 // The bytes of the initializers as the model stores them: what reading the weights goes
 // through.
 size_t initializer_bytes(const onnx::GraphProto& graph) {
@@ -120,7 +127,6 @@ void Importer::add_inputs(const onnx::GraphProto& graph) {
       const char* name = nullptr;
       if (dim.has_dim_value()) {
         size = dim.dim_value();
-        if (size == 0) refuse(PHX_STATUS_UNSUPPORTED, what + ": a dimension of 0");
       } else if (dim.has_dim_param()) {
         name = dim.dim_param().c_str();
         for (size_t i = 0; i < options_.dim_count; ++i)
@@ -134,6 +140,8 @@ void Importer::add_inputs(const onnx::GraphProto& graph) {
       values_[input.name()] = given_input(what, type.elem_type(), dtype, shape, *given);
       continue;
     }
+    for (int64_t size : shape)
+      if (size == 0) refuse_empty(what);
     phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
     desc.name = input.name().c_str();
     desc.dtype = dtype;
@@ -160,10 +168,12 @@ Value Importer::given_input(const std::string& what, int32_t elem_type, phx_dtyp
     refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": the value given is of dtype " +
                                             std::to_string(enum_value(given.dtype)) +
                                             ", the input " + phx_dtype_name(dtype));
-  bool fits = given.rank == shape.size() && given.data != nullptr;
+  // An empty value (a reduction's empty axes) is taken: it stays known, and refused
+  // only where it would have to become a graph tensor (constant).
+  bool fits = given.rank == shape.size() && (given.data != nullptr || given.size == 0);
   std::vector<int64_t> dims;
   for (size_t d = 0; fits && d < shape.size(); ++d) {
-    fits = given.shape[d] >= 1 && (shape[d] == PHX_DIM_DYNAMIC || shape[d] == given.shape[d]);
+    fits = given.shape[d] >= 0 && (shape[d] == PHX_DIM_DYNAMIC || shape[d] == given.shape[d]);
     dims.push_back(given.shape[d]);
   }
   if (!fits || static_cast<size_t>(element_count(dims, what)) * phx_dtype_size(dtype) != given.size)
@@ -250,6 +260,7 @@ phx_value Importer::graph_input(const onnx::NodeProto& node, int i) {
 
 phx_value Importer::constant(const KnownValue& known, const std::string& name) {
   const std::string what = "constant '" + name + "'";
+  if (known.size() == 0) refuse_empty(what);
   const std::vector<uint8_t> bytes = known_bytes(known, what);
   phx_value v = PHX_VALUE_NONE;
   check_call(

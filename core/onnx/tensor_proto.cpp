@@ -157,9 +157,7 @@ TensorBytes read_tensor(const TensorProto& tensor, const std::string& what) {
     refuse(PHX_STATUS_UNSUPPORTED, what + ": rank " + std::to_string(tensor.dims_size()) +
                                        " is above " + std::to_string(PHX_MAX_RANK));
   out.dims.assign(tensor.dims().begin(), tensor.dims().end());
-  const int64_t count = element_count(out.dims, what);
-  if (count == 0) refuse(PHX_STATUS_UNSUPPORTED, what + ": a dimension of 0 (an empty tensor)");
-  const size_t n = static_cast<size_t>(count);
+  const size_t n = static_cast<size_t>(element_count(out.dims, what));
   const size_t bytes = n * phx_dtype_size(out.dtype);
   const int32_t type = tensor.data_type();
   if (tensor.has_raw_data()) {

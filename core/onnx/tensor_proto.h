@@ -36,9 +36,9 @@ struct TensorBytes {
 };
 
 // Reads tensor (what names it in messages: "initializer 'w'"). Refuses with
-// UNSUPPORTED an element type dtype_of refuses, external data, a rank above
-// PHX_MAX_RANK or a dimension of 0, and with INVALID_ARGUMENT data of the wrong size or
-// int64 values outside i32.
+// UNSUPPORTED an element type dtype_of refuses, external data or a rank above
+// PHX_MAX_RANK, and with INVALID_ARGUMENT data of the wrong size or int64 values outside
+// i32. An empty tensor (a dimension of 0) gives size 0 and may give null data.
 TensorBytes read_tensor(const onnx::TensorProto& tensor, const std::string& what);
 
 // The element count of dims (1 for rank 0); refuses a negative dimension or an overflow.

@@ -39,14 +39,21 @@ extern "C" {
 
 /* A tensor in host memory: what phx_onnx_tensor_read gives (the library then owns name
  * and data, which phx_onnx_tensor_free releases), or what a caller passes in
- * phx_onnx_options.input_values (the caller's). */
+ * phx_onnx_options.input_values (the caller's).
+ * Empty tensors. A shape may hold a dimension of 0 (an empty tensor, such as a
+ * reduction's empty axes): size is then 0 and data may be null; phx_onnx_tensor_read gives
+ * null for it and allocates nothing. Phynexus has no empty graph tensors: an empty tensor
+ * is only ever a value known at import (see phx_onnx_options.input_values). */
 typedef struct phx_onnx_tensor {
   size_t struct_size;
   const char* name; /* the TensorProto's name, "" when it has none */
-  phx_dtype dtype;  /* after the narrowing described above (int64 -> i32, bool -> u8) */
+  /* Out: after the narrowing described above (int64 -> i32, bool -> u8). In, to
+   * phx_onnx_tensor_read: PHX_DTYPE_INVALID (PHX_ONNX_TENSOR_INIT's), or PHX_DTYPE_BF16
+   * where the model declares the tensor bfloat16 (see there). */
+  phx_dtype dtype;
   size_t rank;
   int64_t shape[PHX_MAX_RANK];
-  void* data; /* dense row-major, size bytes */
+  void* data; /* dense row-major, size bytes; may be null when size is 0 */
   size_t size;
 } phx_onnx_tensor;
 
@@ -70,8 +77,10 @@ typedef struct phx_onnx_options {
   /* input_value_count contents for graph inputs, matched by name (phx_onnx_tensor's name,
    * dtype, shape and data, of the dtype and a shape the input takes): such an input
    * becomes a constant, known at import as an initializer is (for a model that takes a
-   * Reshape's shape or a reduction's axes as an input). Null when input_value_count is 0;
-   * names the model lacks are refused. Read during the call only. */
+   * Reshape's shape or a reduction's axes as an input). A value may be empty (empty axes:
+   * every axis, or none with noop_with_empty_axes) where the input's shape allows a 0; a
+   * node that needs it as a graph tensor is then refused (UNSUPPORTED). Null when
+   * input_value_count is 0; names the model lacks are refused. Read during the call only. */
   const phx_onnx_tensor* input_values;
   size_t input_value_count;
 } phx_onnx_options;
@@ -103,22 +112,28 @@ PHX_ONNX_API phx_status phx_model_load_onnx_memory(phx_context context, const vo
  */
 
 /* Reads the TensorProto file at path into *out_tensor (its struct_size set by the
- * caller). On failure *out_tensor is unchanged. Returns INVALID_ARGUMENT (null argument,
+ * caller, its dtype PHX_DTYPE_INVALID or as follows). An empty tensor (a dimension of 0)
+ * reads as size 0 and data null. A file's data is checked against its shape before
+ * anything is allocated. out_tensor->dtype PHX_DTYPE_BF16, set by a caller whose model
+ * declares the tensor bfloat16, also takes a UINT16 tensor as bfloat16 bit patterns: ONNX
+ * 1.12's backend test data stores bfloat16 so, numpy having no bfloat16. UINT16 is refused
+ * otherwise. On failure *out_tensor is unchanged. Returns INVALID_ARGUMENT (null argument,
  * not a TensorProto, data of the wrong size, int64 values beyond i32), NOT_FOUND,
- * UNSUPPORTED (a dtype listed above as refused, rank > PHX_MAX_RANK, a dimension of 0),
- * OUT_OF_MEMORY. Thread-safe. */
+ * UNSUPPORTED (a dtype listed above as refused, rank > PHX_MAX_RANK), OUT_OF_MEMORY.
+ * Thread-safe. */
 PHX_ONNX_API phx_status phx_onnx_tensor_read(const char* path, phx_onnx_tensor* out_tensor);
 
 /* Writes a TensorProto file at path: name (may be null), dtype, the shape and size bytes
- * of dense row-major data. Returns INVALID_ARGUMENT (null argument, size not the shape's
- * byte size, an unknown dtype, a file that cannot be written: the message gives the OS's
- * reason). Thread-safe. */
+ * of dense row-major data (data may be null when size is 0: an empty tensor). Returns
+ * INVALID_ARGUMENT (null argument, size not the shape's byte size, an unknown dtype, a
+ * file that cannot be written: the message gives the OS's reason). Thread-safe. */
 PHX_ONNX_API phx_status phx_onnx_tensor_write(const char* path, const char* name, phx_dtype dtype,
                                               size_t rank, const int64_t* shape, const void* data,
                                               size_t size);
 
-/* Releases what phx_onnx_tensor_read allocated and zeroes data, name and size. Null or a
- * zeroed tensor is a no-op. Never fails. */
+/* Releases what phx_onnx_tensor_read allocated and zeroes data, name, size and dtype (so
+ * that a tensor read again asks no bfloat16). Null or a zeroed tensor is a no-op. Never
+ * fails. */
 PHX_ONNX_API void phx_onnx_tensor_free(phx_onnx_tensor* tensor);
 
 #ifdef __cplusplus

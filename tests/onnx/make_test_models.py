@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, mapping, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 OPSET = [helper.make_opsetid("", 17)]
 
@@ -23,8 +23,10 @@ def save(folder, name, model, inputs=None, outputs=None, check=True):
     os.makedirs(data, exist_ok=True)
     for prefix, tensors in (("input", inputs or []), ("output", outputs or [])):
         for i, t in enumerate(tensors):
+            if not isinstance(t, onnx.TensorProto):
+                t = numpy_helper.from_array(t)
             with open(os.path.join(data, f"{prefix}_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(t).SerializeToString())
+                f.write(t.SerializeToString())
 
 
 def mlp(folder, rng):
@@ -60,17 +62,99 @@ def single_node(folder, name, node, inputs, outputs, initializers=(), opset=17, 
 
 def node_test(folder, name, nodes, inputs, outputs, initializers=(), opset=17):
     """A test in the layout of ONNX's backend node tests (node/test_NAME: model.onnx and
-    test_data_set_0), which phx-onnx-node-tests runs on every device. inputs and outputs
-    are (name, array) pairs, the outputs computed by the caller in float64 and rounded to
-    their dtype once; initializers are (name, array) pairs too."""
-    def infos(pairs):
-        return [helper.make_tensor_value_info(n, mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype],
-                                              a.shape) for n, a in pairs]
+    test_data_set_0 of tensors named as the model's inputs and outputs), which
+    phx-onnx-node-tests runs on every device. inputs and outputs are (name, array) pairs,
+    the outputs computed by the caller in float64 and rounded to their dtype once;
+    initializers are (name, array) pairs too. An array may be a TensorProto instead (for
+    bfloat16, which numpy lacks), declared with its own element type unless a third item
+    gives the one the model declares."""
+    def tensor(n, a):
+        return a if isinstance(a, onnx.TensorProto) else numpy_helper.from_array(a, n)
+
+    def infos(items):
+        out = []
+        for n, a, *declared in items:
+            t = tensor(n, a)
+            out.append(helper.make_tensor_value_info(n, declared[0] if declared else t.data_type,
+                                                     list(t.dims)))
+        return out
     graph = helper.make_graph(nodes, name, infos(inputs), infos(outputs),
                               [numpy_helper.from_array(a, n) for n, a in initializers])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    save(os.path.join(folder, "node"), "test_" + name, model, [a for _, a in inputs],
-         [a for _, a in outputs])
+    save(os.path.join(folder, "node"), "test_" + name, model,
+         [tensor(n, a) for n, a, *_ in inputs], [tensor(n, a) for n, a, *_ in outputs])
+
+
+def bf16_tensor(name, values, as_uint16=False):
+    """values rounded to bfloat16 (to nearest even, as ONNX's helper does) as a BFLOAT16
+    TensorProto, or as ONNX 1.12's test data stores bfloat16 (numpy has none): UINT16
+    holding the bit patterns."""
+    flat = [helper.float32_to_bfloat16(float(v)) for v in np.asarray(values, np.float32).flat]
+    t = numpy_helper.from_array(np.array(flat, np.uint16).reshape(np.shape(values)), name)
+    if not as_uint16:
+        t.data_type = TensorProto.BFLOAT16
+    return t
+
+
+def bf16_values(values):
+    """values rounded to bfloat16 to nearest even, as float32."""
+    flat = [helper.float32_to_bfloat16(float(v)) << 16 for v in np.asarray(values, np.float32).flat]
+    return np.array(flat, np.uint32).view(np.float32).reshape(np.shape(values))
+
+
+def empty_axes(folder, rng):
+    """ReduceSum (opset 13: axes an input) with empty axes, which mean every axis, or none
+    with noop_with_empty_axes: fed as an input (which the runner gives as a constant), an
+    initializer or a Constant."""
+    x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    axes = np.array([], np.int64)
+    total = np.array(x.astype(np.float64).sum(), np.float32)
+    node_test(folder, "reduce_sum_empty_axes_input",
+              [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+              [("x", x), ("axes", axes)], [("y", total)], opset=13)
+    node_test(folder, "reduce_sum_empty_axes_input_noop",
+              [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0,
+                                noop_with_empty_axes=1)],
+              [("x", x), ("axes", axes)], [("y", x)], opset=13)
+    node_test(folder, "reduce_sum_empty_axes_initializer",
+              [helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+              [("x", x)], [("y", total.reshape(1, 1, 1))], [("axes", axes)], opset=13)
+    empty = helper.make_node("Constant", [], ["axes"],
+                             value=numpy_helper.from_array(axes, "axes"))
+    node_test(folder, "reduce_sum_empty_axes_constant_noop",
+              [empty, helper.make_node("ReduceSum", ["x", "axes"], ["y"],
+                                       noop_with_empty_axes=1)],
+              [("x", x)], [("y", x)], opset=13)
+
+
+def bfloat16(folder, rng):
+    """Casts to and from bfloat16, in BFLOAT16 files and in ONNX 1.12's UINT16 ones. The
+    values hold ties, which round to even (the spec names no rounding; ONNX's helper and
+    IEEE 754 round to nearest even): one down to 1, one up to 1 + 2^-6, that one negated,
+    and a rounding that carries into the exponent (2 - 2^-23 becomes 2)."""
+    ties = np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 3 * 2**-8), 2 - 2**-23], np.float32)
+    x = np.concatenate([ties, rng.uniform(-4, 4, 8).astype(np.float32)]).reshape(3, 4)
+    node_test(folder, "cast_float_to_bfloat16",
+              [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)],
+              [("x", x)], [("y", bf16_tensor("y", x))])
+    node_test(folder, "cast_bfloat16_as_uint16_to_float",
+              [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+              [("x", bf16_tensor("x", x, as_uint16=True), TensorProto.BFLOAT16)],
+              [("y", bf16_values(x))])
+    node_test(folder, "castlike_float_to_bfloat16",
+              [helper.make_node("CastLike", ["x", "like"], ["y"])],
+              [("x", x), ("like", bf16_tensor("like", x.flat[:1]))],
+              [("y", bf16_tensor("y", x, as_uint16=True), TensorProto.BFLOAT16)])
+
+
+def range_of_inputs(folder):
+    """A Range whose bounds are all graph inputs: given as constants, the model holds no
+    input at all."""
+    start, limit, delta = (np.array(v, np.float32) for v in (0.5, 3.0, 0.75))
+    node_test(folder, "range_float_inputs",
+              [helper.make_node("Range", ["start", "limit", "delta"], ["y"])],
+              [("start", start), ("limit", limit), ("delta", delta)],
+              [("y", np.arange(0.5, 3.0, 0.75).astype(np.float32))])
 
 
 def conv_reference(x, w, b, strides, begin, end, dilations, group):
@@ -181,6 +265,13 @@ def refused(folder):
     single_node(folder, "axes_input",
                 helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=0),
                 [vi("x", f, [2, 3]), vi("axes", TensorProto.INT64, [1])], [vi("y", f, [2])])
+    # Empty reduction axes: taken given at import (reduce every axis), refused as a graph
+    # input, as is an empty input any node needs in the graph.
+    single_node(folder, "empty_axes_input",
+                helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum", keepdims=0),
+                [vi("x", f, [2, 3]), vi("axes", TensorProto.INT64, [0])], [vi("y", f, [])])
+    single_node(folder, "empty_input", helper.make_node("Relu", ["x"], ["y"], name="r"),
+                [vi("x", f, [0, 3])], [vi("y", f, [0, 3])])
     # Resize's scales size the output, so they must be known at import, and valid.
     resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs")
     single_node(folder, "resize_runtime_scales", resize,
@@ -340,6 +431,9 @@ def main():
     refused(folder)
     pool_indices_tests(folder, rng)
     batched_qlinear_tests(folder, rng)
+    empty_axes(folder, rng)
+    bfloat16(folder, rng)
+    range_of_inputs(folder)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:

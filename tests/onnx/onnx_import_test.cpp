@@ -174,6 +174,80 @@ TEST_F(OnnxImport, InputValueMakesAnInputKnown) {
   expect_refused("axes_input", PHX_STATUS_INVALID_ARGUMENT, {"input_values[0]"}, &options);
 }
 
+// An empty value known at import is taken (empty axes reduce every axis); an empty graph
+// tensor is refused, whether an input of the model or a value given that a node needs in
+// the graph.
+TEST_F(OnnxImport, EmptyValueStaysKnownAtImport) {
+  expect_refused("empty_axes_input", PHX_STATUS_UNSUPPORTED, {"input 'axes'", "a dimension of 0"});
+  phx_onnx_tensor axes = PHX_ONNX_TENSOR_INIT;
+  axes.name = "axes";
+  axes.dtype = PHX_DTYPE_I32;
+  axes.rank = 1;
+  axes.shape[0] = 0;
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.input_values = &axes;
+  options.input_value_count = 1;
+  const float x_values[6] = {1, 2, 3, 4, 5, 6};
+  phx_onnx_tensor x = PHX_ONNX_TENSOR_INIT;
+  x.dtype = PHX_DTYPE_F32;
+  x.rank = 2;
+  x.shape[0] = 2;
+  x.shape[1] = 3;
+  x.data = const_cast<float*>(x_values);
+  x.size = sizeof x_values;
+  // data null or not: size 0 holds nothing.
+  const int32_t unused = 7;
+  for (const void* data : {static_cast<const void*>(nullptr), static_cast<const void*>(&unused)}) {
+    axes.data = const_cast<void*>(data);
+    phx_graph graph = nullptr;
+    ASSERT_EQ(
+        phx_model_load_onnx(context_, model_path("empty_axes_input").c_str(), &options, &graph),
+        PHX_STATUS_OK)
+        << phx_last_error();
+    EXPECT_EQ(run(context_, graph, x), (std::vector<float>{21}));
+    phx_graph_destroy(graph);
+  }
+  // A size that the empty shape does not hold.
+  axes.data = nullptr;
+  axes.size = 4;
+  expect_refused("empty_axes_input", PHX_STATUS_INVALID_ARGUMENT, {"input 'axes'", "size"},
+                 &options);
+}
+
+TEST_F(OnnxImport, EmptyGraphTensorIsRefused) {
+  expect_refused("empty_input", PHX_STATUS_UNSUPPORTED, {"input 'x'", "a dimension of 0"});
+  // Given at import, x is known, but Relu needs it in the graph.
+  phx_onnx_tensor x = PHX_ONNX_TENSOR_INIT;
+  x.name = "x";
+  x.dtype = PHX_DTYPE_F32;
+  x.rank = 2;
+  x.shape[0] = 0;
+  x.shape[1] = 3;
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.input_values = &x;
+  options.input_value_count = 1;
+  expect_refused("empty_input", PHX_STATUS_UNSUPPORTED, {"'x'", "a dimension of 0", "graph tensor"},
+                 &options);
+}
+
+// f32 to bf16 rounds to nearest even (make_test_models.py's values hold ties), bit for bit.
+TEST_F(OnnxImport, CastToBfloat16RoundsToNearestEven) {
+  const std::string test = kModels + "/node/test_cast_float_to_bfloat16";
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, (test + "/model.onnx").c_str(), nullptr, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_onnx_tensor x = read_tensor(test + "/test_data_set_0/input_0.pb");
+  phx_onnx_tensor y = read_tensor(test + "/test_data_set_0/output_0.pb");
+  ASSERT_EQ(y.dtype, PHX_DTYPE_BF16);
+  const std::vector<float> got = run(context_, graph, x);  // bf16 bits in its first half
+  ASSERT_GE(got.size() * sizeof(float), y.size);
+  EXPECT_EQ(std::memcmp(got.data(), y.data, y.size), 0);
+  phx_onnx_tensor_free(&x);
+  phx_onnx_tensor_free(&y);
+  phx_graph_destroy(graph);
+}
+
 TEST_F(OnnxImport, RefusedModelsSayWhy) {
   expect_refused("unsupported_op", PHX_STATUS_UNSUPPORTED, {"node 'hm'", "Hardmax"});
   expect_refused("old_opset", PHX_STATUS_UNSUPPORTED, {"opset", "6"});
@@ -250,6 +324,54 @@ TEST(OnnxTensorFile, WriteThenReadGivesTheSameTensor) {
             PHX_STATUS_INVALID_ARGUMENT);
 }
 
+TEST(OnnxTensorFile, EmptyTensorHasNoData) {
+  const std::string path = ::testing::TempDir() + "/phx_onnx_empty.pb";
+  const int64_t shape[2] = {0, 3};
+  ASSERT_EQ(phx_onnx_tensor_write(path.c_str(), "e", PHX_DTYPE_I32, 2, shape, nullptr, 0),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_onnx_tensor t = read_tensor(path);
+  EXPECT_STREQ(t.name, "e");
+  EXPECT_EQ(t.dtype, PHX_DTYPE_I32);
+  ASSERT_EQ(t.rank, 2u);
+  EXPECT_EQ(t.shape[0], 0);
+  EXPECT_EQ(t.shape[1], 3);
+  EXPECT_EQ(t.size, 0u);
+  EXPECT_EQ(t.data, nullptr);
+  phx_onnx_tensor_free(&t);
+  EXPECT_EQ(t.name, nullptr);
+  // Null data with a size, or a size the empty shape does not hold: refused.
+  EXPECT_EQ(phx_onnx_tensor_write(path.c_str(), "e", PHX_DTYPE_I32, 2, shape, nullptr, 4),
+            PHX_STATUS_INVALID_ARGUMENT);
+  const int32_t value = 1;
+  EXPECT_EQ(phx_onnx_tensor_write(path.c_str(), "e", PHX_DTYPE_I32, 2, shape, &value, 4),
+            PHX_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(OnnxTensorFile, Bfloat16StoredAsUint16IsTakenWhenAsked) {
+  const std::string path = ::testing::TempDir() + "/phx_onnx_uint16.pb";
+  // dims [2] (field 1), data_type UINT16 (field 2 = 4), raw_data (field 9) 1.0 and -2.0 as
+  // bfloat16 bits: as ONNX 1.12's test data stores bfloat16.
+  const unsigned char file[] = {0x08, 0x02, 0x10, 0x04, 0x4a, 0x04, 0x80, 0x3f, 0x00, 0xc0};
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file), sizeof file);
+  phx_onnx_tensor t = PHX_ONNX_TENSOR_INIT;
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(phx_last_error()).find("UINT16"), std::string::npos) << phx_last_error();
+  EXPECT_EQ(t.data, nullptr);
+  t.dtype = PHX_DTYPE_F32;  // asks nothing
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_UNSUPPORTED);
+  t.dtype = PHX_DTYPE_BF16;
+  ASSERT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(t.dtype, PHX_DTYPE_BF16);
+  ASSERT_EQ(t.size, 4u);
+  const uint16_t bits[2] = {0x3f80, 0xc000};
+  EXPECT_EQ(std::memcmp(t.data, bits, sizeof bits), 0);
+  // Freed, the tensor asks nothing again.
+  phx_onnx_tensor_free(&t);
+  EXPECT_EQ(t.dtype, PHX_DTYPE_INVALID);
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_UNSUPPORTED);
+}
+
 TEST(OnnxTensorFile, HostileFilesAreRefusedWithoutAllocating) {
   const std::string path = ::testing::TempDir() + "/phx_onnx_hostile.pb";
   // A TensorProto claiming dims [2^31, 2^31] of float and holding no data: field 1 (dims,
@@ -262,6 +384,19 @@ TEST(OnnxTensorFile, HostileFilesAreRefusedWithoutAllocating) {
   EXPECT_NE(std::string(phx_last_error()).find("holds 0 values"), std::string::npos)
       << phx_last_error();
   EXPECT_EQ(t.data, nullptr);
+  // dims [0, 2^31]: empty, whatever the other dimension claims, so nothing to allocate; with
+  // a value in int32_data (field 5), refused.
+  const unsigned char empty[] = {0x08, 0x00, 0x08, 0x80, 0x80, 0x80, 0x80, 0x08, 0x10, 0x06};
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(empty), sizeof empty);
+  ASSERT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(t.size, 0u);
+  EXPECT_EQ(t.data, nullptr);
+  phx_onnx_tensor_free(&t);
+  std::ofstream(path, std::ios::binary | std::ios::app).write("\x28\x01", 2);
+  EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), &t), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(phx_last_error()).find("holds 1 values"), std::string::npos)
+      << phx_last_error();
+  EXPECT_EQ(t.name, nullptr);
   EXPECT_EQ(phx_onnx_tensor_read("/nonexistent/t.pb", &t), PHX_STATUS_NOT_FOUND);
   EXPECT_EQ(phx_onnx_tensor_read(path.c_str(), nullptr), PHX_STATUS_INVALID_ARGUMENT);
 }

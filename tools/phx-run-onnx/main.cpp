@@ -131,7 +131,7 @@ std::vector<HostTensor> model_inputs(OnnxSession& session, const Options& o) {
   for (size_t i = 0; i < session.input_count(); ++i) {
     const std::string file = o.inputs + "/input_" + std::to_string(i) + ".pb";
     if (!o.inputs.empty() && fs::exists(file))
-      inputs.push_back(read_tensor_file(file));
+      inputs.push_back(read_tensor_file(file, session.input(i).dtype));
     else
       inputs.push_back(random_tensor(session.input(i), 1234 + i));
   }
@@ -161,7 +161,7 @@ int run(phx_context context, const Options& o) {
     std::printf("output %zu: %s %s", i, phx_dtype_name(out.dtype), shape_text(out.shape).c_str());
     if (!o.expect.empty()) {
       const HostTensor expected =
-          read_tensor_file(o.expect + "/output_" + std::to_string(i) + ".pb");
+          read_tensor_file(o.expect + "/output_" + std::to_string(i) + ".pb", out.dtype);
       std::string why;
       const bool ok = outputs_match(out, expected, &why);
       std::printf(": %s%s", ok ? "matches" : "MISMATCH: ", why.c_str());

@@ -15,8 +15,9 @@ void check(phx_status status, const std::string& doing) {
   if (status != PHX_STATUS_OK) throw PhxError(status, doing + ": " + phx_last_error());
 }
 
-HostTensor read_tensor_file(const std::string& path) {
+HostTensor read_tensor_file(const std::string& path, phx_dtype declared) {
   phx_onnx_tensor t = PHX_ONNX_TENSOR_INIT;
+  t.dtype = declared;
   check(phx_onnx_tensor_read(path.c_str(), &t), "reading " + path);
   HostTensor out;
   out.name = t.name;

@@ -30,8 +30,10 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 };
 
-// A TensorProto file (test_data_set_N/input_0.pb), narrowed as onnx.h says.
-HostTensor read_tensor_file(const std::string& path);
+// A TensorProto file (test_data_set_N/input_0.pb), narrowed as onnx.h says. declared is
+// the dtype the model declares for it where known: PHX_DTYPE_BF16 takes a UINT16 file as
+// bfloat16 bit patterns, as ONNX 1.12's test data stores bfloat16 (phx_onnx_tensor_read).
+HostTensor read_tensor_file(const std::string& path, phx_dtype declared = PHX_DTYPE_INVALID);
 void write_tensor_file(const std::string& path, const HostTensor& tensor);
 
 // Random values for an input: floats uniform in [-1, 1), integers in [0, 4) (indices
