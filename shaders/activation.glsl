@@ -21,16 +21,15 @@
 // zero in f32; clamping there keeps 2^n a product of two normal floats.
 #define EXP_ARGUMENT_MIN -128.0
 
-// factor * e^(a + b), for an exact a >= EXP_ARGUMENT_MIN and a small b (|b| <= 2).
-// a + b = n ln2 + r: ln2 is split in a head with 9 significant bits, whose products
-// with n (|n| <= 190) are exact, and a tail; a - n * head is then exact too (both are
-// multiples of 2^-16 and the difference is below 256), so r errs by about an ulp of
-// r, not of a. e^r for |r| <= ln2 / 2 by Taylor to r^7 (remainder below 3e-9).
-// factor * e^r is scaled by 2^n in two normal factors, so that it underflows (or
-// overflows) once, as the true result does.
-float exp_scaled(float a, float b, float factor) {
-  const float n = roundEven((a + b) * 1.44269504088896341);
-  precise const float r = ((a - n * 0.693359375) - n * -2.12194440e-4) + b;
+// e^(a + b) = p 2^n, p in [0.7, 1.42], n returned apart, for an exact a with |a| <= 131
+// and a small b (|b| <= 2). a + b = n ln2 + r: ln2 is split in a head with 9 significant
+// bits, whose products with n (|n| <= 190) are exact, and a tail; a - n * head is then
+// exact too (both are multiples of 2^-16 and the difference is below 256), so r errs by
+// about an ulp of r, not of a. e^r for |r| <= ln2 / 2 by Taylor to r^7 (remainder below
+// 3e-9, Horner about 1u).
+float exp_reduced(float a, float b, out int n) {
+  const float nf = roundEven((a + b) * 1.44269504088896341);
+  precise const float r = ((a - nf * 0.693359375) - nf * -2.12194440e-4) + b;
   float p = 1.0 / 5040.0;
   p = p * r + 1.0 / 720.0;
   p = p * r + 1.0 / 120.0;
@@ -39,8 +38,18 @@ float exp_scaled(float a, float b, float factor) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  const int n1 = int(n) / 2;
-  const int n2 = int(n) - n1;
+  n = int(nf);
+  return p;
+}
+
+// factor * e^(a + b), for an exact a >= EXP_ARGUMENT_MIN and a small b (|b| <= 2):
+// exp_reduced's p scaled by 2^n in two normal factors, so that it underflows (or
+// overflows) once, as the true result does.
+float exp_scaled(float a, float b, float factor) {
+  int n;
+  const float p = exp_reduced(a, b, n);
+  const int n1 = n / 2;
+  const int n2 = n - n1;
   precise const float scaled = ((factor * p) * uintBitsToFloat(uint(n1 + 127) << 23)) *
                                uintBitsToFloat(uint(n2 + 127) << 23);
   return scaled;

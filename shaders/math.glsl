@@ -43,23 +43,6 @@ float product_error(float a, float b, float p) {
 
 // ---- exp
 
-// e^(a + b) = p 2^n, p in [0.7, 1.42], for an exact a with |a| <= 131 and a small b
-// (|b| <= 2): the argument reduction of exp_scaled (activation.glsl), exact, so r errs
-// by 0.2u absolute; e^r by Taylor to r^7 (remainder below 0.1u), Horner about 1u.
-float exp_reduced(float a, float b, out int n) {
-  const float nf = roundEven((a + b) * 1.44269504088896341);
-  precise const float r = ((a - nf * 0.693359375) - nf * -2.12194440e-4) + b;
-  float p = 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  n = int(nf);
-  return p;
-}
 
 // p 2^n for p in [0.5, 2) and n <= 130, rounded once. Normal results scale by two
 // normal powers of two (an overflow gives infinity); results below 2^-126 are rounded in

@@ -8,7 +8,9 @@
 // depth i adds its tap-kd plane into output depth i * stride + kd * dilation, so tap kd is
 // one conv_transpose2d over every input depth, spread along depth by the stride (zeros
 // between) and shifted by kd * dilation; the taps summed, the padding cut off.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "attributes.h"
 #include "converters.h"
