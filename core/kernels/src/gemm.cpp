@@ -14,6 +14,8 @@
 //             microkernel: C tile (+)= A panel . B panel; epilogue on the last pc
 // C is the f32 accumulator across K blocks; a 16-bit C accumulates in an f32 scratch
 // (MC x columns, per thread) and is written, rounded, by the last K block only.
+// Products of at most kSkinnyRows rows (without k_pass) take the skinny path instead
+// (run_skinny): B streamed once, unpacked, columns split across the threads.
 
 #include <phx/env.h>
 #include <phx/kernels/gemm.h>
@@ -248,6 +250,93 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepac
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// The skinny path: columns [j0, j1) of matrix bi, B streamed once (gemm_internal.h).
+
+// Up to this many rows of C a product takes the skinny path, whatever K, N, the layouts and
+// dtypes, and whether B was packed beforehand (a PackedB must give the bits of B itself).
+// Measured on the 2-core AVX-512 machine (loaded, so ranges), M x 4096 x 4096 f32, both
+// paths timed interleaved in one process on 2 threads (ms, packed -> skinny):
+//   B K x N:          M = 1: 34 -> 11-16, 4: 27-31 -> 14-16, 8: 31-32 -> 22-23,
+//                     16: 39-55 -> 36-44, 24: 35-43 -> 41-56 (the packed path wins from here)
+//   B N x K:          M = 1: 30-31 -> 17-20, 16: 33-41 -> 25-26, 32: 42 -> 32
+//   PackedB (K x N):  M = 1: 18-22 -> 12-15, 4: 17 -> 15-16, 8: 20 -> 20-22,
+//                     16: 31-47 -> 23-24
+// bench_gemm (same run, phx/OpenBLAS, packed -> skinny): M = 1: 0.68 -> 2.64, 2: 0.59 ->
+// 1.72, 4: 0.87 -> 2.96, 8: 0.87 -> 1.87, 16: 1.30 -> 2.20; 32 and 64 stay packed (2.0).
+constexpr int64_t kSkinnyRows = 16;
+
+bool takes_skinny(const GemmArgs& g) { return g.k_pass == 0 && g.m <= kSkinnyRows; }
+
+// What the skinny path keeps in L1 at once (floats): the accumulators and the 4 rows of B
+// of a pass of the update, or a tile of B made f32 and k-major.
+constexpr int64_t kSkinnyL1Floats = 8192;
+
+void run_skinny(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepacked, int64_t bi,
+                int64_t j0, int64_t j1) {
+  const size_t in_sz = dtype_bytes(g.in_dtype), out_sz = dtype_bytes(g.out_dtype);
+  const auto* a_base = static_cast<const char*>(g.a) + bi * g.batch_stride_a * int64_t(in_sz);
+  const auto* b_base = static_cast<const char*>(g.b) + bi * g.batch_stride_b * int64_t(in_sz);
+  char* c_base = static_cast<char*>(g.c) + bi * g.batch_stride_c * int64_t(out_sz);
+  const int64_t m = g.m, k = g.k;
+  ThreadBuffers& buf = thread_buffers();
+
+  // A in f32, k-major (one panel of m rows): the m values of a k side by side, where the
+  // update broadcasts them from, rather than m rows lda apart (4K-aliased in L1 when lda
+  // is a multiple of 1024). A is small: m K values against the K (j1 - j0) of B.
+  float* a = static_cast<float*>(buf.a.get(size_t(m * k) * 4));
+  ks.pack_f32(PackSrc{a_base, g.lda, !g.trans_a, g.in_dtype}, 0, m, 0, k, int(m), a);
+  const int64_t a_row = 1, a_k = m;
+
+  const bool out32 = g.out_dtype == PHX_DTYPE_F32;
+  const bool in_place = prepacked == nullptr && g.in_dtype == PHX_DTYPE_F32 && !g.trans_b;
+  const int64_t nb =
+      std::max<int64_t>(ks.nr, kSkinnyL1Floats / (m + 4) / ks.nr * ks.nr);  // columns per block
+  float* scratch = out32 ? nullptr : static_cast<float*>(buf.scratch.get(size_t(m * nb) * 4));
+  const PackSrc bsrc{b_base, g.ldb, g.trans_b, g.in_dtype};
+
+  for (int64_t jb = j0; jb < j1; jb += nb) {
+    const int64_t w = std::min(nb, j1 - jb);
+    // The f32 C is its own accumulator; a 16-bit one takes them in scratch.
+    float* acc = out32 ? reinterpret_cast<float*>(c_base) + jb : scratch;
+    const int64_t ldacc = out32 ? g.ldc : nb;
+    if (prepacked != nullptr) {
+      const int64_t kb = f32_k_block(k, ks), nr = ks.nr;
+      for (int64_t pc = 0; pc < k; pc += kb) {
+        const int64_t klen = std::min(kb, k - pc);
+        const float* block = prepacked->data + pc * prepacked->n_padded;
+        for (int64_t col = jb; col < jb + w;) {
+          const int64_t panel = col / nr * nr, cw = std::min(panel + nr, jb + w) - col;
+          ks.skinny_update(m, klen, a + pc * a_k, a_row, a_k, block + panel * klen + col - panel,
+                           nr, cw, acc + col - jb, ldacc, pc == 0);
+          col += cw;
+        }
+      }
+    } else if (in_place) {
+      ks.skinny_update(m, k, a, a_row, a_k, reinterpret_cast<const float*>(b_base) + jb, g.ldb, w,
+                       acc, ldacc, true);
+    } else {
+      // A transposed B in tiles one panel wide (nr of its rows, read in runs of ks; the
+      // update keeps their sums in registers), a row-major one in tiles of whole rows.
+      const int64_t tn = g.trans_b ? ks.nr : round_up(w, 16);
+      const int64_t tk = std::max<int64_t>(4, kSkinnyL1Floats / tn / 4 * 4);
+      float* tile = static_cast<float*>(buf.b.get(size_t(tn * tk) * 4));
+      for (int64_t jt = jb; jt < jb + w; jt += tn) {
+        const int64_t tw = std::min(tn, jb + w - jt);
+        for (int64_t pc = 0; pc < k; pc += tk) {
+          const int64_t klen = std::min(tk, k - pc);
+          ks.pack_f32(bsrc, jt, tw, pc, klen, int(tn), tile);
+          ks.skinny_update(m, klen, a + pc * a_k, a_row, a_k, tile, tn, tw, acc + jt - jb, ldacc,
+                           pc == 0);
+        }
+      }
+    }
+    if (!out32 || g.bias != nullptr || g.activation != PHX_ACTIVATION_NONE)
+      ks.skinny_epilogue(m, w, acc, ldacc, g.bias ? g.bias + jb : nullptr, g.activation,
+                         g.out_dtype, c_base + jb * int64_t(out_sz), g.ldc);
+  }
+}
+
 void run_k0(const GemmArgs& g) {
   const size_t out_sz = dtype_bytes(g.out_dtype);
   for (int64_t bi = 0; bi < g.batch; ++bi) {
@@ -283,17 +372,24 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
     run_k0(g);
     return;
   }
+  const bool skinny = takes_skinny(g);
+  auto task = [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (skinny)
+      run_skinny(g, ks, prepacked, bi, j0, j1);
+    else
+      run_block(g, ks, prepacked, bi, i0, i1, j0, j1);
+  };
   const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(g.batch);
   const int64_t threads = pool.size();
   if (threads <= 1 || flops < kParallelFlops) {
-    for (int64_t bi = 0; bi < g.batch; ++bi) run_block(g, ks, prepacked, bi, 0, g.m, 0, g.n);
+    for (int64_t bi = 0; bi < g.batch; ++bi) task(bi, 0, g.m, 0, g.n);
     return;
   }
   // Split every matrix into `parts` pieces so that batch * parts spreads evenly over
   // the threads: along M (each thread packs only its rows of A; B's packing, cheap and
-  // repeated, is the price), or along N when M is too short.
+  // repeated, is the price), or along N when M is too short or B is streamed (skinny).
   int64_t parts = threads / gcd64(g.batch, threads);
-  const bool split_m = g.m >= parts * ks.mr * 2 || g.m >= g.n;
+  const bool split_m = !skinny && (g.m >= parts * ks.mr * 2 || g.m >= g.n);
   const int64_t unit = split_m ? ks.mr : ks.nr;
   const int64_t extent = split_m ? g.m : g.n;
   parts = std::max<int64_t>(1, std::min(parts, (extent + unit - 1) / unit));
@@ -305,9 +401,9 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
     const int64_t lo = bounds(p), hi = bounds(p + 1);
     if (lo >= hi) return;
     if (split_m)
-      run_block(g, ks, prepacked, bi, lo, hi, 0, g.n);
+      task(bi, lo, hi, 0, g.n);
     else
-      run_block(g, ks, prepacked, bi, 0, g.m, lo, hi);
+      task(bi, 0, g.m, lo, hi);
   });
 }
 
@@ -477,6 +573,8 @@ std::vector<const char*> gemm_supported_isas() {
     if (cpu_has(isa)) names.push_back(kernels_for(isa).name);
   return names;
 }
+
+int64_t gemm_skinny_max_rows() { return gemm_detail::kSkinnyRows; }
 
 bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa) {
   using namespace gemm_detail;

@@ -246,6 +246,115 @@ PHX_AVX2 void ukr_f32(int64_t ksteps, const void* ap, const void* bp, const Tile
   write_tile(c0, c1, t);
 }
 
+// ---------------------------------------------------------------------------------------
+// The skinny path (gemm_internal.h), as in gemm_avx512.cpp on 8 columns at a time and at
+// most 2 rows per pass: 8 broadcasts, 4 rows of B and the accumulator fill 13 of the 16
+// registers.
+
+template <int R, int KU>
+PHX_AVX2 inline void skinny_step(const float* a, int64_t a_row, int64_t a_k, const float* b,
+                                 int64_t ldb, int64_t w, float* acc, int64_t ldacc, bool zero) {
+  __m256 av[R][KU];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int u = 0; u < KU; ++u) av[r][u] = _mm256_broadcast_ss(a + r * a_row + u * a_k);
+  for (int64_t j = 0; j < w; j += 8) {
+    const int n = int(std::min<int64_t>(8, w - j));
+    __m256 bv[KU];
+#pragma GCC unroll 6
+    for (int u = 0; u < KU; ++u) bv[u] = load8(b + u * ldb + j, n);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      float* c = acc + r * ldacc + j;
+      __m256 v = zero ? _mm256_setzero_ps() : load8(c, n);
+#pragma GCC unroll 6
+      for (int u = 0; u < KU; ++u) v = _mm256_fmadd_ps(av[r][u], bv[u], v);
+      store8(c, n, v);
+    }
+  }
+}
+
+template <int KU>
+PHX_AVX2 inline void skinny_rows(int64_t m, const float* a, int64_t a_row, int64_t a_k,
+                                 const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                                 bool zero) {
+  int64_t i = 0;
+  for (; i + 2 <= m; i += 2)
+    skinny_step<2, KU>(a + i * a_row, a_row, a_k, b, ldb, w, acc + i * ldacc, ldacc, zero);
+  if (i < m) skinny_step<1, KU>(a + i * a_row, a_row, a_k, b, ldb, w, acc + i * ldacc, ldacc, zero);
+}
+
+// At most 16 columns: the accumulators of R rows in registers over all the ks.
+template <int R>
+PHX_AVX2 void skinny_narrow(int64_t kn, const float* a, int64_t a_row, int64_t a_k, const float* b,
+                            int64_t ldb, int64_t w, float* acc, int64_t ldacc, bool first) {
+  const int n0 = int(w), n1 = int(w) - 8;
+  __m256 c0[R], c1[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    c0[r] = c1[r] = _mm256_setzero_ps();
+    if (!first) {
+      c0[r] = load8(acc + r * ldacc, n0);
+      c1[r] = load8(acc + r * ldacc + 8, n1);
+    }
+  }
+  for (int64_t k = 0; k < kn; ++k) {
+    const __m256 b0 = load8(b + k * ldb, n0), b1 = load8(b + k * ldb + 8, n1);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * a_row + k * a_k);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    store8(acc + r * ldacc, n0, c0[r]);
+    store8(acc + r * ldacc + 8, n1, c1[r]);
+  }
+}
+
+using SkinnyNarrowFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t,
+                                int64_t, float*, int64_t, bool);
+constexpr SkinnyNarrowFn kSkinnyNarrow[] = {skinny_narrow<1>, skinny_narrow<2>, skinny_narrow<3>,
+                                            skinny_narrow<4>, skinny_narrow<5>, skinny_narrow<6>};
+
+// Narrow blocks in registers, wide ones 4 ks per pass (see gemm_avx512.cpp): the same bits.
+PHX_AVX2 void skinny_update(int64_t m, int64_t kn, const float* a, int64_t a_row, int64_t a_k,
+                            const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                            bool first) {
+  if (w <= 16) {
+    for (int64_t i = 0; i < m; i += 6)
+      kSkinnyNarrow[std::min<int64_t>(6, m - i) - 1](kn, a + i * a_row, a_row, a_k, b, ldb, w,
+                                                     acc + i * ldacc, ldacc, first);
+    return;
+  }
+  int64_t k = 0;
+  for (; k + 4 <= kn; k += 4)
+    skinny_rows<4>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
+  for (; k < kn; ++k)
+    skinny_rows<1>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
+}
+
+// As write_tile_final: act(acc + bias), then the store.
+PHX_AVX2 void skinny_epilogue(int64_t m, int64_t w, const float* acc, int64_t ldacc,
+                              const float* bias, phx_activation act, phx_dtype out, void* c,
+                              int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < w; j += 8) {
+      const int n = int(std::min<int64_t>(8, w - j));
+      __m256 v = load8(acc + i * ldacc + j, n);
+      if (bias) v = _mm256_add_ps(v, load8(bias + j, n));
+      v = act256(v, act);
+      if (out == PHX_DTYPE_F32)
+        store8(static_cast<float*>(c) + i * ldc + j, n, v);
+      else
+        store8_16(static_cast<uint16_t*>(c) + i * ldc + j, n, v, out);
+    }
+  }
+}
+
 PHX_AVX2 inline __m256 load8_f32(const void* p, int64_t idx, int n, phx_dtype d) {
   if (d == PHX_DTYPE_F32) return load8(static_cast<const float*>(p) + idx, n);
   alignas(16) uint16_t tmp[8] = {};
@@ -296,6 +405,8 @@ const IsaKernels kAvx2 = {
     nullptr,
     pack_f32_avx2,
     nullptr,
+    skinny_update,
+    skinny_epilogue,
 };
 
 }  // namespace

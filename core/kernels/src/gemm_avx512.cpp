@@ -258,6 +258,135 @@ PHX_AVX512_BF16 void ukr_bf16(int64_t ksteps, const void* ap, const void* bp, co
 }
 
 // ---------------------------------------------------------------------------------------
+// The skinny path (gemm_internal.h).
+
+// Rows [0, R) of acc, ks [0, KU), all w columns: a(i, k) broadcast once into registers and
+// kept there while the columns stream by, 16 at a time.
+template <int R, int KU>
+PHX_AVX512 inline void skinny_step(const float* a, int64_t a_row, int64_t a_k, const float* b,
+                                   int64_t ldb, int64_t w, float* acc, int64_t ldacc, bool zero) {
+  __m512 av[R][KU];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int u = 0; u < KU; ++u) av[r][u] = _mm512_set1_ps(a[r * a_row + u * a_k]);
+  for (int64_t j = 0; j < w; j += 16) {
+    const __mmask16 m = lane_mask(int(std::min<int64_t>(16, w - j)));
+    __m512 bv[KU];
+#pragma GCC unroll 8
+    for (int u = 0; u < KU; ++u) bv[u] = _mm512_maskz_loadu_ps(m, b + u * ldb + j);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float* c = acc + r * ldacc + j;
+      __m512 v = zero ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, c);
+#pragma GCC unroll 8
+      for (int u = 0; u < KU; ++u) v = _mm512_fmadd_ps(av[r][u], bv[u], v);
+      _mm512_mask_storeu_ps(c, m, v);
+    }
+  }
+}
+
+template <int KU>
+PHX_AVX512 inline void skinny_rows(int64_t m, const float* a, int64_t a_row, int64_t a_k,
+                                   const float* b, int64_t ldb, int64_t w, float* acc,
+                                   int64_t ldacc, bool zero) {
+  for (int64_t i = 0; i < m; i += 4) {
+    const float* ai = a + i * a_row;
+    float* ci = acc + i * ldacc;
+    switch (std::min<int64_t>(4, m - i)) {
+      case 4:
+        skinny_step<4, KU>(ai, a_row, a_k, b, ldb, w, ci, ldacc, zero);
+        break;
+      case 3:
+        skinny_step<3, KU>(ai, a_row, a_k, b, ldb, w, ci, ldacc, zero);
+        break;
+      case 2:
+        skinny_step<2, KU>(ai, a_row, a_k, b, ldb, w, ci, ldacc, zero);
+        break;
+      default:
+        skinny_step<1, KU>(ai, a_row, a_k, b, ldb, w, ci, ldacc, zero);
+        break;
+    }
+  }
+}
+
+// At most 32 columns (a panel of a PackedB, a tile of a transposed B): the accumulators of
+// R rows stay in registers over all the ks, as in the microkernel.
+template <int R>
+PHX_AVX512 void skinny_narrow(int64_t kn, const float* a, int64_t a_row, int64_t a_k,
+                              const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                              bool first) {
+  const __mmask16 m0 = lane_mask(int(w)), m1 = lane_mask(int(w) - 16);
+  __m512 c0[R], c1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    c0[r] = c1[r] = _mm512_setzero_ps();
+    if (!first) {
+      c0[r] = _mm512_maskz_loadu_ps(m0, acc + r * ldacc);
+      c1[r] = _mm512_maskz_loadu_ps(m1, acc + r * ldacc + 16);
+    }
+  }
+  for (int64_t k = 0; k < kn; ++k) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + k * ldb);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + k * ldb + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * a_row + k * a_k]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm512_mask_storeu_ps(acc + r * ldacc, m0, c0[r]);
+    _mm512_mask_storeu_ps(acc + r * ldacc + 16, m1, c1[r]);
+  }
+}
+
+using SkinnyNarrowFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t,
+                                int64_t, float*, int64_t, bool);
+constexpr SkinnyNarrowFn kSkinnyNarrow[] = {skinny_narrow<1>, skinny_narrow<2>, skinny_narrow<3>,
+                                            skinny_narrow<4>, skinny_narrow<5>, skinny_narrow<6>,
+                                            skinny_narrow<7>, skinny_narrow<8>};
+
+// Narrow blocks keep their accumulators in registers; wide ones (a row-major B read in
+// place) pass over all the columns 4 ks at a time, the accumulators in L1. Both take each
+// element's ks in order, one FMA each: the same bits.
+PHX_AVX512 void skinny_update(int64_t m, int64_t kn, const float* a, int64_t a_row, int64_t a_k,
+                              const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                              bool first) {
+  if (w <= 32) {
+    for (int64_t i = 0; i < m; i += 8)
+      kSkinnyNarrow[std::min<int64_t>(8, m - i) - 1](kn, a + i * a_row, a_row, a_k, b, ldb, w,
+                                                     acc + i * ldacc, ldacc, first);
+    return;
+  }
+  int64_t k = 0;
+  for (; k + 4 <= kn; k += 4)
+    skinny_rows<4>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
+  for (; k < kn; ++k)
+    skinny_rows<1>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
+}
+
+// As write_tile_final: act(acc + bias), then the store.
+PHX_AVX512 void skinny_epilogue(int64_t m, int64_t w, const float* acc, int64_t ldacc,
+                                const float* bias, phx_activation act, phx_dtype out, void* c,
+                                int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < w; j += 16) {
+      const __mmask16 lanes = lane_mask(int(std::min<int64_t>(16, w - j)));
+      __m512 v = _mm512_maskz_loadu_ps(lanes, acc + i * ldacc + j);
+      if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, bias + j));
+      v = act512(v, act);
+      if (out == PHX_DTYPE_F32)
+        _mm512_mask_storeu_ps(static_cast<float*>(c) + i * ldc + j, lanes, v);
+      else
+        store_out16(static_cast<uint16_t*>(c) + i * ldc + j, lanes, v, out);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Packing.
 
 // Up to 16 consecutive elements (count of them valid, the rest 0) as f32.
@@ -413,6 +542,8 @@ const IsaKernels kAvx512 = {
     nullptr,
     pack_f32_avx512,
     nullptr,
+    skinny_update,
+    skinny_epilogue,
 };
 
 const IsaKernels kAvx512Bf16 = {
@@ -421,7 +552,8 @@ const IsaKernels kAvx512Bf16 = {
     /*kc_pairs=*/768,
     /*nc=*/768,
     /*mc=*/kMr * 256,
-    /*bf16_pairs=*/true, ukr_f32, ukr_bf16, pack_f32_avx512, pack_pairs_avx512,
+    /*bf16_pairs=*/true, ukr_f32, ukr_bf16, pack_f32_avx512, pack_pairs_avx512, skinny_update,
+    skinny_epilogue,
 };
 
 }  // namespace

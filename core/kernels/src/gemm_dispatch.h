@@ -16,6 +16,10 @@ std::vector<const char*> gemm_supported_isas();
 // timed once per process, outpaces f32 FMA).
 bool gemm_bf16_dot_pays();
 
+// The most rows of C a product without k_pass takes the skinny path with (B streamed
+// unpacked; gemm.cpp), on every instruction set.
+int64_t gemm_skinny_max_rows();
+
 // gemm() forced onto isa (one of gemm_supported_isas()); returns false (and does
 // nothing) when isa is unknown or not supported here.
 bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa);

@@ -24,6 +24,54 @@ void ukr_generic(int64_t ksteps, const void* ap, const void* bp, const Tile& t) 
   write_tile_scalar(&acc[0][0], kNr, t);
 }
 
+// Four ks per pass over the columns, so that acc is read and written once per four
+// multiply-adds; the chain of each element still takes its ks one by one, in order.
+void skinny_update_generic(int64_t m, int64_t kn, const float* a, int64_t a_row, int64_t a_k,
+                           const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                           bool first) {
+  int64_t k = 0;
+  for (; k + 4 <= kn; k += 4) {
+    const float* b0 = b + k * ldb;
+    const float *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+    for (int64_t i = 0; i < m; ++i) {
+      const float* ai = a + i * a_row + k * a_k;
+      const float a0 = ai[0], a1 = ai[a_k], a2 = ai[2 * a_k], a3 = ai[3 * a_k];
+      float* c = acc + i * ldacc;
+      const bool zero = first && k == 0;
+      for (int64_t j = 0; j < w; ++j) {
+        float v = zero ? 0.0f : c[j];
+        v += a0 * b0[j];
+        v += a1 * b1[j];
+        v += a2 * b2[j];
+        v += a3 * b3[j];
+        c[j] = v;
+      }
+    }
+  }
+  for (; k < kn; ++k) {
+    const float* bk = b + k * ldb;
+    for (int64_t i = 0; i < m; ++i) {
+      const float ai = a[i * a_row + k * a_k];
+      float* c = acc + i * ldacc;
+      const bool zero = first && k == 0;
+      for (int64_t j = 0; j < w; ++j) c[j] = (zero ? 0.0f : c[j]) + ai * bk[j];
+    }
+  }
+}
+
+void skinny_epilogue_generic(int64_t m, int64_t w, const float* acc, int64_t ldacc,
+                             const float* bias, phx_activation act, phx_dtype out, void* c,
+                             int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < w; ++j) {
+      float v = acc[i * ldacc + j];
+      if (bias) v += bias[j];
+      const int64_t at = i * ldc + j;
+      store_out(apply_activation(v, act), out, static_cast<float*>(c) + at,
+                static_cast<uint16_t*>(c) + at);
+    }
+}
+
 const IsaKernels kGenericKernels = {
     "generic",
     kMr,
@@ -37,6 +85,8 @@ const IsaKernels kGenericKernels = {
     nullptr,
     pack_f32_generic,
     nullptr,
+    skinny_update_generic,
+    skinny_epilogue_generic,
 };
 
 }  // namespace

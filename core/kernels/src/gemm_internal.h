@@ -62,6 +62,24 @@ struct PrepackedB {
   int64_t n_padded;  // N rounded up to NR
 };
 
+// The skinny path (products of few rows; gemm.cpp says which): B is read where it lies, or
+// from a PackedB's panels, never packed, and every element of C is one f32 chain over k in
+// order from zero, acc = acc + a(i, k) * b(k, j) (one FMA where the instruction set has
+// it), then act(acc + bias): the same bits whatever B's layout and whether it was packed
+// beforehand, so that a product on a PackedB matches the same product on B itself.
+
+// Continues the chain of acc[i * ldacc + j], i < m, j < w, over ks [0, kn) (from zero when
+// first) with a(i, k) = a[i * a_row + k * a_k] and b(k, j) = b[k * ldb + j], all f32.
+using SkinnyUpdateFn = void (*)(int64_t m, int64_t kn, const float* a, int64_t a_row, int64_t a_k,
+                                const float* b, int64_t ldb, int64_t w, float* acc, int64_t ldacc,
+                                bool first);
+
+// C(i, j) = act(acc[i * ldacc + j] + bias[j]) (bias may be null) for i < m, j < w, written
+// as out (f32, f16 or bf16) at c + (i * ldc + j) elements; c may be acc itself.
+using SkinnyEpilogueFn = void (*)(int64_t m, int64_t w, const float* acc, int64_t ldacc,
+                                  const float* bias, phx_activation act, phx_dtype out, void* c,
+                                  int64_t ldc);
+
 struct IsaKernels {
   const char* name;
   int mr, nr;       // microkernel tile
@@ -74,6 +92,8 @@ struct IsaKernels {
   UkrFn ukr_bf16;     // null unless bf16_pairs
   PackFn pack_f32;    // packs any dtype into the f32 layout
   PackFn pack_pairs;  // packs bf16 into the pair layout (null unless bf16_pairs)
+  SkinnyUpdateFn skinny_update;
+  SkinnyEpilogueFn skinny_epilogue;
 };
 
 const IsaKernels& generic_kernels();

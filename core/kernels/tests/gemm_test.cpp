@@ -385,6 +385,142 @@ TEST(Gemm, EmptyK) {
   }
 }
 
+// The skinny path (up to gemm_skinny_max_rows() rows, and one row past it, on the packed
+// path): both layouts of B, a transposed A, every dtype, bias with every activation, odd
+// N and K (the column tails of the vector kernels, the tails of their passes of 4 ks;
+// several column blocks, several tiles of a transposed or 16-bit B), padded leading
+// dimensions.
+TEST(Gemm, SkinnyRows) {
+  std::mt19937 rng(13);
+  ThreadPool pool(2);
+  const int64_t top = gemm_skinny_max_rows();
+  ASSERT_GE(top, 1);
+  const int64_t nk[][2] = {{1, 1}, {17, 3}, {129, 1000}, {1000, 129}, {2049, 517}};
+  for (int64_t m : {int64_t{1}, std::min<int64_t>(3, top), top, top + 1}) {
+    for (const auto& s : nk) {
+      for (phx_dtype in : kInDtypes) {
+        for (int t = 0; t < 4; ++t) {
+          Problem p{m, s[0], s[1]};
+          p.in = in;
+          p.ta = t & 1;
+          p.tb = t & 2;
+          p.pad = t == 3 ? 5 : t;
+          p.bias = t != 0;
+          p.scale = 0.3f;
+          Fixture f(p, rng);
+          for (const char* isa : isas())
+            for (phx_dtype out : outs_for(in))
+              for (phx_activation act : {PHX_ACTIVATION_NONE, PHX_ACTIVATION_RELU,
+                                         PHX_ACTIVATION_GELU, PHX_ACTIVATION_SILU})
+                f.check(isa, out, act, pool);
+        }
+      }
+    }
+  }
+}
+
+// Skinny batches, A or B broadcast, on 1 and 3 threads (the columns split unevenly).
+TEST(Gemm, SkinnyBatched) {
+  std::mt19937 rng(17);
+  for (unsigned threads : {1u, 3u}) {
+    ThreadPool pool(threads);
+    for (phx_dtype in : kInDtypes) {
+      for (int mode = 0; mode < 3; ++mode) {
+        Problem p{std::min<int64_t>(2, gemm_skinny_max_rows()), 300, 700};
+        p.batch = mode == 0 ? 2 : 3;
+        p.in = in;
+        p.bcast_a = mode == 1;
+        p.bcast_b = mode == 2;
+        p.tb = mode == 1;
+        p.bias = mode != 0;
+        p.pad = 1;
+        Fixture f(p, rng);
+        for (const char* isa : isas())
+          for (phx_dtype out : outs_for(in)) f.check(isa, out, PHX_ACTIVATION_SILU, pool);
+      }
+    }
+  }
+}
+
+// A product on a PackedB has the bits of the same product on B itself (executables pack
+// their constant weights, eager ops do not, and the two must agree): for skinny products,
+// whose chains read the panels in the order they read B, and packed ones alike. Both
+// layouts of B; K over several K blocks; N not a multiple of any panel width; a batch of
+// A against the one B; bias and activation.
+TEST(Gemm, PackedBMatchesUnpacked) {
+  std::mt19937 rng(19);
+  ThreadPool pool(2);
+  const int64_t top = gemm_skinny_max_rows();
+  for (int64_t m : {int64_t{1}, top, top + 1, int64_t{40}}) {
+    for (int tb = 0; tb < 2; ++tb) {
+      const int64_t n = 1001, k = 900, batch = 2;
+      Buffer a(PHX_DTYPE_F32, size_t(batch * m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
+      std::vector<float> bias(size_t(n), 0.25f);
+      std::vector<float> c1(size_t(batch * m * n)), c2(c1.size(), -1.0f);
+      GemmArgs g;
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.batch = batch;
+      g.a = a.data();
+      g.lda = k;
+      g.batch_stride_a = m * k;
+      g.b = b.data();
+      g.trans_b = tb;
+      g.ldb = tb ? k : n;
+      g.c = c1.data();
+      g.ldc = n;
+      g.batch_stride_c = m * n;
+      g.bias = bias.data();
+      g.activation = PHX_ACTIVATION_GELU;
+      gemm(g, pool);
+      const PackedB packed = gemm_pack_b(g);
+      g.c = c2.data();
+      gemm(g, packed, pool);
+      EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)))
+          << "m=" << m << " trans_b=" << tb;
+    }
+  }
+}
+
+// With k_pass the skinny path is never taken: a skinny product still has the passes' bits
+// (gemm.h), here formed with one FMA per k. The portable path is left out: without FMA
+// in its baseline it rounds every product before adding it.
+TEST(Gemm, KPassOnSkinnyShapes) {
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  const int64_t m = 1, n = 300, k = 700, depth = 128;
+  Buffer a(PHX_DTYPE_F32, size_t(m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
+  std::vector<float> want(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    float acc = 0.0f;
+    for (int64_t k0 = 0; k0 < k; k0 += depth) {
+      float pass = 0.0f;
+      for (int64_t kk = k0; kk < std::min(k, k0 + depth); ++kk)
+        pass = std::fma(a.vals[size_t(kk)], b.vals[size_t(kk * n + j)], pass);
+      acc = k0 == 0 ? pass : acc + pass;
+    }
+    want[size_t(j)] = acc;
+  }
+  for (const char* isa : isas()) {
+    if (std::string(isa) == "generic") continue;
+    std::vector<float> c(size_t(m * n));
+    GemmArgs g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a.data();
+    g.lda = k;
+    g.b = b.data();
+    g.ldb = n;
+    g.c = c.data();
+    g.ldc = n;
+    g.k_pass = depth;
+    ASSERT_TRUE(gemm_with_isa(g, pool, isa));
+    EXPECT_EQ(0, std::memcmp(want.data(), c.data(), c.size() * sizeof(float))) << isa;
+  }
+}
+
 // gemm() runs the ISA gemm_isa() names, bit for bit.
 TEST(Gemm, DefaultMatchesChosenIsa) {
   std::mt19937 rng(9);

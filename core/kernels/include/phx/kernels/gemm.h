@@ -1,6 +1,7 @@
 // General matrix multiply for the host: blocked, packed, threaded, vectorized with
-// run-time dispatch (AVX-512, AVX2, portable). Every plugin that computes on the host
-// calls this one.
+// run-time dispatch (AVX-512, AVX2, portable); products of a few rows (a decoder's token
+// steps) stream B once without packing it. Every plugin that computes on the host calls
+// this one.
 #pragma once
 
 #include <phynexus/phynexus.h>
