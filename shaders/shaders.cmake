@@ -131,6 +131,21 @@ foreach(dtype IN LISTS phx_float_dtypes)
   phx_vulkan_shader(NAME avg_pool_${dtype} SOURCE ${PHX_SHADER_DIR}/pool.comp DEFINES X_${X} OP_AVG)
 endforeach()
 
+# resize's passes: from x's dtype or f32, into f32 or x's dtype.
+foreach(dtype IN LISTS phx_float_dtypes)
+  set(pairs ${dtype}:${dtype} ${dtype}:f32 f32:${dtype})
+  list(REMOVE_DUPLICATES pairs)
+  foreach(pair IN LISTS pairs)
+    string(REPLACE ":" ";" ends ${pair})
+    list(GET ends 0 from)
+    list(GET ends 1 to)
+    string(TOUPPER ${from} X)
+    string(TOUPPER ${to} Y)
+    phx_vulkan_shader(NAME resize_${from}_${to} SOURCE ${PHX_SHADER_DIR}/resize.comp
+                      DEFINES X_${X} Y_${Y})
+  endforeach()
+endforeach()
+
 # The elementwise chains an executable fuses (f32; its program is specialization constants).
 phx_vulkan_shader(NAME elementwise_program SOURCE ${PHX_SHADER_DIR}/elementwise_program.comp)
 

@@ -138,6 +138,19 @@ Binding CommandRecorder::scratch(uint64_t bytes) {
   return {a->block->buffer, a->offset, size};
 }
 
+Binding CommandRecorder::upload(const void* data, uint64_t bytes) {
+  const Binding b = scratch(bytes);
+  if (commands_ == VK_NULL_HANDLE) return b;
+  // vkCmdUpdateBuffer takes at most 65536 bytes a call.
+  constexpr uint64_t kMaxUpdate = 65536;
+  const auto* from = static_cast<const char*>(data);
+  for (uint64_t at = 0; at < bytes; at += kMaxUpdate)
+    vkCmdUpdateBuffer(commands_, b.buffer, b.offset + at, std::min(kMaxUpdate, bytes - at),
+                      from + at);
+  record_barrier();  // the transfer's writes before the shaders read them
+  return b;
+}
+
 void CommandRecorder::dispatch(std::string_view kernel, std::span<const Binding> bindings,
                                const void* push_constants, uint32_t push_size,
                                std::span<const SpecConstant> spec_constants, uint32_t groups_x,

@@ -74,6 +74,7 @@ class CommandRecorder final : public OpRecorder {
   Binding bind_range(const phx_plugin_tensor& tensor, uint64_t byte_offset, uint64_t bytes,
                      uint64_t* skip_bytes) override;
   Binding scratch(uint64_t bytes) override;
+  Binding upload(const void* data, uint64_t bytes) override;
   using OpRecorder::dispatch;
   void dispatch(std::string_view kernel, std::span<const Binding> bindings,
                 const void* push_constants, uint32_t push_size,

@@ -70,6 +70,11 @@ class OpRecorder {
   // Device-local scratch memory alive until the op has finished running.
   virtual Binding scratch(uint64_t bytes) = 0;
 
+  // Scratch memory holding bytes of data (a small table an op computes on the host),
+  // written by the command buffer (vkCmdUpdateBuffer) before the op's next dispatch, so
+  // that an executable's every run finds it there. bytes a multiple of 4.
+  virtual Binding upload(const void* data, uint64_t bytes) = 0;
+
   // Records a dispatch of the embedded SPIR-V module `kernel` (a name from
   // shaders/shaders.cmake) with storage buffers at bindings 0..n-1 of set 0, push
   // constants (at most 128 bytes), and specialization constants given as (id, value)

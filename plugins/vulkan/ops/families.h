@@ -27,5 +27,6 @@ void record_tile(OpRecorder& recorder, const phx_plugin_op& op);
 void record_pad(OpRecorder& recorder, const phx_plugin_op& op);
 void record_pool(OpRecorder& recorder, const phx_plugin_op& op);
 void record_conv_transpose2d(OpRecorder& recorder, const phx_plugin_op& op);
+void record_resize(OpRecorder& recorder, const phx_plugin_op& op);
 
 }  // namespace phx::vulkan::ops

@@ -85,7 +85,7 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_MAX_POOL, ops::record_pool},
     {PHX_OP_AVG_POOL, ops::record_pool},
     {PHX_OP_CONV_TRANSPOSE2D, ops::record_conv_transpose2d},
-    {PHX_OP_RESIZE, nullptr},
+    {PHX_OP_RESIZE, ops::record_resize},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");

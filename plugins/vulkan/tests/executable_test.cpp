@@ -403,11 +403,12 @@ TEST_F(VulkanGraphs, RunsOnOtherTensorsAreRecordedAgainAndCorrect) {
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
 }
 
-// The layout ops run on Vulkan; resize has no Vulkan kernel: compiled for Vulkan with the
-// CPU device beside it, a graph's resize node runs on the CPU and the reshape, concat,
-// slice and relus around it on Vulkan, and the result is relu(x) flattened, twice,
-// reversed, each element twice: exact (relu, copies and nearest resizing).
-TEST_F(VulkanGraphs, LayoutNodesRunOnVulkanAndResizeOnTheCpuDevice) {
+// The layout ops run on Vulkan; quantize and dequantize have no Vulkan kernel: compiled for
+// Vulkan with the CPU device beside it, a graph's quantize and dequantize nodes run on the
+// CPU and the reshape, concat, slice and relus around them on Vulkan, and the result is
+// relu(x) flattened, twice, reversed, rounded to a multiple of 1/4: exact (relu, copies,
+// and values below 2 in steps of 1/4).
+TEST_F(VulkanGraphs, LayoutNodesRunOnVulkanAndQuantizeOnTheCpuDevice) {
   size_t cpu = SIZE_MAX, count = 0;
   phx_device_count(context_, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -431,19 +432,31 @@ TEST_F(VulkanGraphs, LayoutNodesRunOnVulkanAndResizeOnTheCpuDevice) {
   reversed.starts[0] = -1;
   reversed.ends[0] = INT64_MIN;
   reversed.steps[0] = -1;
-  phx_resize_params twice = {};  // output o reads input floor(o / 2)
-  twice.struct_size = sizeof twice;
-  twice.mode = PHX_RESIZE_NEAREST;
-  twice.coordinates = PHX_RESIZE_ASYMMETRIC;
-  twice.nearest = PHX_RESIZE_FLOOR;
-  twice.rank = 1;
-  twice.shape[0] = 96;
+  const float quarter = 0.25f;
+  const int64_t one = 1;
+  phx_value scale = 0;
+  ASSERT_EQ(phx_graph_add_constant(graph, "scale", PHX_DTYPE_F32, 1, &one, &quarter, sizeof quarter,
+                                   &scale),
+            PHX_STATUS_OK);
+  phx_quantize_params to_i8 = PHX_QUANTIZE_PARAMS_INIT;
   using phx_test::add_node;
   const phx_value a = add_node(graph, PHX_OP_RELU, {x}, "relu_in");
   const phx_value r = add_node(graph, PHX_OP_RESHAPE, {a}, "reshape", &flat);
   const phx_value c = add_node(graph, PHX_OP_CONCAT, {r, r}, "concat", &axis0);
   const phx_value s = add_node(graph, PHX_OP_SLICE, {c}, "slice", &reversed);
-  const phx_value z = add_node(graph, PHX_OP_RESIZE, {s}, "resize", &twice);
+  phx_graph_node_desc quantize = PHX_GRAPH_NODE_DESC_INIT;
+  const phx_value quantize_inputs[2] = {s, scale};
+  const phx_dtype i8 = PHX_DTYPE_I8;
+  quantize.name = "quantize";
+  quantize.op = PHX_OP_QUANTIZE;
+  quantize.params = &to_i8;
+  quantize.inputs = quantize_inputs;
+  quantize.input_count = 2;
+  quantize.output_dtypes = &i8;
+  quantize.output_count = 1;
+  phx_value q = 0;
+  ASSERT_EQ(phx_graph_add_node(graph, &quantize, &q), PHX_STATUS_OK) << phx_last_error();
+  const phx_value z = add_node(graph, PHX_OP_DEQUANTIZE, {q, scale}, "dequantize", &to_i8);
   ASSERT_EQ(phx_graph_add_output(graph, add_node(graph, PHX_OP_RELU, {z}, "relu_out"), "y"),
             PHX_STATUS_OK);
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
@@ -458,16 +471,17 @@ TEST_F(VulkanGraphs, LayoutNodesRunOnVulkanAndResizeOnTheCpuDevice) {
     phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
     ASSERT_EQ(phx_executable_describe_node(exe, n, &node), PHX_STATUS_OK);
     const std::string name = node.name;
-    EXPECT_EQ(node.device, name == "resize" ? cpu : device_) << name;
+    const bool quantized = name == "quantize" || name == "dequantize";
+    EXPECT_EQ(node.device, quantized ? cpu : device_) << name;
   }
   const std::vector<float> xs = values(24, 0.1f);
-  const phx_tensor tx = tensor({4, 6}, &xs), ty = tensor({96});
+  const phx_tensor tx = tensor({4, 6}, &xs), ty = tensor({48});
   ASSERT_EQ(phx_executable_run(stream_, exe, &tx, 1, &ty, 1, nullptr), PHX_STATUS_OK)
       << phx_last_error();
   std::vector<float> expected;
-  for (int i = 95; i >= 0; --i)
-    expected.push_back(std::max(xs[static_cast<size_t>(i / 2 % 24)], 0.0f));
-  EXPECT_EQ(download(ty, 96), expected);
+  for (int i = 47; i >= 0; --i)
+    expected.push_back(std::nearbyint(std::max(xs[static_cast<size_t>(i % 24)], 0.0f) * 4) / 4);
+  EXPECT_EQ(download(ty, 48), expected);
   EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
 }
