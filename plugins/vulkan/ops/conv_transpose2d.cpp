@@ -21,9 +21,7 @@ void record_conv_transpose2d(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& weight = op.inputs[1];
   const phx_plugin_tensor* bias = optional_input(op, 2);
   const phx_plugin_tensor& y = op.outputs[0];
-  const phx_conv_transpose2d_params params =
-      op.params == nullptr ? phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT
-                           : *static_cast<const phx_conv_transpose2d_params*>(op.params);
+  const auto& params = *static_cast<const phx_conv_transpose2d_params*>(op.params);
   const auto dim = [](const phx_plugin_tensor& t, int i) {
     return static_cast<uint32_t>(t.shape[i]);
   };

@@ -136,9 +136,7 @@ void record_reshape(OpRecorder& recorder, const phx_plugin_op& op) {
 
 void record_slice(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& x = op.inputs[0];
-  const phx_slice_params params = op.params == nullptr
-                                      ? phx_slice_params PHX_SLICE_PARAMS_INIT
-                                      : *static_cast<const phx_slice_params*>(op.params);
+  const auto& params = *static_cast<const phx_slice_params*>(op.params);
   int64_t x_stride[8] = {}, src_stride[8] = {};
   row_major_strides(x, x_stride);
   int64_t src_base = 0;
@@ -169,8 +167,7 @@ void record_concat(OpRecorder& recorder, const phx_plugin_op& op) {
   // Each input is the block of y from its offset along the axis: a copy per input, into
   // disjoint elements.
   const phx_plugin_tensor& y = op.outputs[0];
-  const auto* params = static_cast<const phx_axis_params*>(op.params);
-  const int32_t axis_param = params == nullptr ? 0 : params->axis;
+  const int32_t axis_param = static_cast<const phx_axis_params*>(op.params)->axis;
   const uint32_t axis = static_cast<uint32_t>(axis_param < 0 ? axis_param + y.rank : axis_param);
   int64_t y_stride[8] = {};
   row_major_strides(y, y_stride);
@@ -196,9 +193,7 @@ void record_concat(OpRecorder& recorder, const phx_plugin_op& op) {
 
 void record_pad(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& x = op.inputs[0];
-  const phx_pad_params params = op.params == nullptr
-                                    ? phx_pad_params PHX_PAD_PARAMS_INIT
-                                    : *static_cast<const phx_pad_params*>(op.params);
+  const auto& params = *static_cast<const phx_pad_params*>(op.params);
   record_pad_like(recorder, x, op.outputs[0], static_cast<uint32_t>(params.mode),
                   fill_bits(params.value, x.dtype), params.begin);
 }
@@ -214,8 +209,7 @@ void record_gather(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& x = op.inputs[0];
   const phx_plugin_tensor& indices = op.inputs[1];
   const phx_plugin_tensor& y = op.outputs[0];
-  const auto* params = static_cast<const phx_axis_params*>(op.params);
-  const int32_t axis_param = params == nullptr ? 0 : params->axis;
+  const int32_t axis_param = static_cast<const phx_axis_params*>(op.params)->axis;
   const uint32_t axis = static_cast<uint32_t>(axis_param < 0 ? axis_param + x.rank : axis_param);
   if (element_count(x) > INT32_MAX || element_count(y) > INT32_MAX)
     fail_unsupported("a layout op of more than 2^31 elements");
