@@ -23,7 +23,8 @@
 # under mpirun).
 #
 # Each program's table goes to OUT/NAME.txt and its Google Benchmark JSON to OUT/NAME.json
-# (OUT: --out DIR, default build/bench-results). On a terminal (and CI unset) a progress
+# (OUT: --out DIR, default build/bench-results); bench/compare.py OLD_OUT NEW_OUT compares
+# two runs benchmark by benchmark. On a terminal (and CI unset) a progress
 # line counts the programs while they run, and each table is printed when its program ends.
 #   bench/run.sh [--out DIR] [--plots DIR] [ARGS...]
 #   --plots DIR  then writes DIR/gemm.png and DIR/roofline.png from this run's JSON, and

@@ -11,15 +11,26 @@ from . import PlotError
 FLOP_RATE_COUNTERS = ("FLOPS", "GFLOP/s")
 
 
+# Google Benchmark's time units, in nanoseconds.
+_TIME_UNITS_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
 class Result:
-    def __init__(self, name, values, context):
+    def __init__(self, name, values, context, time_unit="ns"):
         self.name = name  # the run's name, e.g. "gemm_f32_phx/256/real_time"
         self.family = name.split("/")[0]  # e.g. "gemm_f32_phx"
         self.values = values  # counter or field -> number
         self.context = context  # the file's "context" (host, CPUs)
+        self.time_unit = time_unit  # of real_time and cpu_time
 
     def get(self, key):
         return self.values.get(key)
+
+    def real_time_ns(self):
+        """The wall-clock time of one iteration in ns, or None."""
+        time = self.values.get("real_time")
+        scale = _TIME_UNITS_NS.get(self.time_unit)
+        return None if time is None or scale is None else time * scale
 
     def flop_rate(self):
         """FLOP/s, or None when the benchmark counts no floating-point operations."""
@@ -55,11 +66,12 @@ def _read_file(path):
 
 
 def _results_of(rows, context):
-    medians, repetitions = {}, {}
+    medians, repetitions, units = {}, {}, {}
     for row in rows:
         if row.get("error_occurred"):
             continue
         run = str(row.get("run_name", row["name"]))
+        units[run] = str(row.get("time_unit", "ns"))
         if row.get("run_type") == "aggregate":
             if row.get("aggregate_name") == "median":
                 medians[run] = _numbers(row)
@@ -67,13 +79,13 @@ def _results_of(rows, context):
             repetitions.setdefault(run, []).append(_numbers(row))
     results = []
     for run, values in medians.items():
-        results.append(Result(run, values, context))
+        results.append(Result(run, values, context, units[run]))
     for run, rows_of_run in repetitions.items():
         if run in medians:
             continue
         keys = set.intersection(*(set(r) for r in rows_of_run))
         values = {k: statistics.median(r[k] for r in rows_of_run) for k in keys}
-        results.append(Result(run, values, context))
+        results.append(Result(run, values, context, units[run]))
     return results
 
 
