@@ -125,12 +125,12 @@ void record_pad_like(OpRecorder& recorder, const phx_plugin_tensor& x, const phx
 void record_reshape(OpRecorder& recorder, const phx_plugin_op& op) {
   // The same row-major elements: a flat copy.
   const phx_plugin_tensor& x = op.inputs[0];
+  if (element_count(x) > INT32_MAX) fail_unsupported("a layout op of more than 2^31 elements");
   CopyPush push = {};
   push.rank = 1;
   push.extent[0] = static_cast<uint32_t>(element_count(x));
   push.src_stride[0] = 1;
   push.dst_stride[0] = 1;
-  if (element_count(x) > INT32_MAX) fail_unsupported("a layout op of more than 2^31 elements");
   record_copy(recorder, x, push, recorder.bind(op.outputs[0]));
 }
 
