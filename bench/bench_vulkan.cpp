@@ -11,7 +11,8 @@
 //   a barrier before each);
 // - chain64 of bench_graph (64 adds of a constant to a 1x16 f32 tensor) compiled for the
 //   Vulkan device, run and waited on: a whole executable against the empty dispatch;
-// - causal attention at sequence 1024 and 4096 (B 1, H 8, D 64), 4 S^2 D H / 2 flops.
+// - attention at sequence 1024 and 4096 (B 1, H 8, D 64 and 128, causal and not),
+//   4 S^2 D H flops, half that when causal (args S/D/causal).
 // It ends with the ratios: tiled / naive, tiled / OpenBLAS, tiny op / empty dispatch.
 //
 // Threads: lavapipe reads LP_NUM_THREADS when the device is created; unless it is set,
@@ -480,7 +481,8 @@ void chain64_executable_vulkan(benchmark::State& state) {
 }
 
 void attention_vulkan_f32(benchmark::State& state) {
-  const int64_t s = state.range(0), heads = 8, d = 64;
+  const int64_t s = state.range(0), heads = 8, d = state.range(1);
+  const bool causal = state.range(2) != 0;
   const Device& device = g->vulkan;
   Tensor q(device, PHX_DTYPE_F32, {1, heads, s, d}), k(device, PHX_DTYPE_F32, {1, heads, s, d}),
       v(device, PHX_DTYPE_F32, {1, heads, s, d}), o(device, PHX_DTYPE_F32, {1, heads, s, d});
@@ -489,15 +491,15 @@ void attention_vulkan_f32(benchmark::State& state) {
   v.fill_random(device, 7);
   phx_attention_params params{};
   params.struct_size = sizeof params;
-  params.mask = PHX_ATTENTION_MASK_CAUSAL;
+  params.mask = causal ? PHX_ATTENTION_MASK_CAUSAL : PHX_ATTENTION_MASK_NONE;
   Tensor::run(device, PHX_OP_ATTENTION, &params, {q.get(), k.get(), v.get()}, o.get());
   check(phx_stream_synchronize(device.stream), "phx_stream_synchronize");
   for (auto _ : state) {
     Tensor::run(device, PHX_OP_ATTENTION, &params, {q.get(), k.get(), v.get()}, o.get());
     check(phx_stream_synchronize(device.stream), "phx_stream_synchronize");
   }
-  // q k^T and p v, 2 flops per multiply-add, over half the scores (causal).
-  set_flops(state, 4.0 * static_cast<double>(s) * s * d * heads / 2);
+  // q k^T and p v, 2 flops per multiply-add, over the scores the mask leaves (causal: half).
+  set_flops(state, 4.0 * static_cast<double>(s) * s * d * heads / (causal ? 2 : 1));
 }
 
 void register_benchmarks() {
@@ -555,10 +557,14 @@ void register_benchmarks() {
       ->UseRealTime()
       ->Repetitions(3);
   for (int64_t s : {1024, 4096}) {
-    benchmark::RegisterBenchmark("attention_vulkan_f32", attention_vulkan_f32)
-        ->Arg(s)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    for (int64_t d : {64, 128}) {
+      for (int64_t causal : {1, 0}) {
+        benchmark::RegisterBenchmark("attention_vulkan_f32", attention_vulkan_f32)
+            ->Args({s, d, causal})
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
+    }
   }
 }
 

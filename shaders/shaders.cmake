@@ -89,6 +89,10 @@ foreach(dtype IN LISTS phx_float_dtypes)
   phx_vulkan_shader(NAME conv_transpose2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv_transpose2d.comp
                     DEFINES X_${X})
   phx_vulkan_shader(NAME attention_${dtype} SOURCE ${PHX_SHADER_DIR}/attention.comp DEFINES X_${X})
+  # CPU devices: its unrolled block of accumulators is 8 ROWS Dv <= 4,096 multiply-adds,
+  # unrolled by the driver once Dv and ROWS are specialized.
+  phx_vulkan_shader(NAME attention_direct_${dtype} SOURCE ${PHX_SHADER_DIR}/attention_direct.comp
+                    DEFINES X_${X} DRIVER_UNROLLS)
   phx_vulkan_shader(NAME rope_${dtype} SOURCE ${PHX_SHADER_DIR}/rope.comp DEFINES X_${X})
   # matmul: inputs of dtype, output of dtype or f32; direct (CPU devices) or shared.
   set(outs ${dtype} f32)

@@ -147,6 +147,8 @@ TEST_P(AttentionTest, GroupedQueryHeadsAndValueWidth) {
     cases.push_back({2, 6, kv_heads, 7, 129, 16, 80, PHX_ATTENTION_MASK_CAUSAL, 0, 0.0f});
     cases.push_back({2, 6, kv_heads, 65, 65, 64, 8, PHX_ATTENTION_MASK_NONE, 0, 0.0f});
   }
+  // The widest heads (Vulkan's CPU kernel holds 2 queries per lane at Dv 256).
+  cases.push_back({1, 2, 1, 70, 70, 200, 256, PHX_ATTENTION_MASK_CAUSAL, 0, 0.0f});
   check_all(cases, 12);
 }
 

@@ -1,4 +1,7 @@
-// attention, flash style (shaders/attention.comp): a workgroup per (batch, head, block of
+// attention, flash style, in two variants: "direct" (shaders/attention_direct.comp; CPU
+// devices, D and Dv multiples of 8) keeps a block of queries per lane in registers and
+// hands keys and values across 8-lane subgroups, with no shared memory and no barriers;
+// "shared" (shaders/attention.comp; elsewhere) runs a workgroup per (batch, head, block of
 // 64 queries), keys and values staged in shared memory in blocks of KEY_BLOCK. The head
 // dimensions are specialization constants, so each (D, Dv) gets a pipeline whose
 // per-query arrays have exactly their size. Tensors larger than one binding are
@@ -16,6 +19,18 @@ namespace {
 // floats each is the most the shader is built for.
 constexpr int64_t kMaxHeadDim = 256;
 constexpr uint32_t kQueryBlock = 64;
+
+// The direct variant loads 8 elements at a time from rows that start at multiples of 8,
+// shuffles across subgroups of exactly 8 lanes and loads f32 as 64-bit integers.
+bool use_direct(const DeviceCaps& caps, int64_t d, int64_t dv) {
+  return caps.cpu_device && caps.subgroup_size == 8 && caps.subgroup_shuffle && caps.shader_int64 &&
+         d % 8 == 0 && dv % 8 == 0;
+}
+
+// The direct variant's queries per lane: as many as keep its unrolled accumulator block
+// (8 ROWS Dv multiply-adds per block of 8 keys) within 4,096, the size of the direct
+// matmul's: the pipeline's compile time grows with it.
+uint32_t direct_rows(int64_t dv) { return dv <= 64 ? 8 : dv <= 128 ? 4 : 2; }
 
 // Queries per invocation: on a CPU device each value staged in shared memory is read by
 // every lane in turn, so an invocation that holds 4 queries in registers reads it once for
@@ -54,8 +69,9 @@ void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
                      std::to_string(dv) + ")");
   }
   const DeviceCaps& caps = recorder.caps();
+  const bool direct = use_direct(caps, d, dv);
   const uint32_t keys = key_block(caps, d, dv);
-  if (keys == 0) {
+  if (!direct && keys == 0) {
     fail_unsupported("attention: a block of 4 keys and values of D " + std::to_string(d) + ", Dv " +
                      std::to_string(dv) + " exceeds the device's " +
                      std::to_string(caps.max_shared_memory_bytes) + " bytes of shared memory");
@@ -69,10 +85,20 @@ void record_attention(OpRecorder& recorder, const phx_plugin_op& op) {
                          : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))),
                      static_cast<uint32_t>(params.mask),
                      params.window};
-  const uint64_t query_blocks = (push.sq + kQueryBlock - 1) / kQueryBlock;
+  const uint32_t block = direct ? 8 * direct_rows(dv) : kQueryBlock;
+  const uint64_t query_blocks = (push.sq + block - 1) / block;
   if (query_blocks > caps.max_workgroup_count[0] || push.heads > caps.max_workgroup_count[1] ||
       static_cast<uint64_t>(q.shape[0]) > caps.max_workgroup_count[2]) {
     fail_unsupported("attention: the grid exceeds the device's workgroup counts");
+  }
+  if (direct) {
+    recorder.dispatch(
+        "attention_direct_" + std::string(dtype_name(q.dtype)),
+        {recorder.bind(q), recorder.bind(k), recorder.bind(v), recorder.bind(op.outputs[0])}, &push,
+        sizeof push,
+        {{0, static_cast<uint32_t>(d)}, {1, static_cast<uint32_t>(dv)}, {2, direct_rows(dv)}},
+        static_cast<uint32_t>(query_blocks), push.heads, static_cast<uint32_t>(q.shape[0]));
+    return;
   }
   recorder.dispatch(
       "attention_" + std::string(dtype_name(q.dtype)),
