@@ -55,10 +55,6 @@ foreach(dtype f32 f16 bf16 i8 i16 i32)
 endforeach()
 
 phx_vulkan_shader(NAME not_u8 SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_U8 OP_NOT)
-# where selects elements of 1, 2 or 4 bytes, bit for bit.
-phx_vulkan_shader(NAME where_1 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_U8)
-phx_vulkan_shader(NAME where_2 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_I16)
-phx_vulkan_shader(NAME where_4 SOURCE ${PHX_SHADER_DIR}/where.comp DEFINES X_I32)
 
 foreach(dtype IN LISTS phx_float_dtypes)
   string(TOUPPER ${dtype} X)
@@ -110,17 +106,13 @@ foreach(dtype IN LISTS phx_float_dtypes)
   endforeach()
 endforeach()
 
-# transpose moves elements of 1, 2 or 4 bytes.
-phx_vulkan_shader(NAME transpose_1 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_U8)
-phx_vulkan_shader(NAME transpose_2 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I16)
-phx_vulkan_shader(NAME transpose_4 SOURCE ${PHX_SHADER_DIR}/transpose.comp DEFINES X_I32)
-
-# The layout ops move elements of 1, 2 or 4 bytes.
+# The ops that move elements, never convert them (transpose, where, the layout ops): one
+# module per element size, 1, 2 or 4 bytes, named <op>_<size>.
 foreach(size_define 1:X_U8 2:X_I16 4:X_I32)
   string(REPLACE ":" ";" pair ${size_define})
   list(GET pair 0 size)
   list(GET pair 1 define)
-  foreach(shader layout_copy layout_pad gather)
+  foreach(shader transpose where layout_copy layout_pad gather)
     phx_vulkan_shader(NAME ${shader}_${size} SOURCE ${PHX_SHADER_DIR}/${shader}.comp DEFINES ${define})
   endforeach()
 endforeach()

@@ -48,15 +48,8 @@ int64_t product(const int64_t* dims, uint32_t begin, uint32_t end) {
 
 void run_resize(const phx_resize_params& params, const HostTensor& x, const HostTensor& out,
                 ThreadPool& pool) {
-  std::vector<uint32_t> dims;  // the dimensions a pass resizes, in order
-  std::vector<std::vector<ResizeTap>> taps;
-  for (uint32_t d = 0; d < x.rank; ++d) {
-    std::vector<ResizeTap> t = resize_taps(params, x.shape[d], out.shape[d], d);
-    if (resize_is_identity(t, x.shape[d])) continue;
-    dims.push_back(d);
-    taps.push_back(std::move(t));
-  }
-  if (dims.empty()) {  // every dimension maps onto itself: the output is x
+  const std::vector<ResizePass> passes = resize_passes(params, x.rank, x.shape, out.shape);
+  if (passes.empty()) {  // every dimension maps onto itself: the output is x
     std::memcpy(out.data, x.data, static_cast<size_t>(element_count(x)) * dtype_bytes(x.dtype));
     return;
   }
@@ -70,18 +63,18 @@ void run_resize(const phx_resize_params& params, const HostTensor& x, const Host
   }
   int64_t shape[PHX_MAX_RANK];
   std::copy(x.shape, x.shape + x.rank, shape);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const uint32_t d = dims[i];
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const uint32_t d = passes[i].dim;
     const int64_t outer = product(shape, 0, d), inner = product(shape, d + 1, x.rank);
     const int64_t in = shape[d];
     shape[d] = out.shape[d];
-    const bool last = i + 1 == dims.size();
+    const bool last = i + 1 == passes.size();
     float* dst = static_cast<float*>(out.data);
     if (!last || x.dtype != PHX_DTYPE_F32) {
       next.resize(static_cast<size_t>(outer * shape[d] * inner));
       dst = next.data();
     }
-    resize_dimension(src, dst, outer, in, inner, taps[i], pool);
+    resize_dimension(src, dst, outer, in, inner, passes[i].taps, pool);
     current.swap(next);
     src = current.data();
   }

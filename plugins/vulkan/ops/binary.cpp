@@ -131,7 +131,7 @@ void record_binary(OpRecorder& recorder, const phx_plugin_op& op) {
 
 void record_where(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& a = op.inputs[1];
-  const std::string kernel = "where_" + std::to_string(dtype_bytes(a.dtype));
+  const std::string kernel = moving_kernel("where", a.dtype);
   record_broadcast(recorder, kernel, {&op.inputs[0], &a, &op.inputs[2]}, op.outputs[0]);
 }
 

@@ -36,10 +36,6 @@ struct PadPush {
 constexpr uint32_t kWrap = 3;
 static_assert(PHX_PAD_CONSTANT == 0 && PHX_PAD_REFLECT == 1 && PHX_PAD_EDGE == 2);
 
-std::string kernel_for(const char* shader, const phx_plugin_tensor& x) {
-  return std::string(shader) + "_" + std::to_string(dtype_bytes(x.dtype));
-}
-
 // The row-major strides of t's elements. The shaders index in 32 bits.
 void row_major_strides(const phx_plugin_tensor& t, int64_t* stride) {
   if (element_count(t) > INT32_MAX) fail_unsupported("a layout op of more than 2^31 elements");
@@ -56,7 +52,8 @@ void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPus
                  Binding yb) {
   uint64_t total = 1;
   for (uint32_t d = 0; d < push.rank; ++d) total *= push.extent[d];
-  dispatch_per_element(recorder, kernel_for("layout_copy", x), {recorder.bind(x), yb}, push, total);
+  dispatch_per_element(recorder, moving_kernel("layout_copy", x.dtype), {recorder.bind(x), yb},
+                       push, total);
 }
 
 // A copy into all of y, reading x at src_base and src_stride per output dimension.
@@ -116,8 +113,8 @@ void record_pad_like(OpRecorder& recorder, const phx_plugin_tensor& x, const phx
     push.in_extent[d] = static_cast<uint32_t>(x.shape[d]);
     push.begin[d] = begin == nullptr ? 0 : static_cast<int32_t>(begin[d]);
   }
-  dispatch_per_element(recorder, kernel_for("layout_pad", x), {recorder.bind(x), recorder.bind(y)},
-                       push, element_count(y));
+  dispatch_per_element(recorder, moving_kernel("layout_pad", x.dtype),
+                       {recorder.bind(x), recorder.bind(y)}, push, element_count(y));
 }
 
 }  // namespace
@@ -218,7 +215,7 @@ void record_gather(OpRecorder& recorder, const phx_plugin_op& op) {
   for (uint32_t d = axis + 1; d < x.rank; ++d) push.inner *= static_cast<uint32_t>(x.shape[d]);
   push.axis_size = static_cast<uint32_t>(x.shape[axis]);
   push.index_count = static_cast<uint32_t>(element_count(indices));
-  dispatch_per_element(recorder, kernel_for("gather", x),
+  dispatch_per_element(recorder, moving_kernel("gather", x.dtype),
                        {recorder.bind(x), recorder.bind(indices), recorder.bind(y)}, push,
                        element_count(y));
 }

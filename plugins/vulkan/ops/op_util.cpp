@@ -30,6 +30,10 @@ uint32_t dtype_bytes(phx_dtype dtype) {
   return static_cast<uint32_t>(phx_plugin_dtype_size(dtype));
 }
 
+std::string moving_kernel(std::string_view shader, phx_dtype dtype) {
+  return std::string(shader) + "_" + std::to_string(dtype_bytes(dtype));
+}
+
 bool is_float(phx_dtype dtype) {
   return dtype == PHX_DTYPE_F32 || dtype == PHX_DTYPE_F16 || dtype == PHX_DTYPE_BF16;
 }

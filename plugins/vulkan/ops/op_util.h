@@ -15,6 +15,9 @@ namespace phx::vulkan::ops {
 // "f32", "f16", "bf16", "i8", "i16", "i32", "u8": the suffix of the modules' names.
 std::string_view dtype_name(phx_dtype dtype);
 uint32_t dtype_bytes(phx_dtype dtype);
+// The module of an op that moves elements of dtype without converting them:
+// <shader>_<element size> (shaders.cmake).
+std::string moving_kernel(std::string_view shader, phx_dtype dtype);
 bool is_float(phx_dtype dtype);
 // Whether the device can hold dtype in a storage buffer at all.
 bool device_holds(const DeviceCaps& caps, phx_dtype dtype);

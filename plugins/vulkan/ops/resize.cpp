@@ -27,15 +27,8 @@ void record_resize(OpRecorder& recorder, const phx_plugin_op& op) {
   if (element_count(y) > INT32_MAX || element_count(x) > INT32_MAX)
     fail_unsupported("resize of more than 2^31 elements");
 
-  std::vector<uint32_t> dims;  // the dimensions a pass resizes, in order
-  std::vector<std::vector<ResizeTap>> taps;
-  for (uint32_t d = 0; d < x.rank; ++d) {
-    std::vector<ResizeTap> t = resize_taps(params, x.shape[d], y.shape[d], d);
-    if (resize_is_identity(t, x.shape[d])) continue;
-    dims.push_back(d);
-    taps.push_back(std::move(t));
-  }
-  if (dims.empty()) {  // every dimension maps onto itself: a flat copy, as reshape's
+  const std::vector<ResizePass> passes = resize_passes(params, x.rank, x.shape, y.shape);
+  if (passes.empty()) {  // every dimension maps onto itself: a flat copy, as reshape's
     record_reshape(recorder, op);
     return;
   }
@@ -44,19 +37,19 @@ void record_resize(OpRecorder& recorder, const phx_plugin_op& op) {
   std::copy(x.shape, x.shape + x.rank, shape);
   Binding src = recorder.bind(x);
   phx_dtype src_dtype = x.dtype;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const uint32_t d = dims[i];
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const uint32_t d = passes[i].dim;
     Push push = {};
     push.inner = static_cast<uint32_t>(phx_plugin_element_count(x.rank - d - 1, shape + d + 1));
     push.in_extent = static_cast<uint32_t>(shape[d]);
     push.out_extent = static_cast<uint32_t>(y.shape[d]);
     shape[d] = y.shape[d];
-    const bool last = i + 1 == dims.size();
+    const bool last = i + 1 == passes.size();
     const uint64_t count = phx_plugin_element_count(x.rank, shape);
     const phx_dtype dst_dtype = last ? y.dtype : PHX_DTYPE_F32;
     const Binding dst = last ? recorder.bind(y) : recorder.scratch(count * sizeof(float));
     std::vector<GpuTap> table;
-    for (const ResizeTap& t : taps[i])
+    for (const ResizeTap& t : passes[i].taps)
       table.push_back({static_cast<int32_t>(t.lo), static_cast<int32_t>(t.hi), t.w_lo, t.w_hi});
     const Binding tb = recorder.upload(table.data(), table.size() * sizeof(GpuTap));
     const std::string kernel =

@@ -31,7 +31,7 @@ void record_transpose(OpRecorder& recorder, const phx_plugin_op& op) {
     push.shape[d] = static_cast<uint32_t>(y.shape[d]);
     push.stride[d] = static_cast<uint32_t>(x_stride[params.perm[d]]);
   }
-  const std::string kernel = "transpose_" + std::to_string(dtype_bytes(x.dtype));
+  const std::string kernel = moving_kernel("transpose", x.dtype);
   const Binding xb = recorder.bind(x);
   const Binding yb = recorder.bind(y);
   const uint64_t total = element_count(y);

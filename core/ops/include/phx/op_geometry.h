@@ -124,12 +124,26 @@ inline std::vector<ResizeTap> resize_taps(const phx_resize_params& p, int64_t in
   return taps;
 }
 
-// Whether the taps map every index onto itself: a pass over the dimension would copy.
-inline bool resize_is_identity(const std::vector<ResizeTap>& taps, int64_t in) {
-  if (static_cast<int64_t>(taps.size()) != in) return false;
-  for (size_t o = 0; o < taps.size(); ++o)
-    if (taps[o].lo != static_cast<int64_t>(o) || taps[o].w_hi != 0.0f) return false;
-  return true;
+// One pass of a resize: the dimension it resizes and the taps of its output indices.
+struct ResizePass {
+  uint32_t dim = 0;
+  std::vector<ResizeTap> taps;
+};
+
+// The passes resize makes over x (rank dimensions of in_shape) into out_shape, one per
+// dimension in order, leaving out the dimensions whose taps map every index onto itself:
+// a pass over them would copy. No pass at all: the output is x.
+inline std::vector<ResizePass> resize_passes(const phx_resize_params& p, uint32_t rank,
+                                             const int64_t* in_shape, const int64_t* out_shape) {
+  std::vector<ResizePass> passes;
+  for (uint32_t d = 0; d < rank; ++d) {
+    std::vector<ResizeTap> taps = resize_taps(p, in_shape[d], out_shape[d], d);
+    bool identity = static_cast<int64_t>(taps.size()) == in_shape[d];
+    for (size_t o = 0; identity && o < taps.size(); ++o)
+      identity = taps[o].lo == static_cast<int64_t>(o) && taps[o].w_hi == 0.0f;
+    if (!identity) passes.push_back({d, std::move(taps)});
+  }
+  return passes;
 }
 
 }  // namespace phx
