@@ -1066,6 +1066,18 @@ TEST_P(OpSuite, ProfileRecordsOneEntryPerOp) {
     submit(PHX_OP_MATMUL, {a.get(), b.get()}, product.get(), "f32[8x4], f32[4x8] -> f32[8x8]");
     submit(PHX_OP_RELU, {product.get()}, relu_out.get(), "f32[8x8] -> f32[8x8]");
     submit(PHX_OP_ADD, {a.get(), a.get()}, sum.get(), "f32[8x4], f32[8x4] -> f32[8x4]");
+    // An absent optional input, and an op with more dimensions than a record keeps as
+    // shapes (OperandShapes::kMaxDims, 24), whose text is written at submission instead.
+    submit(PHX_OP_MATMUL, {a.get(), b.get(), nullptr}, product.get(),
+           "f32[8x4], f32[4x8], none -> f32[8x8]");
+    Tensor piece, pieces;
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {1, 1, 1}, &piece), PHX_STATUS_OK);
+    ASSERT_EQ(create_tensor(context, device(), PHX_DTYPE_F32, {9, 1, 1}, &pieces), PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_upload(piece.get(), 0, zeros.data(), 4), PHX_STATUS_OK);
+    std::string nine;
+    for (int i = 0; i < 9; ++i) nine += i == 0 ? "f32[1x1x1]" : ", f32[1x1x1]";
+    submit(PHX_OP_CONCAT, std::vector<phx_tensor>(9, piece.get()), pieces.get(),
+           nine + " -> f32[9x1x1]");
     if (submitted.empty()) GTEST_SKIP() << "the device runs none of matmul, relu, add for f32";
 
     size_t count = 0;

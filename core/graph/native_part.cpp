@@ -168,7 +168,7 @@ uint64_t NativePart::run(Stream& stream, const std::vector<Step>& steps,
       if (step.inputs[i].kind != Slot::none) in[i] = tensor_at(step.inputs[i]);
     for (size_t o = 0; o < step.outputs.size(); ++o) out[o] = tensor_at(step.outputs[o]);
     record.op = step.op;
-    record.signature = op_signature(in, step.inputs.size(), out, step.outputs.size());
+    describe_operands(record, in, step.inputs.size(), out, step.outputs.size());
     record.node = step.name;
     const OpFigures figures =
         op_figures(step.op, step.params_ptr(), in, step.inputs.size(), out, step.outputs.size());

@@ -4,6 +4,7 @@
 #include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
+#include "op_rules.h"
 
 using namespace phx;
 
@@ -73,7 +74,16 @@ PHX_API phx_status phx_profile_get(phx_stream handle, size_t index,
       fail(PHX_STATUS_NOT_FOUND, "no profile record " + std::to_string(index) +
                                      " (the stream has " + std::to_string(stream.records.size()) +
                                      ")");
-    const ProfileEntry& entry = stream.records[index];
+    ProfileEntry& entry = stream.records[index];
+    {
+      // The text is written on the first read and kept, as the record hands out its pointer.
+      std::lock_guard lock(stream.mutex);
+      if (entry.signature.empty()) {
+        std::string text;
+        append_signature(text, entry);
+        entry.signature = std::move(text);
+      }
+    }
     phx_profile_record record{};
     record.struct_size = sizeof record;
     record.ticket = entry.ticket;

@@ -829,24 +829,74 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
   }
 }
 
-std::string op_signature(const Tensor* const* in, size_t in_count, const Tensor* const* out,
-                         size_t out_count) {
-  // Written in place: a traced or profiled op pays for it on every submission.
-  std::string s;
-  s.reserve(16 * (in_count + out_count) + 4);
-  for (size_t i = 0; i < in_count; ++i) {
-    if (i) s += ", ";
-    if (in[i] != nullptr)
-      append_text(s, operand_of(*in[i]));
-    else
-      s += "none";
+namespace {
+// What a signature has before operand i: ", " between inputs, " -> " before the first
+// output, " " between outputs.
+void append_separator(std::string& out, size_t i, size_t input_count) {
+  if (i == input_count) out += " ->";
+  if (i >= input_count)
+    out += ' ';
+  else if (i > 0)
+    out += ", ";
+}
+}  // namespace
+
+void describe_operands(ProfileEntry& record, const Tensor* const* inputs, size_t input_count,
+                       const Tensor* const* outputs, size_t output_count) {
+  OperandShapes& shapes = record.shapes;
+  shapes.input_count = static_cast<uint8_t>(input_count);
+  shapes.output_count = static_cast<uint8_t>(output_count);
+  size_t dims = 0;
+  for (size_t i = 0; i < input_count + output_count; ++i) {
+    const Tensor* tensor = i < input_count ? inputs[i] : outputs[i - input_count];
+    if (tensor == nullptr) {
+      shapes.dtypes[i] = PHX_DTYPE_INVALID;
+      shapes.ranks[i] = 0;
+      continue;
+    }
+    const Operand operand = operand_of(*tensor);
+    if (dims + operand.rank > OperandShapes::kMaxDims) {
+      // Too many to keep: the text now (which append_signature prefers).
+      record.signature.clear();
+      shapes.input_count = shapes.output_count = 0;
+      for (size_t k = 0; k < input_count + output_count; ++k) {
+        append_separator(record.signature, k, input_count);
+        const Tensor* t = k < input_count ? inputs[k] : outputs[k - input_count];
+        if (t == nullptr)
+          record.signature += "none";
+        else
+          append_text(record.signature, operand_of(*t));
+      }
+      return;
+    }
+    shapes.dtypes[i] = static_cast<uint8_t>(operand.dtype);
+    shapes.ranks[i] = static_cast<uint8_t>(operand.rank);
+    std::copy_n(operand.shape, operand.rank, shapes.dims + dims);
+    dims += operand.rank;
   }
-  s += " ->";
-  for (size_t i = 0; i < out_count; ++i) {
-    s += ' ';
-    append_text(s, operand_of(*out[i]));
+}
+
+void append_signature(std::string& out, const ProfileEntry& record) {
+  if (!record.signature.empty()) {
+    out += record.signature;
+    return;
   }
-  return s;
+  const OperandShapes& shapes = record.shapes;
+  const size_t count = size_t{shapes.input_count} + shapes.output_count;
+  const int64_t* dims = shapes.dims;
+  for (size_t i = 0; i < count; ++i) {
+    append_separator(out, i, shapes.input_count);
+    Operand operand;
+    operand.dtype = static_cast<phx_dtype>(shapes.dtypes[i]);
+    if (operand.dtype == PHX_DTYPE_INVALID) {
+      out += "none";
+      continue;
+    }
+    operand.rank = shapes.ranks[i];
+    std::copy_n(dims, operand.rank, operand.shape);
+    dims += operand.rank;
+    append_text(out, operand);
+  }
 }
 
 }  // namespace phx

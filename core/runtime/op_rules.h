@@ -72,8 +72,11 @@ void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, p
 void check_op(phx_op_id op, const void* params, const Tensor* const* inputs, size_t input_count,
               const Tensor* const* outputs, size_t output_count);
 
-// "f32[64x32], f32[32x16] -> f32[64x16]", for profile records.
-std::string op_signature(const Tensor* const* inputs, size_t input_count,
-                         const Tensor* const* outputs, size_t output_count);
+// Gives record its signature: the operands' shapes, or their text when they have more
+// dimensions than OperandShapes holds. inputs may hold null for absent optional inputs.
+void describe_operands(ProfileEntry& record, const Tensor* const* inputs, size_t input_count,
+                       const Tensor* const* outputs, size_t output_count);
+// Appends record's signature as text: "f32[64x32], f32[32x16] -> f32[64x16]".
+void append_signature(std::string& out, const ProfileEntry& record);
 
 }  // namespace phx

@@ -271,7 +271,7 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
   const bool keep = keeps_records();
   if (keep) {
     entry.op = op;
-    entry.signature = op_signature(inputs, input_count, outputs, output_count);
+    describe_operands(entry, inputs, input_count, outputs, output_count);
     if (node != nullptr) entry.node = node;
     const OpFigures figures = op_figures(op, params, inputs, input_count, outputs, output_count);
     entry.flops = figures.flops;

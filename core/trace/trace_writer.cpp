@@ -15,6 +15,7 @@
 
 #include "context.h"
 #include "errors.h"
+#include "op_rules.h"
 
 namespace phx::trace {
 namespace {
@@ -420,7 +421,9 @@ void Writer::write_op(const QueuedOp& op) {
     buffer_ += ",\"args\":{\"op\":";
     append_string(buffer_, name);
     append_key(buffer_, "signature");
-    append_string(buffer_, record.signature);
+    signature_.clear();
+    append_signature(signature_, record);
+    append_string(buffer_, signature_);
     if (!record.node.empty()) {
       append_key(buffer_, "node");
       append_string(buffer_, record.node);
