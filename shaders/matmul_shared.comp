@@ -6,6 +6,12 @@
 //
 // Invocation (tx, ty) owns rows ty + 16 i and columns tx + 16 j (i, j < 8) of the tile,
 // so that neighbouring invocations read neighbouring shared-memory words.
+//
+// A slab's row k holds its 128 values at positions XORed with k (k < K_BLOCK <= 32): when
+// an operand is staged along k (a row-major a, a transposed b), the 32 invocations of a
+// subgroup store one value of 32 ks each, 128 words apart, which without the XOR would
+// all fall in one of the 32 shared-memory banks; with it they fall in 32. A row's values
+// stay in their 32-word groups, so that the reads keep their banks too.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "matmul.glsl"
@@ -43,9 +49,9 @@ void main() {
       const uint col = p.b_rs == 1u ? e / K_BLOCK : e % TILE;
       const bool a_in = k0 + ka < p.k && tile_row + row < p.m_end;
       const bool b_in = k0 + kb < p.k && tile_col + col < p.n;
-      a_slab[ka * TILE + row] =
+      a_slab[ka * TILE + (row ^ ka)] =
           a_in ? X_LOAD(a[a_base + (tile_row + row) * p.a_rs + (k0 + ka) * p.a_cs]) : 0.0;
-      b_slab[kb * TILE + col] =
+      b_slab[kb * TILE + (col ^ kb)] =
           b_in ? X_LOAD(b[b_base + (k0 + kb) * p.b_rs + (tile_col + col) * p.b_cs]) : 0.0;
     }
     barrier();
@@ -53,8 +59,8 @@ void main() {
       float av[BLOCK];
       float bv[BLOCK];
       for (uint i = 0u; i < BLOCK; ++i) {
-        av[i] = a_slab[kk * TILE + ty + 16u * i];
-        bv[i] = b_slab[kk * TILE + tx + 16u * i];
+        av[i] = a_slab[kk * TILE + ((ty + 16u * i) ^ kk)];
+        bv[i] = b_slab[kk * TILE + ((tx + 16u * i) ^ kk)];
       }
       for (uint i = 0u; i < BLOCK; ++i) {
         for (uint j = 0u; j < BLOCK; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);

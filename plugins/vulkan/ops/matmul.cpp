@@ -55,7 +55,8 @@ bool use_shared_memory(const DeviceCaps& caps) {
 }
 
 // The K block of the shared variant: the largest whose two f32 slabs of 128 x K_BLOCK
-// fit the device's shared memory (32 on lavapipe's 32 KiB); 0 if none does.
+// fit the device's shared memory (32 on lavapipe's 32 KiB), and at most 32, which the
+// shader's bank-spreading layout assumes; 0 if none fits.
 uint32_t shared_k_block(const DeviceCaps& caps) {
   for (uint32_t k_block : {32u, 16u, 8u}) {
     if (2 * kTile * k_block * sizeof(float) <= caps.max_shared_memory_bytes) return k_block;
