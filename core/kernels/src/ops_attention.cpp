@@ -59,15 +59,19 @@ template <int Lanes>
 using Vec = typename VecOf<Lanes>::type;
 
 // Loads and stores at any address through memcpy, which compiles to one unaligned vector
-// move. (Through references: a vector passed or returned by value would change the ABI of
-// a function compiled without the instruction set.)
+// move, and through a local copy: an accumulator whose address is never taken is what
+// the compiler keeps in a register. (Through references: a vector passed or returned by
+// value would change the ABI of a function compiled without the instruction set.)
 template <class V>
 PHX_INLINE void load(V& v, const float* p) {
-  std::memcpy(&v, p, sizeof v);
+  V local;
+  std::memcpy(&local, p, sizeof local);
+  v = local;
 }
 template <class V>
 PHX_INLINE void store(float* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
+  const V local = v;
+  std::memcpy(p, &local, sizeof local);
 }
 
 // One tile of product: for its R rows r and C * L columns x,
@@ -83,11 +87,9 @@ PHX_INLINE void tile(const float* a, int64_t a_row, int64_t a_step, const float*
   V acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int x = 0; x < C; ++x) {
-      acc[r][x] = V{};
-      if (rescale != nullptr) {
-        load(acc[r][x], c + r * ldc + x * L);
-        acc[r][x] *= rescale[r];
-      }
+      V v{};
+      if (rescale != nullptr) load(v, c + r * ldc + x * L);
+      acc[r][x] = rescale != nullptr ? v * rescale[r] : v;
     }
   for (int64_t t = 0; t < depth; ++t) {
     V bv[C];
