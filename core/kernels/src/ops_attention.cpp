@@ -2,167 +2,209 @@
 //
 // The Sq x Skv score matrix is never formed. A task takes a block of kQueryBlock queries
 // of one (batch, head) and streams the keys and values in blocks of kKeyBlock. Each query
-// row keeps a running maximum m of its scores, a running sum l of exp(s - m) and an
+// keeps a running maximum m of its scores, a running sum l of exp(s - m) and an
 // unnormalized output o; when a key block raises m, l and o are rescaled by
 // exp(m_old - m_new), so that at the end o / l is the softmax-weighted sum. Memory is a few
 // blocks per task, whatever the sequence lengths. Key blocks that the mask hides from the
 // whole query block are never visited, which halves a causal attention's work.
 //
+// A key block's scores are held transposed, a row per key and a column per query: each
+// query's m, l and rescaling factor then sit in a vector lane, and the softmax is
+// elementwise across the queries, with no horizontal maximum or sum. Both products are
+// one register-blocked kernel (product): the scores from the block's keys, read in place,
+// and the task's queries, transposed once with the scale folded in; the outputs from those
+// probabilities and the block's values. No key block is ever transposed.
+//
 // Everything is computed in f32; 16-bit operands are widened block by block and the output
 // rounded once. A query that sees no key (causal with Sq > Skv: its position is negative)
-// has an empty softmax; its output is defined as zeros.
+// has an empty softmax; its output is defined as zeros. The vectors follow the instruction
+// set that gemm_isa() names (PHX_CPU_ISA caps it), so that the tests reach every path.
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <vector>
 
 #include "ops_common.h"
+#include "phx/kernels/gemm.h"
 
 namespace phx::kernels::ops {
 namespace {
 
-// 64 x 64 f32 scores are 16 KiB: with a key and a value block of D = 64 they stay in L1.
+// 64 x 64 f32 scores are 16 KiB: at D = 64 each product touches three such blocks (keys,
+// queries and scores; probabilities, values and outputs), which about fill an L1 cache.
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 64;
 
-// ---- vector building blocks (f32, contiguous) ----
-//
-// The two products keep their accumulators in registers: a few rows of a fixed number of
-// columns, loaded once and stored once, enough independent sums to hide the latency of
-// the multiply-adds. They are written with the compiler's vector type, 16 floats as one
-// value (one AVX-512 register, two AVX2 ones): unlike a local array, it stays in
-// registers reliably.
-typedef float Vec16 __attribute__((vector_size(64)));
-constexpr int64_t kVec = 16;
+// ---- vector building blocks (f32) ----
 
-// Unaligned loads and stores through a local copy: an accumulator whose address is never
-// taken is what the compiler keeps in a register.
-PHX_INLINE void load16(const float* src, Vec16& dst) {
-  Vec16 v;
-  std::memcpy(&v, src, sizeof v);
-  dst = v;
+// Vectors of GCC's vector extension, of `Lanes` floats: the instruction set of the function
+// they are compiled in carries out their arithmetic, and, unlike local arrays, they stay
+// in registers. (Spelled out per width: GCC drops the attribute from an alias template.)
+template <int Lanes>
+struct VecOf;
+template <>
+struct VecOf<4> {
+  using type = float __attribute__((vector_size(16)));
+};
+template <>
+struct VecOf<8> {
+  using type = float __attribute__((vector_size(32)));
+};
+template <>
+struct VecOf<16> {
+  using type = float __attribute__((vector_size(64)));
+};
+template <int Lanes>
+using Vec = typename VecOf<Lanes>::type;
+
+// Loads and stores at any address through memcpy, which compiles to one unaligned vector
+// move, and through a local copy: an accumulator whose address is never taken is what
+// the compiler keeps in a register. (Through references: a vector passed or returned by
+// value would change the ABI of a function compiled without the instruction set.)
+template <class V>
+PHX_INLINE void load(V& v, const float* p) {
+  V local;
+  std::memcpy(&local, p, sizeof local);
+  v = local;
 }
-PHX_INLINE void store16(float* dst, const Vec16& src) {
-  const Vec16 v = src;
-  std::memcpy(dst, &v, sizeof v);
+template <class V>
+PHX_INLINE void store(float* p, const V& v) {
+  const V local = v;
+  std::memcpy(p, &local, sizeof local);
 }
 
-// Scores of R query rows (q, d apart) against every column of a transposed key block kt
-// (d x kKeyBlock) into s (rows kKeyBlock apart). The inner loop runs along the keys, so
-// that it vectorizes without a horizontal sum per dot product; the R rows share each load
-// of kt.
-template <int R>
-PHX_INLINE void scores_of_rows(const float* q, int64_t d, const float* kt, float* s) {
-  constexpr int kParts = kKeyBlock / kVec;
-  Vec16 acc[R][kParts] = {};
-  for (int64_t p = 0; p < d; ++p) {
-    Vec16 k[kParts];
-    for (int t = 0; t < kParts; ++t) load16(kt + p * kKeyBlock + t * kVec, k[t]);
-    for (int i = 0; i < R; ++i) {
-      const float w = q[i * d + p];
-      for (int t = 0; t < kParts; ++t) acc[i][t] += w * k[t];
+// One tile of product: for its R rows r and C * L columns x,
+//   c[r * ldc + x] = c0 + sum over t < depth of a[r * a_row + t * a_step] * b[t * ldb + x],
+// c0 being c's value times rescale[r], or 0 when rescale is null. The R x C accumulators
+// stay in registers (16 of them at most: enough independent sums to hide the latency of
+// the multiply-adds); each vector of b is loaded once for the R rows, each value of a
+// broadcast once for the C vectors, which keeps the loads under the multiply-adds.
+template <int L, int R, int C>
+PHX_INLINE void tile(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb,
+                     int64_t depth, const float* rescale, float* c, int64_t ldc) {
+  using V = Vec<L>;
+  V acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < C; ++x) {
+      V v{};
+      if (rescale != nullptr) load(v, c + r * ldc + x * L);
+      acc[r][x] = rescale != nullptr ? v * rescale[r] : v;
+    }
+  for (int64_t t = 0; t < depth; ++t) {
+    V bv[C];
+    for (int x = 0; x < C; ++x) load(bv[x], b + t * ldb + x * L);
+    for (int r = 0; r < R; ++r) {
+      const float w = a[r * a_row + t * a_step];
+      for (int x = 0; x < C; ++x) acc[r][x] += w * bv[x];
     }
   }
-  for (int i = 0; i < R; ++i)
-    for (int t = 0; t < kParts; ++t) store16(s + i * kKeyBlock + t * kVec, acc[i][t]);
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < C; ++x) store(c + r * ldc + x * L, acc[r][x]);
 }
 
-// s[r * kKeyBlock + j] = q_r . kt[:, j] for rows r < rows, every column j of the block.
-PHX_CLONES void block_scores(const float* q, int64_t rows, int64_t d, const float* kt, float* s) {
+// Columns [x0, x0 + C * L) of product's rows, in tiles of R rows, then one row at a time.
+template <int L, int R, int C>
+PHX_INLINE void strip(const float* a, int64_t rows, int64_t a_row, int64_t a_step, const float* b,
+                      int64_t ldb, int64_t depth, const float* rescale, float* c, int64_t ldc,
+                      int64_t x0) {
   int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) scores_of_rows<2>(q + r * d, d, kt, s + r * kKeyBlock);
-  if (r < rows) scores_of_rows<1>(q + r * d, d, kt, s + r * kKeyBlock);
+  for (; r + R <= rows; r += R)
+    tile<L, R, C>(a + r * a_row, a_row, a_step, b + x0, ldb, depth,
+                  rescale != nullptr ? rescale + r : nullptr, c + r * ldc + x0, ldc);
+  for (; r < rows; ++r)
+    tile<L, 1, C>(a + r * a_row, a_row, a_step, b + x0, ldb, depth,
+                  rescale != nullptr ? rescale + r : nullptr, c + r * ldc + x0, ldc);
 }
 
-// o[i] += sum over j < keys of p[i * kKeyBlock + j] * v[j] for R output rows (dv apart),
-// 32 columns of each; the R rows share each load of v.
-template <int R>
-PHX_INLINE void add_weighted_strip(const float* p, const float* v, int64_t keys, int64_t dv,
-                                   float* o) {
-  Vec16 acc[R][2];
-  for (int i = 0; i < R; ++i) {
-    load16(o + i * dv, acc[i][0]);
-    load16(o + i * dv + kVec, acc[i][1]);
-  }
-  for (int64_t j = 0; j < keys; ++j) {
-    Vec16 x[2];
-    load16(v + j * dv, x[0]);
-    load16(v + j * dv + kVec, x[1]);
-    for (int i = 0; i < R; ++i) {
-      const float w = p[i * kKeyBlock + j];
-      acc[i][0] += w * x[0];
-      acc[i][1] += w * x[1];
+// c = c0 + a b for rows x n of c (rows ldc apart), with a(r, t) = a[r * a_row + t * a_step]
+// (t < depth), b depth x n (rows ldb apart) and c0 as in tile: strips of C vectors, then of
+// one, and the last n % L columns one at a time.
+template <int L, int R, int C>
+PHX_INLINE void product(const float* a, int64_t rows, int64_t a_row, int64_t a_step, const float* b,
+                        int64_t ldb, int64_t depth, int64_t n, const float* rescale, float* c,
+                        int64_t ldc) {
+  int64_t x0 = 0;
+  for (; x0 + C * L <= n; x0 += C * L)
+    strip<L, R, C>(a, rows, a_row, a_step, b, ldb, depth, rescale, c, ldc, x0);
+  for (; x0 + L <= n; x0 += L)
+    strip<L, R, 1>(a, rows, a_row, a_step, b, ldb, depth, rescale, c, ldc, x0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t x = x0; x < n; ++x) {
+      float sum = rescale != nullptr ? c[r * ldc + x] * rescale[r] : 0.0f;
+      for (int64_t t = 0; t < depth; ++t) sum += a[r * a_row + t * a_step] * b[t * ldb + x];
+      c[r * ldc + x] = sum;
     }
-  }
-  for (int i = 0; i < R; ++i) {
-    store16(o + i * dv, acc[i][0]);
-    store16(o + i * dv + kVec, acc[i][1]);
-  }
 }
 
-// o[r] += sum over j < keys of p[r * kKeyBlock + j] * v[j]: the probability-weighted value
-// rows (dv wide) added to each output row r < rows, in strips of 32 columns; the last
-// dv % 32 columns go through a plain loop.
-PHX_CLONES void add_weighted_values(const float* p, int64_t rows, const float* v, int64_t keys,
-                                    int64_t dv, float* o) {
-  constexpr int64_t kCols = 2 * kVec;
-  int64_t c0 = 0;
-  for (; c0 + kCols <= dv; c0 += kCols) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4)
-      add_weighted_strip<4>(p + r * kKeyBlock, v + c0, keys, dv, o + r * dv + c0);
-    for (; r < rows; ++r)
-      add_weighted_strip<1>(p + r * kKeyBlock, v + c0, keys, dv, o + r * dv + c0);
-  }
-  for (int64_t r = 0; c0 < dv && r < rows; ++r)
-    for (int64_t j = 0; j < keys; ++j)
-      for (int64_t c = c0; c < dv; ++c) o[r * dv + c] += p[r * kKeyBlock + j] * v[j * dv + c];
+// e^x for the x <= 0 of a softmax (scores less their maximum): within ~2 ulp down to
+// e^-87, 0 below (and for -inf), NaN stays NaN. exp_f32's reduction and series, without
+// what x > 0 or a subnormal result needs (a second clamp, 2^n in two factors): with
+// exp_f32 the exponentials took a fifth of the kernel's time, and this form has about
+// half its instructions. A weight below e^-87 next to the maximum's 1 is far below an
+// ulp of their sum.
+PHX_INLINE float exp_nonpositive_f32(float x) {
+  const float xc = x < -87.0f ? -87.0f : x;  // false for NaN: it passes through
+  // n = round(x / ln2) in [-126, 0]: adding 1.5 * 2^23 rounds to an integer, which the low
+  // bits hold.
+  const float magic = 12582912.0f;
+  const float t = xc * 1.44269504088896341f + magic;
+  const float n = t - magic;
+  const int32_t ni = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - 0x4B400000u);
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;  // x - n ln2
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(ni + 127) << 23);  // 2^n
+  return x < -87.0f ? 0.0f : p * scale;
 }
 
-// x *= scale; returns the largest result, or -inf. Unlike max_f32 it may skip a NaN:
-// the NaN still reaches the output through exp(NaN - max), and this form vectorizes.
-PHX_INLINE float scale_and_max(float* x, float scale, int64_t n) {
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) {
-      x[i + j] *= scale;
-      acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+// The online softmax step of one key block. s holds its scores, a row of kQueryBlock per
+// key (keys rows); query i sees the keys [lo[i], hi[i]] of the block (none when lo > hi),
+// and masked is false when every query sees every key. The scores become exp(s - m_new),
+// 0 where hidden, m_new being the running maximum m raised by this block; rescale[i] =
+// exp(m_old - m_new) multiplies the sum l here, and the outputs in the next product,
+// before this block's share is added. Every inner loop runs across the queries: the
+// compiler vectorizes it.
+PHX_INLINE void online_softmax(float* s, int64_t keys, const int32_t* lo, const int32_t* hi,
+                               bool masked, float* m, float* l, float* rescale) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  if (masked)
+    for (int32_t j = 0; j < keys; ++j)
+      for (int64_t i = 0; i < kQueryBlock; ++i) {
+        float& x = s[j * kQueryBlock + i];
+        x = j < lo[i] || j > hi[i] ? kMinusInf : x;
+      }
+  // Unlike max_nan this may skip a NaN score: the NaN still reaches the output through
+  // exp(NaN - m), and this form vectorizes.
+  float top[kQueryBlock];
+  std::copy(m, m + kQueryBlock, top);
+  for (int64_t j = 0; j < keys; ++j)
+    for (int64_t i = 0; i < kQueryBlock; ++i) {
+      const float x = s[j * kQueryBlock + i];
+      top[i] = x > top[i] ? x : top[i];
     }
-  for (; i < n; ++i) {
-    x[i] *= scale;
-    acc[0] = x[i] > acc[0] ? x[i] : acc[0];
+  // A query that has seen no key yet subtracts 0 instead of -inf: its hidden scores give
+  // exp(-inf) = 0 rather than NaN, and so does its rescaling of l = o = 0.
+  float shift[kQueryBlock], sum[kQueryBlock] = {};
+  for (int64_t i = 0; i < kQueryBlock; ++i) {
+    shift[i] = top[i] == kMinusInf ? 0.0f : top[i];
+    rescale[i] = exp_nonpositive_f32(m[i] - shift[i]);
+    m[i] = top[i];
   }
-  return *std::max_element(acc, acc + kLanes);
-}
-
-// The online softmax step of one key block. Row r sees the keys [lo[r], hi[r]] of it
-// (none when lo > hi): its scores there become exp(scale * s - m_new), the rest 0, where
-// m_new is its running maximum m[r] raised by this block; its sum l[r] and outputs
-// o[r * dv ..] are rescaled by exp(m[r] - m_new) before this block's share is added.
-PHX_CLONES void online_softmax(float* s, const int64_t* lo, const int64_t* hi, int64_t rows,
-                               int64_t keys, float scale, float* m, float* l, float* o,
-                               int64_t dv) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = s + r * kKeyBlock;
-    if (lo[r] > hi[r]) {
-      std::fill(row, row + keys, 0.0f);
-      continue;
+  for (int64_t j = 0; j < keys; ++j)
+    for (int64_t i = 0; i < kQueryBlock; ++i) {
+      float& x = s[j * kQueryBlock + i];
+      x = exp_nonpositive_f32(x - shift[i]);
+      sum[i] += x;
     }
-    float* seen = row + lo[r];
-    const int64_t n = hi[r] - lo[r] + 1;
-    const float m_new = max_nan(m[r], scale_and_max(seen, scale, n));
-    const float rescale = exp_f32(m[r] - m_new);  // 0 on the row's first block
-    map_padded(seen, seen, n, [m_new](float x) { return exp_f32(x - m_new); });
-    m[r] = m_new;
-    l[r] = l[r] * rescale + sum_f32(seen, n);
-    std::fill(row, seen, 0.0f);
-    std::fill(seen + n, row + keys, 0.0f);
-    if (rescale != 1.0f)
-      for (int64_t c = 0; c < dv; ++c) o[r * dv + c] *= rescale;
-  }
+  for (int64_t i = 0; i < kQueryBlock; ++i) l[i] = l[i] * rescale[i] + sum[i];
 }
 
 // ---- the iteration space ----
@@ -204,26 +246,29 @@ struct Scratch {
   explicit Scratch(const Geometry& g)
       : q(static_cast<size_t>(kQueryBlock * g.d)),
         k(static_cast<size_t>(kKeyBlock * g.d)),
-        kt(static_cast<size_t>(kKeyBlock * g.d)),
+        qt(static_cast<size_t>(g.d * kQueryBlock)),
         v(static_cast<size_t>(kKeyBlock * g.dv)),
         s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
         o(static_cast<size_t>(kQueryBlock * g.dv)) {}
-  std::vector<float> q;     // the query block, 16-bit dtypes only
-  std::vector<float> k;     // the key block, 16-bit dtypes only
-  std::vector<float> kt;    // the key block transposed: d x kKeyBlock
-  std::vector<float> v;     // the value block, 16-bit dtypes only
-  std::vector<float> s;     // scores, then probabilities: kQueryBlock x kKeyBlock
-  std::vector<float> o;     // the unnormalized outputs: kQueryBlock x dv
-  float m[kQueryBlock];     // running maximum of each row's scaled scores
-  float l[kQueryBlock];     // running sum of each row's exp(s - m)
-  int64_t lo[kQueryBlock];  // the keys of the current block each row sees: [lo, hi]
-  int64_t hi[kQueryBlock];
+  std::vector<float> q;        // the query block, 16-bit dtypes only
+  std::vector<float> k;        // the key block, 16-bit dtypes only
+  std::vector<float> qt;       // the query block transposed and scaled: d x kQueryBlock
+  std::vector<float> v;        // the value block, 16-bit dtypes only
+  std::vector<float> s;        // scores, then probabilities: kKeyBlock x kQueryBlock
+  std::vector<float> o;        // the unnormalized outputs: kQueryBlock x dv
+  float m[kQueryBlock];        // running maximum of each query's scaled scores
+  float l[kQueryBlock];        // running sum of each query's exp(s - m)
+  float rescale[kQueryBlock];  // exp(m_old - m_new) of the current key block
+  int32_t lo[kQueryBlock];     // the keys of the current block each query sees: [lo, hi]
+  int32_t hi[kQueryBlock];
 };
 
-// Queries [i0, i0 + rows) of head h of batch b.
-void query_block(const Geometry& g, const HostTensor& q, const HostTensor& k, const HostTensor& v,
-                 const HostTensor& out, int64_t b, int64_t h, int64_t i0, int64_t rows,
-                 Scratch& w) {
+// Queries [i0, i0 + rows) of head h of batch b, with vectors of L floats and product
+// tiles of R x C vectors.
+template <int L, int R, int C>
+PHX_INLINE void query_block(const Geometry& g, const HostTensor& q, const HostTensor& k,
+                            const HostTensor& v, const HostTensor& out, int64_t b, int64_t h,
+                            int64_t i0, int64_t rows, Scratch& w) {
   const int64_t bytes = static_cast<int64_t>(dtype_bytes(g.dtype));
   const int64_t kv_head = b * g.kv_heads + h / (g.heads / g.kv_heads);
   const int64_t head = b * g.heads + h;
@@ -232,40 +277,81 @@ void query_block(const Geometry& g, const HostTensor& q, const HostTensor& k, co
   const float* qb =
       as_f32(g.dtype, static_cast<const char*>(q.data) + (head * g.sq + i0) * g.d * bytes,
              rows * g.d, w.q.data());
+  // Queries past `rows` are zeros: their scores are 0, finite, and never read out.
+  for (int64_t p = 0; p < g.d; ++p)
+    for (int64_t i = 0; i < kQueryBlock; ++i)
+      w.qt[p * kQueryBlock + i] = i < rows ? qb[i * g.d + p] * g.scale : 0.0f;
   std::fill(w.o.begin(), w.o.begin() + rows * g.dv, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    w.m[r] = -std::numeric_limits<float>::infinity();
-    w.l[r] = 0.0f;
-  }
+  std::fill(w.m, w.m + kQueryBlock, -std::numeric_limits<float>::infinity());
+  std::fill(w.l, w.l + kQueryBlock, 0.0f);
 
   const int64_t first = visible_keys(g, i0).first;
   const int64_t last = visible_keys(g, i0 + rows - 1).last;
   for (int64_t j0 = first - first % kKeyBlock; j0 <= last; j0 += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, g.skv - j0);
     const float* kb = as_f32(g.dtype, k_head + j0 * g.d * bytes, keys * g.d, w.k.data());
-    for (int64_t j = 0; j < keys; ++j)
-      for (int64_t p = 0; p < g.d; ++p) w.kt[p * kKeyBlock + j] = kb[j * g.d + p];
     const float* vb = as_f32(g.dtype, v_head + j0 * g.dv * bytes, keys * g.dv, w.v.data());
-    block_scores(qb, rows, g.d, w.kt.data(), w.s.data());
-    // The keys of this block that each row sees, relative to j0. The score columns past
-    // `keys` are stale and never in range.
-    for (int64_t r = 0; r < rows; ++r) {
-      const KeyRange seen = visible_keys(g, i0 + r);
-      w.lo[r] = std::max(seen.first, j0) - j0;
-      w.hi[r] = std::min(seen.last, j0 + keys - 1) - j0;
+    // s[j][i] = k_j . (scale q_i).
+    product<L, R, C>(kb, keys, g.d, 1, w.qt.data(), kQueryBlock, g.d, kQueryBlock, nullptr,
+                     w.s.data(), kQueryBlock);
+    // The keys of this block that each query sees, relative to j0, clamped to [-1, keys].
+    bool masked = false;
+    for (int64_t i = 0; i < kQueryBlock; ++i) {
+      const KeyRange seen = i < rows ? visible_keys(g, i0 + i) : KeyRange{j0, j0 + keys - 1};
+      w.lo[i] = static_cast<int32_t>(std::min(std::max(seen.first, j0), j0 + keys) - j0);
+      w.hi[i] = static_cast<int32_t>(std::max(std::min(seen.last, j0 + keys - 1), j0 - 1) - j0);
+      masked |= w.lo[i] > 0 || w.hi[i] < keys - 1;
     }
-    online_softmax(w.s.data(), w.lo, w.hi, rows, keys, g.scale, w.m, w.l, w.o.data(), g.dv);
-    add_weighted_values(w.s.data(), rows, vb, keys, g.dv, w.o.data());
+    online_softmax(w.s.data(), keys, w.lo, w.hi, masked, w.m, w.l, w.rescale);
+    // o_i = o_i rescale_i + sum over j of s[j][i] v_j.
+    product<L, R, C>(w.s.data(), rows, 1, kQueryBlock, vb, g.dv, keys, g.dv, w.rescale, w.o.data(),
+                     g.dv);
   }
 
   for (int64_t r = 0; r < rows; ++r) {
     float* o = w.o.data() + r * g.dv;
-    // l is 0 only for a row that saw no key: o is still 0, the documented output.
+    // l is 0 only for a query that saw no key: o is still 0, the documented output.
     const float inverse = w.l[r] != 0.0f ? 1.0f / w.l[r] : 0.0f;
     for (int64_t c = 0; c < g.dv; ++c) o[c] *= inverse;
   }
   from_f32(g.dtype, w.o.data(), static_cast<char*>(out.data) + (head * g.sq + i0) * g.dv * bytes,
            rows * g.dv);
+}
+
+// query_block compiled for each instruction set. R x C: 16 accumulators of the 32 AVX-512
+// registers; 8 of the 16 AVX2 or SSE ones.
+using QueryBlockFn = void (*)(const Geometry&, const HostTensor&, const HostTensor&,
+                              const HostTensor&, const HostTensor&, int64_t, int64_t, int64_t,
+                              int64_t, Scratch&);
+
+void query_block_generic(const Geometry& g, const HostTensor& q, const HostTensor& k,
+                         const HostTensor& v, const HostTensor& out, int64_t b, int64_t h,
+                         int64_t i0, int64_t rows, Scratch& w) {
+  query_block<4, 4, 2>(g, q, k, v, out, b, h, i0, rows, w);
+}
+
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void query_block_avx2(const Geometry& g, const HostTensor& q,
+                                                  const HostTensor& k, const HostTensor& v,
+                                                  const HostTensor& out, int64_t b, int64_t h,
+                                                  int64_t i0, int64_t rows, Scratch& w) {
+  query_block<8, 4, 2>(g, q, k, v, out, b, h, i0, rows, w);
+}
+
+[[gnu::target("avx512f")]] void query_block_avx512(const Geometry& g, const HostTensor& q,
+                                                   const HostTensor& k, const HostTensor& v,
+                                                   const HostTensor& out, int64_t b, int64_t h,
+                                                   int64_t i0, int64_t rows, Scratch& w) {
+  query_block<16, 4, 4>(g, q, k, v, out, b, h, i0, rows, w);
+}
+#endif
+
+QueryBlockFn query_block_for(std::string_view isa) {
+#if defined(__x86_64__)
+  if (isa.starts_with("avx512")) return query_block_avx512;
+  if (isa == "avx2") return query_block_avx2;
+#endif
+  return query_block_generic;
 }
 
 }  // namespace
@@ -286,6 +372,7 @@ void run_attention(const phx_attention_params& params, const HostTensor& q, cons
   g.window = params.window;
   g.dtype = q.dtype;
 
+  const QueryBlockFn run_query_block = query_block_for(gemm_isa());
   const int64_t query_blocks = (g.sq + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = g.batch * g.heads * query_blocks;
   const int64_t work_per_task = std::min(kQueryBlock, g.sq) * g.skv * (g.d + g.dv);
@@ -297,8 +384,8 @@ void run_attention(const phx_attention_params& params, const HostTensor& q, cons
       for (int64_t t = begin; t < end; ++t) {
         const int64_t qb = t % query_blocks, bh = t / query_blocks;
         const int64_t i0 = qb * kQueryBlock;
-        query_block(g, q, k, v, out, bh / g.heads, bh % g.heads, i0,
-                    std::min(kQueryBlock, g.sq - i0), scratch);
+        run_query_block(g, q, k, v, out, bh / g.heads, bh % g.heads, i0,
+                        std::min(kQueryBlock, g.sq - i0), scratch);
       }
     } catch (const std::bad_alloc&) {
       out_of_memory = true;
