@@ -854,8 +854,7 @@ void describe_operands(ProfileEntry& record, const Tensor* const* inputs, size_t
       shapes.ranks[i] = 0;
       continue;
     }
-    const Operand operand = operand_of(*tensor);
-    if (dims + operand.rank > OperandShapes::kMaxDims) {
+    if (dims + tensor->rank > OperandShapes::kMaxDims) {
       // Too many to keep: the text now (which append_signature prefers).
       record.signature.clear();
       shapes.input_count = shapes.output_count = 0;
@@ -869,10 +868,10 @@ void describe_operands(ProfileEntry& record, const Tensor* const* inputs, size_t
       }
       return;
     }
-    shapes.dtypes[i] = static_cast<uint8_t>(operand.dtype);
-    shapes.ranks[i] = static_cast<uint8_t>(operand.rank);
-    std::copy_n(operand.shape, operand.rank, shapes.dims + dims);
-    dims += operand.rank;
+    shapes.dtypes[i] = static_cast<uint8_t>(tensor->dtype);
+    shapes.ranks[i] = static_cast<uint8_t>(tensor->rank);
+    std::copy_n(tensor->shape, tensor->rank, shapes.dims + dims);
+    dims += tensor->rank;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <variant>
 
 #include "context.h"
@@ -185,13 +186,16 @@ struct Writer::Queued : std::variant<QueuedOp, QueuedWait> {
 };
 
 struct Writer::Queue {
-  std::vector<Queued> formatting;  // the events being formatted, under the writer's mutex_
-  std::mutex mutex;                // what follows
+  // What the ops' threads touch, on cache lines of its own: were the writer's thread to
+  // write next to the mutex while it formats, every op would wait for the line.
+  alignas(64) std::mutex mutex;  // what follows, up to formatting
   std::condition_variable wake;
   std::vector<Queued> events;
   bool stopping = false;
   std::thread thread;
   pid_t thread_process = 0;  // the process that started it (a forked child has none)
+  // The events being formatted, under the writer's mutex_.
+  alignas(64) std::vector<Queued> formatting;
 };
 
 uint64_t now_ns() noexcept {
@@ -285,11 +289,13 @@ void Writer::end() {
   }
 }
 
-void Writer::enqueue(Queued&& event) {
+template <class Event>
+void Writer::enqueue(Event&& event) {
   size_t queued = 0;
   {
     std::lock_guard lock(queue_->mutex);
-    queue_->events.push_back(std::move(event));
+    queue_->events.emplace_back(std::in_place_type<std::remove_cvref_t<Event>>,
+                                std::forward<Event>(event));
     queued = queue_->events.size();
   }
   if (queued == kWakeAtQueued) queue_->wake.notify_one();

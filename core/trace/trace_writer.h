@@ -97,7 +97,9 @@ class Writer {
   struct QueuedWait;
   struct Queued;  // either
 
-  void enqueue(Queued&& event);
+  // Puts event (a QueuedOp or a QueuedWait) into the queue, constructed in place.
+  template <class Event>
+  void enqueue(Event&& event);
   // Formats the queued events, in order. Under mutex_.
   void write_queued();
   // The writer's thread: formats the queue every few milliseconds, or once it is long.
