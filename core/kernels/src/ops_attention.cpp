@@ -28,6 +28,7 @@
 
 #include "ops_common.h"
 #include "phx/kernels/gemm.h"
+#include "vec.h"
 
 namespace phx::kernels::ops {
 namespace {
@@ -38,42 +39,6 @@ constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 64;
 
 // ---- vector building blocks (f32) ----
-
-// Vectors of GCC's vector extension, of `Lanes` floats: the instruction set of the function
-// they are compiled in carries out their arithmetic, and, unlike local arrays, they stay
-// in registers. (Spelled out per width: GCC drops the attribute from an alias template.)
-template <int Lanes>
-struct VecOf;
-template <>
-struct VecOf<4> {
-  using type = float __attribute__((vector_size(16)));
-};
-template <>
-struct VecOf<8> {
-  using type = float __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<16> {
-  using type = float __attribute__((vector_size(64)));
-};
-template <int Lanes>
-using Vec = typename VecOf<Lanes>::type;
-
-// Loads and stores at any address through memcpy, which compiles to one unaligned vector
-// move, and through a local copy: an accumulator whose address is never taken is what
-// the compiler keeps in a register. (Through references: a vector passed or returned by
-// value would change the ABI of a function compiled without the instruction set.)
-template <class V>
-PHX_INLINE void load(V& v, const float* p) {
-  V local;
-  std::memcpy(&local, p, sizeof local);
-  v = local;
-}
-template <class V>
-PHX_INLINE void store(float* p, const V& v) {
-  const V local = v;
-  std::memcpy(p, &local, sizeof local);
-}
 
 // One tile of product: for its R rows r and C * L columns x,
 //   c[r * ldc + x] = c0 + sum over t < depth of a[r * a_row + t * a_step] * b[t * ldb + x],
@@ -153,14 +118,7 @@ PHX_INLINE float exp_nonpositive_f32(float x) {
   const float n = t - magic;
   const int32_t ni = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - 0x4B400000u);
   const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;  // x - n ln2
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const float p = exp_reduced_f32(r);
   const float scale = std::bit_cast<float>(static_cast<uint32_t>(ni + 127) << 23);  // 2^n
   return x < -87.0f ? 0.0f : p * scale;
 }

@@ -17,46 +17,13 @@
 
 #include "ops_common.h"
 #include "phx/kernels/gemm.h"
+#include "vec.h"
 
 namespace phx::kernels::ops {
 namespace {
 
 constexpr int64_t kMaxPatch = 32;
 constexpr int kOutBlock = 4;
-
-// Vectors of GCC's vector extension, of `Lanes` floats: the instruction set of the function
-// they are compiled in carries out their arithmetic, and the blocks stay in registers.
-// (Spelled out per width: GCC drops the attribute from an alias template.)
-template <int Lanes>
-struct VecOf;
-template <>
-struct VecOf<4> {
-  using type = float __attribute__((vector_size(16)));
-};
-template <>
-struct VecOf<8> {
-  using type = float __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<16> {
-  using type = float __attribute__((vector_size(64)));
-};
-template <int Lanes>
-using Vec = typename VecOf<Lanes>::type;
-
-// Loads and stores at any address through memcpy, which compiles to one unaligned vector
-// move: a pointer cast to an under-aligned vector type is what clang's UBSan (rightly)
-// reports as a misaligned load.
-// (Through references: a vector passed or returned by value would change the ABI of a
-// function compiled without the instruction set.)
-template <class V>
-PHX_INLINE void load(V& v, const float* p) {
-  std::memcpy(&v, p, sizeof v);
-}
-template <class V>
-PHX_INLINE void store(float* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 // Row pixels [0, n) of CB channels: y[c * ldy + t] = bias[c] + sum over k of
 // w[c * K + k] * x[off[k] + t], in tiles of 2 vectors per channel. x is read up to a tile
