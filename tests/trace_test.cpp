@@ -381,6 +381,47 @@ TEST_F(Trace, ExecutableNodesNestUnderTheirRun) {
   }
 }
 
+// Names are the program's text: quotes, backslashes and control characters reach the file
+// escaped, and a JSON parser gives them back as they were.
+TEST_F(Trace, NamesWithCharactersToEscapeReadBackAsTheyWere) {
+  open(0);
+  const std::string path = file("escaped.json");
+  const std::string name = "say \"hi\" \\ to\ttab\nline\x01 end";
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_graph_create(context_, &graph), PHX_STATUS_OK);
+  const int64_t shape[] = {4, 4};
+  phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
+  desc.dtype = PHX_DTYPE_F32;
+  desc.rank = 2;
+  desc.shape = shape;
+  phx_value x = 0;
+  ASSERT_EQ(phx_graph_add_input(graph, &desc, &x), PHX_STATUS_OK);
+  const phx_value y = phx_test::add_node(graph, PHX_OP_RELU, {x}, name.c_str());
+  ASSERT_EQ(phx_graph_add_output(graph, y, "y"), PHX_STATUS_OK);
+  phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph, &options, &exe), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
+
+  ASSERT_EQ(phx_trace_begin(context_, path.c_str()), PHX_STATUS_OK) << phx_last_error();
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(context_, 0, &stream), PHX_STATUS_OK);
+  const phx_tensor in = tensor(0, 4, 4, 1), out = tensor(0, 4, 4, 0);
+  ASSERT_EQ(phx_executable_run(stream, exe, &in, 1, &out, 1, nullptr), PHX_STATUS_OK);
+  ASSERT_EQ(phx_trace_end(context_), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(phx_executable_destroy(exe), PHX_STATUS_OK);
+
+  const json events = parse_trace(path, true);
+  size_t found = 0;
+  for (const json& e : events)
+    if (e["cat"] == "op" && e["args"].contains("node")) {
+      EXPECT_EQ(e["args"]["node"].get<std::string>(), name);
+      EXPECT_EQ(e["args"]["signature"].get<std::string>(), "f32[4x4] -> f32[4x4]");
+      ++found;
+    }
+  EXPECT_EQ(found, 1u);
+}
+
 // The op span on flow end's track that holds its timestamp (its binding point), or null.
 const json* enclosing_op(const json& events, const json& end) {
   constexpr double kRounding = 0.0015;

@@ -44,21 +44,27 @@ uint32_t host_tid() {
   return tid;
 }
 
+// A JSON string. The runs between characters that need escaping are appended whole: the
+// writer's thread formats every op's event, and it must keep up with the ops.
 void append_string(std::string& out, std::string_view text) {
   out += '"';
-  for (const char c : text) {
+  size_t run = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+    out.append(text.substr(run, i - run));
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
+    } else {
       static const char kHex[] = "0123456789abcdef";
       out += "\\u00";
       out += kHex[(c >> 4) & 0xf];
       out += kHex[c & 0xf];
-    } else {
-      out += c;
     }
+    run = i + 1;
   }
+  out.append(text.substr(run));
   out += '"';
 }
 
@@ -427,9 +433,14 @@ void Writer::write_op(const QueuedOp& op) {
     buffer_ += ",\"args\":{\"op\":";
     append_string(buffer_, name);
     append_key(buffer_, "signature");
-    signature_.clear();
-    append_signature(signature_, record);
-    append_string(buffer_, signature_);
+    if (record.signature.empty()) {
+      // Written from the shapes: dtype names, digits and punctuation, nothing to escape.
+      buffer_ += '"';
+      append_signature(buffer_, record);
+      buffer_ += '"';
+    } else {
+      append_string(buffer_, record.signature);
+    }
     if (!record.node.empty()) {
       append_key(buffer_, "node");
       append_string(buffer_, record.node);

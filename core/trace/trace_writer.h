@@ -132,7 +132,6 @@ class Writer {
   int fd_ = -1;
   std::string path_;
   std::string buffer_;
-  std::string signature_;  // an op's, written from its record's shapes
   bool first_event_ = true;
   uint64_t origin_ns_ = 0;  // the steady clock at begin: ts 0
   uint64_t last_flush_ns_ = 0;
