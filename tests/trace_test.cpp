@@ -173,19 +173,24 @@ class Trace : public ::testing::Test {
   std::vector<std::string> files_;
 };
 
-// The graph relu(x w) + x of 4x4 f32, compiled for device with the CPU device (0) for
-// what it lacks.
-phx_executable compile_graph(phx_context context, size_t device) {
-  phx_graph graph = nullptr;
-  EXPECT_EQ(phx_graph_create(context, &graph), PHX_STATUS_OK);
+// A 4x4 f32 input of graph.
+phx_value input_4x4(phx_graph graph) {
   const int64_t shape[] = {4, 4};
   phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
   desc.dtype = PHX_DTYPE_F32;
   desc.rank = 2;
   desc.shape = shape;
-  phx_value x = 0, w = 0;
-  EXPECT_EQ(phx_graph_add_input(graph, &desc, &x), PHX_STATUS_OK);
-  EXPECT_EQ(phx_graph_add_input(graph, &desc, &w), PHX_STATUS_OK);
+  phx_value x = 0;
+  EXPECT_EQ(phx_graph_add_input(graph, &desc, &x), PHX_STATUS_OK) << phx_last_error();
+  return x;
+}
+
+// The graph relu(x w) + x of 4x4 f32, compiled for device with the CPU device (0) for
+// what it lacks.
+phx_executable compile_graph(phx_context context, size_t device) {
+  phx_graph graph = nullptr;
+  EXPECT_EQ(phx_graph_create(context, &graph), PHX_STATUS_OK);
+  const phx_value x = input_4x4(graph), w = input_4x4(graph);
   const phx_value product = phx_test::add_node(graph, PHX_OP_MATMUL, {x, w}, "product");
   const phx_value rectified = phx_test::add_node(graph, PHX_OP_RELU, {product}, "rectified");
   const phx_value sum = phx_test::add_node(graph, PHX_OP_ADD, {rectified, x}, "sum");
@@ -389,14 +394,7 @@ TEST_F(Trace, NamesWithCharactersToEscapeReadBackAsTheyWere) {
   const std::string name = "say \"hi\" \\ to\ttab\nline\x01 end";
   phx_graph graph = nullptr;
   ASSERT_EQ(phx_graph_create(context_, &graph), PHX_STATUS_OK);
-  const int64_t shape[] = {4, 4};
-  phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
-  desc.dtype = PHX_DTYPE_F32;
-  desc.rank = 2;
-  desc.shape = shape;
-  phx_value x = 0;
-  ASSERT_EQ(phx_graph_add_input(graph, &desc, &x), PHX_STATUS_OK);
-  const phx_value y = phx_test::add_node(graph, PHX_OP_RELU, {x}, name.c_str());
+  const phx_value y = phx_test::add_node(graph, PHX_OP_RELU, {input_4x4(graph)}, name.c_str());
   ASSERT_EQ(phx_graph_add_output(graph, y, "y"), PHX_STATUS_OK);
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
   phx_executable exe = nullptr;
