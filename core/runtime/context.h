@@ -96,7 +96,6 @@ struct HostMemory {
   void* user_data;
 };
 
-// A record of one op: what phx_profile_get reports, and what a trace draws of it.
 // The dtypes and shapes of an op's operands, as its submission found them. A record keeps
 // these rather than its signature's text, which is written only when it is read (the
 // profile API, the trace's writer thread): a traced op pays for a copy, not for the text.
@@ -110,6 +109,7 @@ struct OperandShapes {
   int64_t dims[kMaxDims] = {};
 };
 
+// A record of one op: what phx_profile_get reports, and what a trace draws of it.
 struct ProfileEntry {
   uint64_t ticket = 0;
   phx_op_id op = PHX_OP_INVALID;

@@ -830,48 +830,48 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
 }
 
 namespace {
-// What a signature has before operand i: ", " between inputs, " -> " before the first
-// output, " " between outputs.
-void append_separator(std::string& out, size_t i, size_t input_count) {
-  if (i == input_count) out += " ->";
-  if (i >= input_count)
-    out += ' ';
-  else if (i > 0)
-    out += ", ";
+// Appends the signature of count operands, the first input_count of them inputs:
+// "f32[64x32], f32[32x16] -> f32[64x16]". operand_at(i) gives operand i (called in order),
+// with dtype PHX_DTYPE_INVALID for an absent optional input.
+template <class OperandAt>
+void append_operands(std::string& out, size_t count, size_t input_count, OperandAt&& operand_at) {
+  for (size_t i = 0; i < count; ++i) {
+    if (i == input_count) out += " ->";
+    if (i >= input_count)
+      out += ' ';
+    else if (i > 0)
+      out += ", ";
+    const Operand operand = operand_at(i);
+    if (operand.dtype == PHX_DTYPE_INVALID)
+      out += "none";
+    else
+      append_text(out, operand);
+  }
 }
 }  // namespace
 
 void describe_operands(ProfileEntry& record, const Tensor* const* inputs, size_t input_count,
                        const Tensor* const* outputs, size_t output_count) {
+  auto tensor_at = [&](size_t i) { return i < input_count ? inputs[i] : outputs[i - input_count]; };
+  const size_t count = input_count + output_count;
+  size_t dims = 0;
+  for (size_t i = 0; i < count; ++i) dims += tensor_at(i) != nullptr ? tensor_at(i)->rank : 0;
+  if (dims > OperandShapes::kMaxDims) {
+    // Too many to keep: the text now (which append_signature prefers).
+    append_operands(record.signature, count, input_count, [&](size_t i) {
+      return tensor_at(i) != nullptr ? operand_of(*tensor_at(i)) : Operand{};
+    });
+    return;
+  }
   OperandShapes& shapes = record.shapes;
   shapes.input_count = static_cast<uint8_t>(input_count);
   shapes.output_count = static_cast<uint8_t>(output_count);
-  size_t dims = 0;
-  for (size_t i = 0; i < input_count + output_count; ++i) {
-    const Tensor* tensor = i < input_count ? inputs[i] : outputs[i - input_count];
-    if (tensor == nullptr) {
-      shapes.dtypes[i] = PHX_DTYPE_INVALID;
-      shapes.ranks[i] = 0;
-      continue;
-    }
-    if (dims + tensor->rank > OperandShapes::kMaxDims) {
-      // Too many to keep: the text now (which append_signature prefers).
-      record.signature.clear();
-      shapes.input_count = shapes.output_count = 0;
-      for (size_t k = 0; k < input_count + output_count; ++k) {
-        append_separator(record.signature, k, input_count);
-        const Tensor* t = k < input_count ? inputs[k] : outputs[k - input_count];
-        if (t == nullptr)
-          record.signature += "none";
-        else
-          append_text(record.signature, operand_of(*t));
-      }
-      return;
-    }
-    shapes.dtypes[i] = static_cast<uint8_t>(tensor->dtype);
-    shapes.ranks[i] = static_cast<uint8_t>(tensor->rank);
-    std::copy_n(tensor->shape, tensor->rank, shapes.dims + dims);
-    dims += tensor->rank;
+  int64_t* next = shapes.dims;
+  for (size_t i = 0; i < count; ++i) {
+    const Tensor* tensor = tensor_at(i);
+    shapes.dtypes[i] = static_cast<uint8_t>(tensor != nullptr ? tensor->dtype : PHX_DTYPE_INVALID);
+    shapes.ranks[i] = static_cast<uint8_t>(tensor != nullptr ? tensor->rank : 0);
+    if (tensor != nullptr) next = std::copy_n(tensor->shape, tensor->rank, next);
   }
 }
 
@@ -881,21 +881,16 @@ void append_signature(std::string& out, const ProfileEntry& record) {
     return;
   }
   const OperandShapes& shapes = record.shapes;
-  const size_t count = size_t{shapes.input_count} + shapes.output_count;
-  const int64_t* dims = shapes.dims;
-  for (size_t i = 0; i < count; ++i) {
-    append_separator(out, i, shapes.input_count);
-    Operand operand;
-    operand.dtype = static_cast<phx_dtype>(shapes.dtypes[i]);
-    if (operand.dtype == PHX_DTYPE_INVALID) {
-      out += "none";
-      continue;
-    }
-    operand.rank = shapes.ranks[i];
-    std::copy_n(dims, operand.rank, operand.shape);
-    dims += operand.rank;
-    append_text(out, operand);
-  }
+  const int64_t* next = shapes.dims;
+  append_operands(out, size_t{shapes.input_count} + shapes.output_count, shapes.input_count,
+                  [&](size_t i) {
+                    Operand operand;
+                    operand.dtype = static_cast<phx_dtype>(shapes.dtypes[i]);
+                    operand.rank = shapes.ranks[i];
+                    std::copy_n(next, operand.rank, operand.shape);
+                    next += operand.rank;
+                    return operand;
+                  });
 }
 
 }  // namespace phx
