@@ -177,8 +177,9 @@ struct Fixture {
   }
 
   // Runs on isa with the given output dtype and activation; checks every element
-  // against the reference, and that the padding of C is untouched.
-  void check(const char* isa, phx_dtype out, phx_activation act, ThreadPool& pool) const {
+  // against the reference, and that the padding of C is untouched. Returns C's bytes.
+  std::vector<unsigned char> check(const char* isa, phx_dtype out, phx_activation act,
+                                   ThreadPool& pool) const {
     const size_t c_elems = size_t(p.batch * sc);
     const float kSentinel = 1234.5f;
     std::vector<float> c32(out == PHX_DTYPE_F32 ? c_elems : 0, kSentinel);
@@ -205,7 +206,7 @@ struct Fixture {
     g.batch_stride_c = sc;
     g.bias = p.bias ? bias.data() : nullptr;
     g.activation = act;
-    ASSERT_TRUE(gemm_with_isa(g, pool, isa)) << isa;
+    EXPECT_TRUE(gemm_with_isa(g, pool, isa)) << isa;
 
     const double half_ulp = out == PHX_DTYPE_BF16  ? 1.0 / 256
                             : out == PHX_DTYPE_F16 ? 1.0 / 2048
@@ -244,6 +245,8 @@ struct Fixture {
       }
     }
     EXPECT_EQ(failures, 0) << isa << " " << describe(p);
+    const auto* bytes = static_cast<const unsigned char*>(g.c);
+    return {bytes, bytes + c_elems * (out == PHX_DTYPE_F32 ? 4 : 2)};
   }
 };
 
@@ -442,6 +445,26 @@ TEST(Gemm, SkinnyBatched) {
   }
 }
 
+// Split over threads, products of many rows take B packed once by all of them, in blocks
+// of columns where B is larger than the buffer for it (gemm_shared_b_bytes); here K makes
+// two such blocks on every vector path (at most 1040 columns each, N 1100). Neither the
+// blocks nor the number of threads changes a bit of C: every element is the same chain of
+// K blocks, whichever thread computes it.
+TEST(Gemm, ThreadsAndSharedBBlocksChangeNoBit) {
+  std::mt19937 rng(23);
+  Problem p{230, 1100, gemm_shared_b_bytes() / (4 * 1040)};
+  p.bias = true;
+  Fixture f(p, rng);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  const std::vector<const char*> names = isas();
+  for (const char* isa : names) {
+    if (std::string(isa) == "generic" && names.size() > 1) continue;  // slow, and as above
+    const std::vector<unsigned char> one = f.check(isa, PHX_DTYPE_F32, PHX_ACTIVATION_GELU, pool1);
+    EXPECT_TRUE(one == f.check(isa, PHX_DTYPE_F32, PHX_ACTIVATION_GELU, pool2)) << isa;
+    EXPECT_TRUE(one == f.check(isa, PHX_DTYPE_F32, PHX_ACTIVATION_GELU, pool3)) << isa;
+  }
+}
+
 // A product on a PackedB has the bits of the same product on B itself (executables pack
 // their constant weights, eager ops do not, and the two must agree): for skinny products,
 // whose chains read the panels in the order they read B, and packed ones alike. Both
@@ -451,9 +474,10 @@ TEST(Gemm, PackedBMatchesUnpacked) {
   std::mt19937 rng(19);
   ThreadPool pool(2);
   const int64_t top = gemm_skinny_max_rows();
-  for (int64_t m : {int64_t{1}, top, top + 1, int64_t{40}}) {
+  // 240 rows of one matrix: tasks of rows on 2 threads take turns on the PackedB.
+  for (int64_t m : {int64_t{1}, top, top + 1, int64_t{40}, int64_t{240}}) {
     for (int tb = 0; tb < 2; ++tb) {
-      const int64_t n = 1001, k = 900, batch = 2;
+      const int64_t n = 1001, k = 900, batch = m == 240 ? 1 : 2;
       Buffer a(PHX_DTYPE_F32, size_t(batch * m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
       std::vector<float> bias(size_t(n), 0.25f);
       std::vector<float> c1(size_t(batch * m * n)), c2(c1.size(), -1.0f);
