@@ -507,41 +507,46 @@ TEST(Gemm, PackedBMatchesUnpacked) {
   }
 }
 
-// With k_pass the skinny path is never taken: a skinny product still has the passes' bits
-// (gemm.h), here formed with one FMA per k. The portable path is left out: without FMA
-// in its baseline it rounds every product before adding it.
-TEST(Gemm, KPassOnSkinnyShapes) {
+// With k_pass every element is the passes' chain (gemm.h), here formed with one FMA per k:
+// a skinny product too (the skinny path is never taken with k_pass), and one of rows
+// enough to take B packed by all the threads, in the passes' K blocks. The portable path
+// is left out: without FMA in its baseline it rounds every product before adding it.
+TEST(Gemm, KPassOnSkinnyAndSharedShapes) {
   std::mt19937 rng(23);
   ThreadPool pool(2);
-  const int64_t m = 1, n = 300, k = 700, depth = 128;
-  Buffer a(PHX_DTYPE_F32, size_t(m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
-  std::vector<float> want(static_cast<size_t>(n));
-  for (int64_t j = 0; j < n; ++j) {
-    float acc = 0.0f;
-    for (int64_t k0 = 0; k0 < k; k0 += depth) {
-      float pass = 0.0f;
-      for (int64_t kk = k0; kk < std::min(k, k0 + depth); ++kk)
-        pass = std::fma(a.vals[size_t(kk)], b.vals[size_t(kk * n + j)], pass);
-      acc = k0 == 0 ? pass : acc + pass;
+  const int64_t n = 300, k = 700, depth = 128;
+  for (int64_t m : {int64_t{1}, int64_t{240}}) {
+    Buffer a(PHX_DTYPE_F32, size_t(m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
+    std::vector<float> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (int64_t k0 = 0; k0 < k; k0 += depth) {
+          float pass = 0.0f;
+          for (int64_t kk = k0; kk < std::min(k, k0 + depth); ++kk)
+            pass = std::fma(a.vals[size_t(i * k + kk)], b.vals[size_t(kk * n + j)], pass);
+          acc = k0 == 0 ? pass : acc + pass;
+        }
+        want[size_t(i * n + j)] = acc;
+      }
+    for (const char* isa : isas()) {
+      if (std::string(isa) == "generic") continue;
+      std::vector<float> c(size_t(m * n));
+      GemmArgs g;
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.a = a.data();
+      g.lda = k;
+      g.b = b.data();
+      g.ldb = n;
+      g.c = c.data();
+      g.ldc = n;
+      g.k_pass = depth;
+      ASSERT_TRUE(gemm_with_isa(g, pool, isa));
+      EXPECT_EQ(0, std::memcmp(want.data(), c.data(), c.size() * sizeof(float)))
+          << isa << " m=" << m;
     }
-    want[size_t(j)] = acc;
-  }
-  for (const char* isa : isas()) {
-    if (std::string(isa) == "generic") continue;
-    std::vector<float> c(size_t(m * n));
-    GemmArgs g;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.a = a.data();
-    g.lda = k;
-    g.b = b.data();
-    g.ldb = n;
-    g.c = c.data();
-    g.ldc = n;
-    g.k_pass = depth;
-    ASSERT_TRUE(gemm_with_isa(g, pool, isa));
-    EXPECT_EQ(0, std::memcmp(want.data(), c.data(), c.size() * sizeof(float))) << isa;
   }
 }
 
