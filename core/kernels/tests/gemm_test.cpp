@@ -260,6 +260,22 @@ std::vector<phx_dtype> outs_for(phx_dtype in) {
   return {PHX_DTYPE_F32, in};
 }
 
+// The arguments of C[m x n] = A[m x k] B[k x n], all f32, row-major and unpadded.
+GemmArgs row_major_f32(int64_t m, int64_t n, int64_t k, const Buffer& a, const Buffer& b,
+                       float* c) {
+  GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a.data();
+  g.lda = k;
+  g.b = b.data();
+  g.ldb = n;
+  g.c = c;
+  g.ldc = n;
+  return g;
+}
+
 TEST(Gemm, IsaNames) {
   const std::vector<const char*> names = isas();
   ASSERT_FALSE(names.empty());
@@ -532,16 +548,7 @@ TEST(Gemm, KPassOnSkinnyAndSharedShapes) {
     for (const char* isa : isas()) {
       if (std::string(isa) == "generic") continue;
       std::vector<float> c(size_t(m * n));
-      GemmArgs g;
-      g.m = m;
-      g.n = n;
-      g.k = k;
-      g.a = a.data();
-      g.lda = k;
-      g.b = b.data();
-      g.ldb = n;
-      g.c = c.data();
-      g.ldc = n;
+      GemmArgs g = row_major_f32(m, n, k, a, b, c.data());
       g.k_pass = depth;
       ASSERT_TRUE(gemm_with_isa(g, pool, isa));
       EXPECT_EQ(0, std::memcmp(want.data(), c.data(), c.size() * sizeof(float)))
@@ -557,16 +564,7 @@ TEST(Gemm, DefaultMatchesChosenIsa) {
   const int64_t m = 50, n = 70, k = 300;
   Buffer a(PHX_DTYPE_F32, size_t(m * k), rng), b(PHX_DTYPE_F32, size_t(k * n), rng);
   std::vector<float> c1(size_t(m * n)), c2(size_t(m * n));
-  GemmArgs g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a.data();
-  g.lda = k;
-  g.b = b.data();
-  g.ldb = n;
-  g.c = c1.data();
-  g.ldc = n;
+  GemmArgs g = row_major_f32(m, n, k, a, b, c1.data());
   g.activation = PHX_ACTIVATION_GELU;
   gemm(g, pool);
   g.c = c2.data();
