@@ -19,10 +19,8 @@
 // rounded once. A query that sees no key (causal with Sq > Skv: its position is negative)
 // has an empty softmax; its output is defined as zeros. The vectors follow the instruction
 // set that gemm_isa() names (PHX_CPU_ISA caps it), so that the tests reach every path.
-#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <new>
 #include <string_view>
 #include <vector>
 
@@ -334,22 +332,15 @@ void run_attention(const phx_attention_params& params, const HostTensor& q, cons
   const int64_t query_blocks = (g.sq + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = g.batch * g.heads * query_blocks;
   const int64_t work_per_task = std::min(kQueryBlock, g.sq) * g.skv * (g.d + g.dv);
-  // A task must not throw (ThreadPool::run): a failed allocation is reported after.
-  std::atomic<bool> out_of_memory{false};
   parallel_for(pool, tasks, work_per_task, [&](int64_t begin, int64_t end) {
-    try {
-      Scratch scratch(g);
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t qb = t % query_blocks, bh = t / query_blocks;
-        const int64_t i0 = qb * kQueryBlock;
-        run_query_block(g, q, k, v, out, bh / g.heads, bh % g.heads, i0,
-                        std::min(kQueryBlock, g.sq - i0), scratch);
-      }
-    } catch (const std::bad_alloc&) {
-      out_of_memory = true;
+    Scratch scratch(g);  // its std::bad_alloc reaches the caller through the pool
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t qb = t % query_blocks, bh = t / query_blocks;
+      const int64_t i0 = qb * kQueryBlock;
+      run_query_block(g, q, k, v, out, bh / g.heads, bh % g.heads, i0,
+                      std::min(kQueryBlock, g.sq - i0), scratch);
     }
   });
-  if (out_of_memory) throw std::bad_alloc();
 }
 
 }  // namespace phx::kernels::ops

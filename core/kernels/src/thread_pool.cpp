@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <utility>
+
 namespace phx::kernels {
 namespace {
 thread_local bool t_inside_region = false;
@@ -33,7 +35,15 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::drain(const std::function<void(size_t)>& task) {
-  for (size_t i = next_task_.fetch_add(1); i < task_count_; i = next_task_.fetch_add(1)) task(i);
+  for (size_t i = next_task_.fetch_add(1); i < task_count_; i = next_task_.fetch_add(1)) {
+    try {
+      task(i);
+    } catch (...) {
+      next_task_.store(task_count_);  // the tasks not started yet never start
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
 }
 
 void ThreadPool::worker_loop() {
@@ -77,6 +87,7 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& task) {
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return busy_workers_ == 0; });
   task_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 }  // namespace phx::kernels

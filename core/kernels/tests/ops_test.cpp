@@ -26,10 +26,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <random>
 #include <string>
@@ -319,6 +321,24 @@ const phx_dtype kAll[] = {PHX_DTYPE_F32, PHX_DTYPE_F16, PHX_DTYPE_BF16, PHX_DTYP
                           PHX_DTYPE_I16, PHX_DTYPE_I32, PHX_DTYPE_U8};
 
 // ---- support ----
+
+// A task that throws (a scratch buffer's std::bad_alloc) ends the region: run rethrows it
+// on the caller, whichever thread ran it, and the pool then runs the next region whole.
+// One task throwing, or all of them (only one exception comes out).
+TEST(ThreadPool, ATaskThatThrowsReachesTheCallerAndThePoolGoesOn) {
+  ThreadPool p(3);
+  for (int round = 0; round < 20; ++round) {
+    const bool all = round % 2 == 1;
+    EXPECT_THROW(p.run(64,
+                       [&](size_t i) {
+                         if (all || i == size_t(round)) throw std::bad_alloc();
+                       }),
+                 std::bad_alloc);
+    std::vector<std::atomic<int>> ran(100);
+    p.run(ran.size(), [&](size_t i) { ++ran[i]; });
+    for (const auto& r : ran) EXPECT_EQ(r.load(), 1);
+  }
+}
 
 TEST(OpsSupport, MatchesThePluginsClaims) {
   // Every float op of API 0.1, attention and rope, for every float dtype.

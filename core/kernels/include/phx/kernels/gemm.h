@@ -50,6 +50,8 @@ struct GemmArgs {
 
 // Runs the product on pool. The caller has checked the arguments (dtypes supported,
 // sizes positive, buffers large enough). With K == 0 the result is act(bias) or act(0).
+// Throws std::bad_alloc, on the calling thread whichever thread's allocation failed, when
+// a packing buffer cannot be allocated; C is then partly written.
 void gemm(const GemmArgs& args, ThreadPool& pool);
 
 // An f32 B (K x N, one matrix) packed once into the panels gemm packs it into at every

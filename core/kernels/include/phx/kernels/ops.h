@@ -31,7 +31,8 @@ bool op_supported(phx_op_id op, phx_dtype dtype);
 // by the core) or null for ops without params; inputs/outputs follow the op's rules (an
 // absent optional input has data == nullptr). Returns PHX_STATUS_OK or
 // PHX_STATUS_UNSUPPORTED (op/dtype not implemented); also PHX_STATUS_OUT_OF_MEMORY when
-// a scratch buffer (im2col, a converted bias) cannot be allocated. Never throws.
+// a scratch buffer (im2col, a converted bias, the GEMM's packing) cannot be allocated,
+// on any of the pool's threads. Never throws.
 // The operands are trusted: the core has checked shapes, dtypes and counts. Outputs
 // must not overlap inputs, except that an elementwise op may write over an input of
 // its own shape and dtype.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -26,7 +27,9 @@ class ThreadPool {
   // Runs task(i) for every i in [0, tasks) and returns when all have finished.
   // Tasks run inline on the caller when tasks <= 1, when called from inside a task
   // (nesting), or when another thread holds the pool: a region never waits for another.
-  // task must not throw.
+  // A task may throw (a scratch buffer's std::bad_alloc): the tasks no thread has taken
+  // yet are then skipped, and run rethrows the first exception on the calling thread once
+  // the tasks already running have finished.
   void run(size_t tasks, const std::function<void(size_t)>& task);
 
  private:
@@ -41,6 +44,7 @@ class ThreadPool {
   const std::function<void(size_t)>* task_ = nullptr;
   size_t task_count_ = 0;
   std::atomic<size_t> next_task_{0};
+  std::exception_ptr error_;  // a task's exception, under mutex_
   unsigned busy_workers_ = 0;
   unsigned long generation_ = 0;
   bool stopping_ = false;
