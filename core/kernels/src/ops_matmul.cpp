@@ -155,7 +155,7 @@ phx_status run_matmul_packed(const phx_matmul_params& params, const HostTensor* 
   try {
     ops::run_matmul(params, inputs[0], inputs[1], input_count > 2 ? inputs[2] : HostTensor{},
                     output, pool, &packed);
-  } catch (const std::bad_alloc&) {  // the converted bias
+  } catch (const std::bad_alloc&) {  // the converted bias, the GEMM's packing buffers
     return PHX_STATUS_OUT_OF_MEMORY;
   } catch (...) {
     return PHX_STATUS_INTERNAL;
