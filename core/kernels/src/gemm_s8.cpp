@@ -84,7 +84,8 @@ bool cpu_has(Isa isa) {
       return __builtin_cpu_supports("avx2") && avx2_kernels() != nullptr;
     case Isa::kVnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vnni") && vnni_kernels() != nullptr;
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+             vnni_kernels() != nullptr;
   }
   return false;
 #else
@@ -216,13 +217,33 @@ void pack_panel_as(const Operand& op, int64_t rows, int64_t k, int64_t r0, int p
     pack_panel<T, 2>(src, op, rows, k, r0, panel, shift, dst, sums);
 }
 
+// Packs one panel with the instruction set's packer, if it has one for this operand.
+bool pack_panel_fast(const Operand& src, int64_t rows, int64_t k, int64_t r0, int panel,
+                     const Kernels& ks, int32_t shift, void* dst, int64_t* sums) {
+  if (ks.layout != Layout::kQuads || src.dtype == PHX_DTYPE_I16) return false;
+  const int real = int(std::clamp<int64_t>(rows - r0, 0, panel));
+  int32_t sums32[kMaxNr];
+  if (src.k_contiguous && ks.pack_rows != nullptr) {
+    ks.pack_rows(static_cast<const char*>(src.data) + r0 * src.ld, src.ld, real, panel, k,
+                 src.dtype == PHX_DTYPE_I8, shift != 0, dst, sums32);
+  } else if (!src.k_contiguous && ks.pack_columns != nullptr && panel == ks.nr) {
+    ks.pack_columns(static_cast<const int8_t*>(src.data) + r0, src.ld, real, k, dst, sums32);
+  } else {
+    return false;
+  }
+  std::copy(sums32, sums32 + real, sums + r0);
+  return true;
+}
+
 // Packs every panel of an operand of `rows` rows, in parallel when it is big.
-void pack(const Operand& src, int64_t rows, int64_t k, int panel, Layout layout, int32_t shift,
+void pack(const Operand& src, int64_t rows, int64_t k, int panel, const Kernels& ks, int32_t shift,
           size_t panel_bytes, char* dst, int64_t* sums, ThreadPool& pool) {
+  const Layout layout = ks.layout;
   const int64_t panels = (rows + panel - 1) / panel;
   parallel_for(pool, panels, panel * k, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       void* at = dst + size_t(p) * panel_bytes;
+      if (pack_panel_fast(src, rows, k, p * panel, panel, ks, shift, at, sums)) continue;
       if (src.dtype == PHX_DTYPE_U8)
         pack_panel_as<uint8_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
       else if (src.dtype == PHX_DTYPE_I16)
@@ -397,10 +418,10 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
   Corrections fix;
   fix.rowsum.resize(size_t(g.m));
   std::vector<int64_t> colsum(size_t(g.n));
-  pack({g.a, g.a_dtype, g.lda, true}, g.m, g.k, ks.mr, ks.layout, shift, a_panel_bytes,
-       apack.data(), fix.rowsum.data(), pool);
-  pack({g.b, PHX_DTYPE_I8, g.ldb, g.trans_b}, g.n, g.k, ks.nr, ks.layout, 0, b_panel_bytes,
-       bpack.data(), colsum.data(), pool);
+  pack({g.a, g.a_dtype, g.lda, true}, g.m, g.k, ks.mr, ks, shift, a_panel_bytes, apack.data(),
+       fix.rowsum.data(), pool);
+  pack({g.b, PHX_DTYPE_I8, g.ldb, g.trans_b}, g.n, g.k, ks.nr, ks, 0, b_panel_bytes, bpack.data(),
+       colsum.data(), pool);
   fix.column.resize(size_t(g.n));
   if (g.b_zero_point != nullptr) fix.b_zero.assign(g.b_zero_point, g.b_zero_point + g.n);
   for (int64_t j = 0; j < g.n; ++j) {

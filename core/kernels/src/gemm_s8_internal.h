@@ -19,11 +19,24 @@ enum class Layout { kQuads, kPairs };
 // (row-major, row stride NR); every sum wraps around modulo 2^32.
 using Ukr32 = void (*)(int64_t groups, const void* a, const void* b, int32_t* tile);
 
+// Optional packers of one panel of P values (P a multiple of 4, at most 32) in the quads
+// layout, the same bytes as the portable packing, and the sums of each real row's (or
+// column's) values, modulo 2^32, which is all the 8-bit corrections use.
+// Rows: value (p, k) at src[p * ld + k] for p < real; u8 (!is_signed) or i8, flipped to
+// u8 (+128) when flip.
+using PackRows = void (*)(const void* src, int64_t ld, int real, int P, int64_t k, bool is_signed,
+                          bool flip, void* dst, int32_t* sums);
+// Columns of i8 B, P = nr: value (k, p) at src[k * ld + p] for p < real.
+using PackColumns = void (*)(const int8_t* src, int64_t ld, int real, int64_t k, void* dst,
+                             int32_t* sums);
+
 struct Kernels {
   const char* name;
   int mr, nr;
   Layout layout;
   Ukr32 ukr;
+  PackRows pack_rows = nullptr;
+  PackColumns pack_columns = nullptr;
 };
 
 const Kernels* avx2_kernels();  // null when not compiled in (non-x86)
