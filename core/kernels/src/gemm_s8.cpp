@@ -55,10 +55,14 @@ PHX_INLINE void ukr_pairs(int64_t groups, const int16_t* a, const int16_t* b, Ac
     for (int j = 0; j < kGenericNr; ++j) tile[i * kGenericNr + j] = acc[i][j];
 }
 
-PHX_CLONES void ukr_generic32(int64_t groups, const void* a, const void* b, int32_t* tile) {
+PHX_CLONES void ukr_generic32(int64_t groups, const void* a, const void* b, const int32_t* init,
+                              int32_t* c, int64_t ldc) {
   uint32_t acc[kGenericMr * kGenericNr];
   ukr_pairs(groups, static_cast<const int16_t*>(a), static_cast<const int16_t*>(b), acc);
-  std::memcpy(tile, acc, sizeof acc);
+  for (int i = 0; i < kGenericMr; ++i)
+    for (int j = 0; j < kGenericNr; ++j)
+      c[i * ldc + j] =
+          static_cast<int32_t>(acc[i * kGenericNr + j] + static_cast<uint32_t>(init[j]));
 }
 
 PHX_CLONES void ukr_generic64(int64_t groups, const int16_t* a, const int16_t* b, int64_t* tile) {
@@ -331,8 +335,10 @@ struct Corrections {
   std::vector<int64_t> column;  // -(shift + za) colsum(j) + K za zb(j) + bias(j)
   std::vector<int64_t> b_zero;  // zb(j), empty when B has no zero points
   std::vector<int64_t> rowsum;  // rowsum_A(i)
-  // column and b_zero modulo 2^32, for 8-bit A (b_zero32 empty when b_zero is)
-  std::vector<uint32_t> column32, b_zero32;
+  // For 8-bit A, modulo 2^32: column, where the microkernels start their sums (zeros past
+  // n, up to a whole panel), and b_zero (empty when b_zero is).
+  std::vector<int32_t> column32;
+  std::vector<uint32_t> b_zero32;
 };
 
 // Finishes the tile of rows [i0, i0 + mr) x columns [j0, j0 + nr) of 16-bit A.
@@ -352,13 +358,13 @@ void finish_tile64(const GemmS8Args& g, const Corrections& fix, const int64_t* t
   }
 }
 
-// The same for 8-bit A, whose every term is taken modulo 2^32: the corrections in uint32,
-// which gives the bits of the int64 sum truncated, in loops the compiler vectorizes (at
-// N = 1024 a scalar epilogue took about a third of the time the VNNI kernel left).
+// The same for 8-bit A, whose tile already holds the column corrections (the microkernel
+// starts from them) and whose every term is taken modulo 2^32: the rest in uint32, which
+// gives the bits of the int64 sum truncated, in loops the compiler vectorizes (at N = 1024
+// a scalar epilogue took about a third of the time the VNNI kernel left).
 PHX_CLONES void finish_tile32(const GemmS8Args& g, const Corrections& fix, const int32_t* tile,
                               int ld, int64_t i0, int mr, int64_t j0, int nr) {
   const size_t size = dtype_bytes(g.out_dtype);
-  const uint32_t* column = fix.column32.data() + j0;
   const uint32_t* b_zero = fix.b_zero32.empty() ? nullptr : fix.b_zero32.data() + j0;
   const bool doubles = g.out_dtype != PHX_DTYPE_I32;
   alignas(64) double acc[kMaxNr];
@@ -368,11 +374,9 @@ PHX_CLONES void finish_tile32(const GemmS8Args& g, const Corrections& fix, const
     const int32_t* row = tile + i * ld;
     if (b_zero != nullptr) {
       for (int j = 0; j < nr; ++j)
-        acc32[j] =
-            static_cast<int32_t>(static_cast<uint32_t>(row[j]) + column[j] - b_zero[j] * rowsum);
+        acc32[j] = static_cast<int32_t>(static_cast<uint32_t>(row[j]) - b_zero[j] * rowsum);
     } else {
-      for (int j = 0; j < nr; ++j)
-        acc32[j] = static_cast<int32_t>(static_cast<uint32_t>(row[j]) + column[j]);
+      std::memcpy(acc32, row, size_t(nr) * sizeof(int32_t));
     }
     if (!doubles && g.ldc_col == 1) {  // the raw accumulators, row-major: no stage to run
       int32_t* out = static_cast<int32_t*>(g.c) + (i0 + i) * g.ldc_row + j0;
@@ -430,7 +434,8 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
                             g.k * int64_t{g.a_zero_point} * zb + (g.bias ? g.bias[j] : 0);
   }
   if (!wide) {
-    fix.column32.assign(fix.column.begin(), fix.column.end());
+    fix.column32.assign(size_t(b_panels * ks.nr), 0);
+    std::copy(fix.column.begin(), fix.column.end(), fix.column32.begin());
     fix.b_zero32.assign(fix.b_zero.begin(), fix.b_zero.end());
   }
 
@@ -441,6 +446,10 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
   const int64_t threads = macs < kParallelMacs ? 1 : pool.size();
   const int64_t row_blocks =
       std::clamp<int64_t>((threads * 4 + col_blocks - 1) / col_blocks, 1, a_panels);
+  // Whole tiles of raw row-major accumulators need no output stage: the microkernel
+  // stores them in C.
+  const bool direct =
+      g.out_dtype == PHX_DTYPE_I32 && !g.relu && g.ldc_col == 1 && g.b_zero_point == nullptr;
   auto task = [&](size_t t) {
     const int64_t rb = int64_t(t) / col_blocks, cb = int64_t(t) % col_blocks;
     const int64_t ip0 = a_panels * rb / row_blocks, ip1 = a_panels * (rb + 1) / row_blocks;
@@ -459,8 +468,11 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
           ukr_generic64(groups, reinterpret_cast<const int16_t*>(ap),
                         reinterpret_cast<const int16_t*>(bp), tile64);
           finish_tile64(g, fix, tile64, ks.nr, i0, mr, j0, nr);
+        } else if (direct && mr == ks.mr && nr == ks.nr) {
+          ks.ukr(groups, ap, bp, fix.column32.data() + j0,
+                 static_cast<int32_t*>(g.c) + i0 * g.ldc_row + j0, g.ldc_row);
         } else {
-          ks.ukr(groups, ap, bp, tile32);
+          ks.ukr(groups, ap, bp, fix.column32.data() + j0, tile32, ks.nr);
           finish_tile32(g, fix, tile32, ks.nr, i0, mr, j0, nr);
         }
       }

@@ -15,9 +15,11 @@ namespace phx::kernels::gemm_s8_detail {
 
 enum class Layout { kQuads, kPairs };
 
-// Sums the packed panels over `groups` groups of ks into an MR x NR int32 tile
-// (row-major, row stride NR); every sum wraps around modulo 2^32.
-using Ukr32 = void (*)(int64_t groups, const void* a, const void* b, int32_t* tile);
+// Sums the packed panels over `groups` groups of ks, each row of sums starting from the
+// NR values at init, into an MR x NR int32 tile at c (row-major, row stride ldc); every
+// sum wraps around modulo 2^32.
+using Ukr32 = void (*)(int64_t groups, const void* a, const void* b, const int32_t* init,
+                       int32_t* c, int64_t ldc);
 
 // Optional packers of one panel of P values (P a multiple of 4, at most 32) in the quads
 // layout, the same bytes as the portable packing, and the sums of each real row's (or

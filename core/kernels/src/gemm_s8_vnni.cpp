@@ -22,10 +22,15 @@ namespace {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 
-PHX_VNNI void ukr_vnni(int64_t groups, const void* a, const void* b, int32_t* tile) {
+PHX_VNNI void ukr_vnni(int64_t groups, const void* a, const void* b, const int32_t* init,
+                       int32_t* c, int64_t ldc) {
   __m512i acc[kMr][2];
+  const __m512i init0 = _mm512_loadu_si512(init), init1 = _mm512_loadu_si512(init + 16);
 #pragma GCC unroll 12
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int i = 0; i < kMr; ++i) {
+    acc[i][0] = init0;
+    acc[i][1] = init1;
+  }
   const auto* ap = static_cast<const unsigned char*>(a);
   const auto* bp = static_cast<const __m512i*>(b);
   for (int64_t g = 0; g < groups; ++g) {
@@ -43,8 +48,8 @@ PHX_VNNI void ukr_vnni(int64_t groups, const void* a, const void* b, int32_t* ti
   }
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) {
-    _mm512_storeu_si512(tile + i * kNr, acc[i][0]);
-    _mm512_storeu_si512(tile + i * kNr + 16, acc[i][1]);
+    _mm512_storeu_si512(c + i * ldc, acc[i][0]);
+    _mm512_storeu_si512(c + i * ldc + 16, acc[i][1]);
   }
 }
 
