@@ -223,22 +223,29 @@ void pack_panel_as(const Operand& op, int64_t rows, int64_t k, int64_t r0, int p
     pack_panel<T, 2>(src, op, rows, k, r0, panel, shift, dst, sums);
 }
 
-// Packs one panel with the instruction set's packer, if it has one for this operand.
-bool pack_panel_fast(const Operand& src, int64_t rows, int64_t k, int64_t r0, int panel,
-                     const Kernels& ks, int32_t shift, void* dst, int64_t* sums) {
-  if (ks.layout != Layout::kQuads || src.dtype == PHX_DTYPE_I16) return false;
-  const int real = int(std::clamp<int64_t>(rows - r0, 0, panel));
-  int32_t sums32[kMaxNr];
+// Packs panels from the p-th on (at most `count`) with the instruction set's packers, if
+// they have one for this operand; returns how many (0: none).
+int64_t pack_fast(const Operand& src, int64_t rows, int64_t k, int64_t p, int64_t count, int panel,
+                  const Kernels& ks, int32_t shift, size_t panel_bytes, char* dst, int64_t* sums) {
+  if (ks.layout != Layout::kQuads || src.dtype == PHX_DTYPE_I16) return 0;
+  const int64_t r0 = p * panel;
+  void* at = dst + size_t(p) * panel_bytes;
+  int32_t sums32[kMaxPackedPanels * kMaxNr];
+  int64_t real = 0;
   if (src.k_contiguous && ks.pack_rows != nullptr) {
-    ks.pack_rows(static_cast<const char*>(src.data) + r0 * src.ld, src.ld, real, panel, k,
-                 src.dtype == PHX_DTYPE_I8, shift != 0, dst, sums32);
+    count = 1;
+    real = std::clamp<int64_t>(rows - r0, 0, panel);
+    ks.pack_rows(static_cast<const char*>(src.data) + r0 * src.ld, src.ld, int(real), panel, k,
+                 src.dtype == PHX_DTYPE_I8, shift != 0, at, sums32);
   } else if (!src.k_contiguous && ks.pack_columns != nullptr && panel == ks.nr) {
-    ks.pack_columns(static_cast<const int8_t*>(src.data) + r0, src.ld, real, k, dst, sums32);
+    count = std::min<int64_t>(count, kMaxPackedPanels);
+    real = std::clamp<int64_t>(rows - r0, 0, count * panel);
+    ks.pack_columns(static_cast<const int8_t*>(src.data) + r0, src.ld, real, k, at, sums32);
   } else {
-    return false;
+    return 0;
   }
   std::copy(sums32, sums32 + real, sums + r0);
-  return true;
+  return count;
 }
 
 // Packs every panel of an operand of `rows` rows, in parallel when it is big.
@@ -247,15 +254,21 @@ void pack(const Operand& src, int64_t rows, int64_t k, int panel, const Kernels&
   const Layout layout = ks.layout;
   const int64_t panels = (rows + panel - 1) / panel;
   parallel_for(pool, panels, panel * k, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
+    for (int64_t p = p0; p < p1;) {
+      const int64_t done =
+          pack_fast(src, rows, k, p, p1 - p, panel, ks, shift, panel_bytes, dst, sums);
+      if (done > 0) {
+        p += done;
+        continue;
+      }
       void* at = dst + size_t(p) * panel_bytes;
-      if (pack_panel_fast(src, rows, k, p * panel, panel, ks, shift, at, sums)) continue;
       if (src.dtype == PHX_DTYPE_U8)
         pack_panel_as<uint8_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
       else if (src.dtype == PHX_DTYPE_I16)
         pack_panel_as<int16_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
       else
         pack_panel_as<int8_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
+      ++p;
     }
   });
 }

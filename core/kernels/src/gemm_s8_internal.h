@@ -28,8 +28,10 @@ using Ukr32 = void (*)(int64_t groups, const void* a, const void* b, const int32
 // u8 (+128) when flip.
 using PackRows = void (*)(const void* src, int64_t ld, int real, int P, int64_t k, bool is_signed,
                           bool flip, void* dst, int32_t* sums);
-// Columns of i8 B, P = nr: value (k, p) at src[k * ld + p] for p < real.
-using PackColumns = void (*)(const int8_t* src, int64_t ld, int real, int64_t k, void* dst,
+// Columns of i8 B, P = nr, up to kMaxPackedPanels panels one after the other in dst:
+// value (k, p) at src[k * ld + p] for p < columns.
+constexpr int kMaxPackedPanels = 8;
+using PackColumns = void (*)(const int8_t* src, int64_t ld, int64_t columns, int64_t k, void* dst,
                              int32_t* sums);
 
 struct Kernels {

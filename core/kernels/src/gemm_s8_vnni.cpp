@@ -142,41 +142,51 @@ PHX_VNNI void pack_rows_vnni(const void* src, int64_t ld, int real, int P, int64
   }
 }
 
-// Four rows of B (consecutive ks, 32 columns each) into 32 quads per group: bytes
-// interleaved by pairs of rows, then pairs of int16, within 128-bit lanes; the lanes put
-// back in column order.
-PHX_VNNI void pack_columns_vnni(const int8_t* src, int64_t ld, int real, int64_t k, void* dst,
-                                int32_t* sums) {
+// Four rows of B (consecutive ks) into 32 quads per group and panel: bytes interleaved by
+// pairs of rows, then pairs of int16, within 128-bit lanes; the lanes put back in column
+// order. The ks outside, the panels inside, so that the rows are read whole lines at a
+// time (one panel at a time read 32 bytes of each row, a row stride apart).
+PHX_VNNI void pack_columns_vnni(const int8_t* src, int64_t ld, int64_t columns, int64_t k,
+                                void* dst, int32_t* sums) {
   static_assert(kNr == 32);
-  auto* d = static_cast<__m256i*>(dst);
   const int64_t groups = (std::max<int64_t>(k, 1) + 3) / 4;
-  const __mmask32 mask = real >= 32 ? ~__mmask32{0} : (__mmask32{1} << real) - 1;
+  const int64_t panels = (columns + kNr - 1) / kNr;
   const __m256i ones = _mm256_set1_epi8(1);
-  __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                    _mm256_setzero_si256()};
+  __m256i sum[kMaxPackedPanels][4];
+  for (int64_t q = 0; q < panels; ++q)
+    for (int j = 0; j < 4; ++j) sum[q][j] = _mm256_setzero_si256();
   for (int64_t g = 0; g < groups; ++g) {
-    __m256i r[4];
+    const int rows = int(std::clamp<int64_t>(k - g * 4, 0, 4));
+    for (int64_t q = 0; q < panels; ++q) {
+      const int64_t real = std::min<int64_t>(kNr, columns - q * kNr);
+      const __mmask32 mask = real >= 32 ? ~__mmask32{0} : (__mmask32{1} << real) - 1;
+      const int8_t* line = src + g * 4 * ld + q * kNr;
+      __m256i r[4];
 #pragma GCC unroll 4
-    for (int e = 0; e < 4; ++e)
-      r[e] = g * 4 + e < k ? _mm256_maskz_loadu_epi8(mask, src + (g * 4 + e) * ld)
-                           : _mm256_setzero_si256();
-    const __m256i a = _mm256_unpacklo_epi8(r[0], r[1]), b = _mm256_unpackhi_epi8(r[0], r[1]);
-    const __m256i c = _mm256_unpacklo_epi8(r[2], r[3]), e = _mm256_unpackhi_epi8(r[2], r[3]);
-    // q0: columns 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31
-    const __m256i q0 = _mm256_unpacklo_epi16(a, c), q1 = _mm256_unpackhi_epi16(a, c);
-    const __m256i q2 = _mm256_unpacklo_epi16(b, e), q3 = _mm256_unpackhi_epi16(b, e);
-    const __m256i out[4] = {
-        _mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q2, q3, 0x20),
-        _mm256_permute2x128_si256(q0, q1, 0x31), _mm256_permute2x128_si256(q2, q3, 0x31)};
+      for (int e = 0; e < 4; ++e)
+        r[e] = e < rows ? _mm256_maskz_loadu_epi8(mask, line + e * ld) : _mm256_setzero_si256();
+      const __m256i a = _mm256_unpacklo_epi8(r[0], r[1]), b = _mm256_unpackhi_epi8(r[0], r[1]);
+      const __m256i c = _mm256_unpacklo_epi8(r[2], r[3]), e = _mm256_unpackhi_epi8(r[2], r[3]);
+      // q0: columns 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31
+      const __m256i q0 = _mm256_unpacklo_epi16(a, c), q1 = _mm256_unpackhi_epi16(a, c);
+      const __m256i q2 = _mm256_unpacklo_epi16(b, e), q3 = _mm256_unpackhi_epi16(b, e);
+      const __m256i out[4] = {
+          _mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q2, q3, 0x20),
+          _mm256_permute2x128_si256(q0, q1, 0x31), _mm256_permute2x128_si256(q2, q3, 0x31)};
+      auto* d = static_cast<__m256i*>(dst) + (q * groups + g) * 4;
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      _mm256_storeu_si256(d + g * 4 + j, out[j]);
-      sum[j] = _mm256_dpbusd_epi32(sum[j], ones, out[j]);
+      for (int j = 0; j < 4; ++j) {
+        _mm256_storeu_si256(d + j, out[j]);
+        sum[q][j] = _mm256_dpbusd_epi32(sum[q][j], ones, out[j]);
+      }
     }
   }
-  alignas(32) int32_t lanes[4][8];
-  for (int j = 0; j < 4; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[j]), sum[j]);
-  for (int p = 0; p < real; ++p) sums[p] = lanes[p / 8][p % 8];
+  for (int64_t q = 0; q < panels; ++q) {
+    alignas(32) int32_t lanes[4][8];
+    for (int j = 0; j < 4; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[j]), sum[q][j]);
+    for (int64_t p = 0; p < std::min<int64_t>(kNr, columns - q * kNr); ++p)
+      sums[q * kNr + p] = lanes[p / 8][p % 8];
+  }
 }
 
 }  // namespace
