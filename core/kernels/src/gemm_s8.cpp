@@ -1,6 +1,7 @@
 // The integer GEMM driver (gemm_s8.h): instruction-set dispatch, packing, the split into
 // tasks, the zero-point corrections and the output stages. The portable microkernels
-// live here too; the vector ones in gemm_s8_{avx2,vnni}.cpp.
+// and packing live here too; the vector microkernels in gemm_s8_{avx2,vnni}.cpp, with
+// the VNNI path's packers.
 //
 // The microkernels compute raw dot products of the packed values, sum_k A'(i,k) B(k,j),
 // with A' = A + shift (shift 128 for i8 A in the VNNI layout, which needs u8, else 0).

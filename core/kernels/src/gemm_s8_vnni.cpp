@@ -1,9 +1,10 @@
 // The AVX512-VNNI microkernel of the integer GEMM: a 12 x 32 int32 tile in 24 zmm
 // accumulators; per group of 4 ks, two B vectors (32 columns x 4 i8) and, per row, the
 // row's 4 u8 values broadcast, multiplied and summed by VPDPBUSD (u8 x i8, 4 products
-// per int32 lane, wrapping, no saturation).
+// per int32 lane, wrapping, no saturation). And the packers of its operands, in
+// shuffles of whole vectors.
 //
-// The function carries a target attribute instead of the file being compiled with
+// Each function carries a target attribute instead of the file being compiled with
 // -mavx512vnni, as gemm_avx512.cpp explains.
 #include "gemm_s8_internal.h"
 
