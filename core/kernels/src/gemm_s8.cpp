@@ -1,6 +1,7 @@
 // The integer GEMM driver (gemm_s8.h): instruction-set dispatch, packing, the split into
 // tasks, the zero-point corrections and the output stages. The portable microkernels
-// live here too; the vector ones in gemm_s8_{avx2,vnni}.cpp.
+// and packing live here too; the vector microkernels in gemm_s8_{avx2,vnni}.cpp, with
+// the VNNI path's packers.
 //
 // The microkernels compute raw dot products of the packed values, sum_k A'(i,k) B(k,j),
 // with A' = A + shift (shift 128 for i8 A in the VNNI layout, which needs u8, else 0).
@@ -11,8 +12,10 @@
 //
 // Both operands are packed whole before the product (the weights B are small next to
 // the work, and A is packed once instead of once per column block); tasks are blocks of
-// row panels x column panels, each walking its B panels in the outer loop so that one
-// B panel stays in L1 while the block's A panels come from L2.
+// row panels x column panels, each walking its A panels in the outer loop: one A panel
+// stays in L1 while the block's B panels (256 columns) come from L2, and consecutive
+// tiles fill the same rows of C. (B panels outer, with the A panels from L2 or L3, was
+// 1.1x slower for 1024^3 and 2048^3 i8 products on the VNNI path.)
 #include "phx/kernels/gemm_s8.h"
 
 #include <phx/env.h>
@@ -55,10 +58,14 @@ PHX_INLINE void ukr_pairs(int64_t groups, const int16_t* a, const int16_t* b, Ac
     for (int j = 0; j < kGenericNr; ++j) tile[i * kGenericNr + j] = acc[i][j];
 }
 
-PHX_CLONES void ukr_generic32(int64_t groups, const void* a, const void* b, int32_t* tile) {
+PHX_CLONES void ukr_generic32(int64_t groups, const void* a, const void* b, const int32_t* init,
+                              int32_t* c, int64_t ldc) {
   uint32_t acc[kGenericMr * kGenericNr];
   ukr_pairs(groups, static_cast<const int16_t*>(a), static_cast<const int16_t*>(b), acc);
-  std::memcpy(tile, acc, sizeof acc);
+  for (int i = 0; i < kGenericMr; ++i)
+    for (int j = 0; j < kGenericNr; ++j)
+      c[i * ldc + j] =
+          static_cast<int32_t>(acc[i * kGenericNr + j] + static_cast<uint32_t>(init[j]));
 }
 
 PHX_CLONES void ukr_generic64(int64_t groups, const int16_t* a, const int16_t* b, int64_t* tile) {
@@ -84,7 +91,8 @@ bool cpu_has(Isa isa) {
       return __builtin_cpu_supports("avx2") && avx2_kernels() != nullptr;
     case Isa::kVnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vnni") && vnni_kernels() != nullptr;
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+             vnni_kernels() != nullptr;
   }
   return false;
 #else
@@ -216,12 +224,44 @@ void pack_panel_as(const Operand& op, int64_t rows, int64_t k, int64_t r0, int p
     pack_panel<T, 2>(src, op, rows, k, r0, panel, shift, dst, sums);
 }
 
+// Packs panels from the p-th on (at most `count`) with the instruction set's packers, if
+// they have one for this operand; returns how many (0: none).
+int64_t pack_fast(const Operand& src, int64_t rows, int64_t k, int64_t p, int64_t count, int panel,
+                  const Kernels& ks, int32_t shift, size_t panel_bytes, char* dst, int64_t* sums) {
+  if (ks.layout != Layout::kQuads || src.dtype == PHX_DTYPE_I16) return 0;
+  const int64_t r0 = p * panel;
+  void* at = dst + size_t(p) * panel_bytes;
+  int32_t sums32[kMaxPackedPanels * kMaxNr];
+  int64_t real = 0;
+  if (src.k_contiguous && ks.pack_rows != nullptr) {
+    count = 1;
+    real = std::clamp<int64_t>(rows - r0, 0, panel);
+    ks.pack_rows(static_cast<const char*>(src.data) + r0 * src.ld, src.ld, int(real), panel, k,
+                 src.dtype == PHX_DTYPE_I8, shift != 0, at, sums32);
+  } else if (!src.k_contiguous && ks.pack_columns != nullptr && panel == ks.nr) {
+    count = std::min<int64_t>(count, kMaxPackedPanels);
+    real = std::clamp<int64_t>(rows - r0, 0, count * panel);
+    ks.pack_columns(static_cast<const int8_t*>(src.data) + r0, src.ld, real, k, at, sums32);
+  } else {
+    return 0;
+  }
+  std::copy(sums32, sums32 + real, sums + r0);
+  return count;
+}
+
 // Packs every panel of an operand of `rows` rows, in parallel when it is big.
-void pack(const Operand& src, int64_t rows, int64_t k, int panel, Layout layout, int32_t shift,
+void pack(const Operand& src, int64_t rows, int64_t k, int panel, const Kernels& ks, int32_t shift,
           size_t panel_bytes, char* dst, int64_t* sums, ThreadPool& pool) {
+  const Layout layout = ks.layout;
   const int64_t panels = (rows + panel - 1) / panel;
   parallel_for(pool, panels, panel * k, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
+    for (int64_t p = p0; p < p1;) {
+      const int64_t done =
+          pack_fast(src, rows, k, p, p1 - p, panel, ks, shift, panel_bytes, dst, sums);
+      if (done > 0) {
+        p += done;
+        continue;
+      }
       void* at = dst + size_t(p) * panel_bytes;
       if (src.dtype == PHX_DTYPE_U8)
         pack_panel_as<uint8_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
@@ -229,6 +269,7 @@ void pack(const Operand& src, int64_t rows, int64_t k, int panel, Layout layout,
         pack_panel_as<int16_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
       else
         pack_panel_as<int8_t>(src, rows, k, p * panel, panel, layout, shift, at, sums);
+      ++p;
     }
   });
 }
@@ -310,8 +351,10 @@ struct Corrections {
   std::vector<int64_t> column;  // -(shift + za) colsum(j) + K za zb(j) + bias(j)
   std::vector<int64_t> b_zero;  // zb(j), empty when B has no zero points
   std::vector<int64_t> rowsum;  // rowsum_A(i)
-  // column and b_zero modulo 2^32, for 8-bit A (b_zero32 empty when b_zero is)
-  std::vector<uint32_t> column32, b_zero32;
+  // For 8-bit A, modulo 2^32: column, where the microkernels start their sums (zeros past
+  // n, up to a whole panel), and b_zero (empty when b_zero is).
+  std::vector<int32_t> column32;
+  std::vector<uint32_t> b_zero32;
 };
 
 // Finishes the tile of rows [i0, i0 + mr) x columns [j0, j0 + nr) of 16-bit A.
@@ -331,13 +374,13 @@ void finish_tile64(const GemmS8Args& g, const Corrections& fix, const int64_t* t
   }
 }
 
-// The same for 8-bit A, whose every term is taken modulo 2^32: the corrections in uint32,
-// which gives the bits of the int64 sum truncated, in loops the compiler vectorizes (at
-// N = 1024 a scalar epilogue took about a third of the time the VNNI kernel left).
+// The same for 8-bit A, whose tile already holds the column corrections (the microkernel
+// starts from them) and whose every term is taken modulo 2^32: the rest in uint32, which
+// gives the bits of the int64 sum truncated, in loops the compiler vectorizes (at N = 1024
+// a scalar epilogue took about a third of the time the VNNI kernel left).
 PHX_CLONES void finish_tile32(const GemmS8Args& g, const Corrections& fix, const int32_t* tile,
                               int ld, int64_t i0, int mr, int64_t j0, int nr) {
   const size_t size = dtype_bytes(g.out_dtype);
-  const uint32_t* column = fix.column32.data() + j0;
   const uint32_t* b_zero = fix.b_zero32.empty() ? nullptr : fix.b_zero32.data() + j0;
   const bool doubles = g.out_dtype != PHX_DTYPE_I32;
   alignas(64) double acc[kMaxNr];
@@ -347,11 +390,9 @@ PHX_CLONES void finish_tile32(const GemmS8Args& g, const Corrections& fix, const
     const int32_t* row = tile + i * ld;
     if (b_zero != nullptr) {
       for (int j = 0; j < nr; ++j)
-        acc32[j] =
-            static_cast<int32_t>(static_cast<uint32_t>(row[j]) + column[j] - b_zero[j] * rowsum);
+        acc32[j] = static_cast<int32_t>(static_cast<uint32_t>(row[j]) - b_zero[j] * rowsum);
     } else {
-      for (int j = 0; j < nr; ++j)
-        acc32[j] = static_cast<int32_t>(static_cast<uint32_t>(row[j]) + column[j]);
+      std::memcpy(acc32, row, size_t(nr) * sizeof(int32_t));
     }
     if (!doubles && g.ldc_col == 1) {  // the raw accumulators, row-major: no stage to run
       int32_t* out = static_cast<int32_t*>(g.c) + (i0 + i) * g.ldc_row + j0;
@@ -372,7 +413,7 @@ PHX_CLONES void finish_tile32(const GemmS8Args& g, const Corrections& fix, const
 
 // Below this many multiply-adds a product runs on the calling thread alone.
 constexpr double kParallelMacs = 64.0 * 64 * 64;
-// Columns of a task's block: a few B panels reused across the block's rows.
+// Columns of a task's block: the B panels each A panel of the block meets, from L2.
 constexpr int64_t kBlockColumns = 256;
 
 void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
@@ -397,10 +438,10 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
   Corrections fix;
   fix.rowsum.resize(size_t(g.m));
   std::vector<int64_t> colsum(size_t(g.n));
-  pack({g.a, g.a_dtype, g.lda, true}, g.m, g.k, ks.mr, ks.layout, shift, a_panel_bytes,
-       apack.data(), fix.rowsum.data(), pool);
-  pack({g.b, PHX_DTYPE_I8, g.ldb, g.trans_b}, g.n, g.k, ks.nr, ks.layout, 0, b_panel_bytes,
-       bpack.data(), colsum.data(), pool);
+  pack({g.a, g.a_dtype, g.lda, true}, g.m, g.k, ks.mr, ks, shift, a_panel_bytes, apack.data(),
+       fix.rowsum.data(), pool);
+  pack({g.b, PHX_DTYPE_I8, g.ldb, g.trans_b}, g.n, g.k, ks.nr, ks, 0, b_panel_bytes, bpack.data(),
+       colsum.data(), pool);
   fix.column.resize(size_t(g.n));
   if (g.b_zero_point != nullptr) fix.b_zero.assign(g.b_zero_point, g.b_zero_point + g.n);
   for (int64_t j = 0; j < g.n; ++j) {
@@ -409,7 +450,8 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
                             g.k * int64_t{g.a_zero_point} * zb + (g.bias ? g.bias[j] : 0);
   }
   if (!wide) {
-    fix.column32.assign(fix.column.begin(), fix.column.end());
+    fix.column32.assign(size_t(b_panels * ks.nr), 0);
+    std::copy(fix.column.begin(), fix.column.end(), fix.column32.begin());
     fix.b_zero32.assign(fix.b_zero.begin(), fix.b_zero.end());
   }
 
@@ -420,26 +462,33 @@ void run(const GemmS8Args& g, ThreadPool& pool, const Kernels& isa) {
   const int64_t threads = macs < kParallelMacs ? 1 : pool.size();
   const int64_t row_blocks =
       std::clamp<int64_t>((threads * 4 + col_blocks - 1) / col_blocks, 1, a_panels);
+  // Whole tiles of raw row-major accumulators need no output stage: the microkernel
+  // stores them in C.
+  const bool direct =
+      g.out_dtype == PHX_DTYPE_I32 && !g.relu && g.ldc_col == 1 && g.b_zero_point == nullptr;
   auto task = [&](size_t t) {
     const int64_t rb = int64_t(t) / col_blocks, cb = int64_t(t) % col_blocks;
     const int64_t ip0 = a_panels * rb / row_blocks, ip1 = a_panels * (rb + 1) / row_blocks;
     const int64_t jp0 = cb * col_block, jp1 = std::min(b_panels, jp0 + col_block);
     alignas(64) int32_t tile32[kMaxMr * kMaxNr];
     int64_t tile64[kGenericMr * kGenericNr];
-    for (int64_t jp = jp0; jp < jp1; ++jp) {
-      const char* bp = bpack.data() + size_t(jp) * b_panel_bytes;
-      const int64_t j0 = jp * ks.nr;
-      const int nr = int(std::min<int64_t>(ks.nr, g.n - j0));
-      for (int64_t ip = ip0; ip < ip1; ++ip) {
-        const char* ap = apack.data() + size_t(ip) * a_panel_bytes;
-        const int64_t i0 = ip * ks.mr;
-        const int mr = int(std::min<int64_t>(ks.mr, g.m - i0));
+    for (int64_t ip = ip0; ip < ip1; ++ip) {
+      const char* ap = apack.data() + size_t(ip) * a_panel_bytes;
+      const int64_t i0 = ip * ks.mr;
+      const int mr = int(std::min<int64_t>(ks.mr, g.m - i0));
+      for (int64_t jp = jp0; jp < jp1; ++jp) {
+        const char* bp = bpack.data() + size_t(jp) * b_panel_bytes;
+        const int64_t j0 = jp * ks.nr;
+        const int nr = int(std::min<int64_t>(ks.nr, g.n - j0));
         if (wide) {
           ukr_generic64(groups, reinterpret_cast<const int16_t*>(ap),
                         reinterpret_cast<const int16_t*>(bp), tile64);
           finish_tile64(g, fix, tile64, ks.nr, i0, mr, j0, nr);
+        } else if (direct && mr == ks.mr && nr == ks.nr) {
+          ks.ukr(groups, ap, bp, fix.column32.data() + j0,
+                 static_cast<int32_t*>(g.c) + i0 * g.ldc_row + j0, g.ldc_row);
         } else {
-          ks.ukr(groups, ap, bp, tile32);
+          ks.ukr(groups, ap, bp, fix.column32.data() + j0, tile32, ks.nr);
           finish_tile32(g, fix, tile32, ks.nr, i0, mr, j0, nr);
         }
       }

@@ -19,10 +19,16 @@ namespace {
 constexpr int kMr = 6;
 constexpr int kNr = 16;
 
-PHX_AVX2 void ukr_avx2(int64_t groups, const void* a, const void* b, int32_t* tile) {
+PHX_AVX2 void ukr_avx2(int64_t groups, const void* a, const void* b, const int32_t* init,
+                       int32_t* c, int64_t ldc) {
   __m256i acc[kMr][2];
+  const __m256i init0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init));
+  const __m256i init1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init + 8));
 #pragma GCC unroll 6
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  for (int i = 0; i < kMr; ++i) {
+    acc[i][0] = init0;
+    acc[i][1] = init1;
+  }
   const auto* ap = static_cast<const int16_t*>(a);
   const auto* bp = static_cast<const __m256i*>(b);
   for (int64_t g = 0; g < groups; ++g) {
@@ -40,8 +46,8 @@ PHX_AVX2 void ukr_avx2(int64_t groups, const void* a, const void* b, int32_t* ti
   }
 #pragma GCC unroll 6
   for (int i = 0; i < kMr; ++i) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + i * kNr), acc[i][0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + i * kNr + 8), acc[i][1]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * ldc), acc[i][0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * ldc + 8), acc[i][1]);
   }
 }
 

@@ -32,6 +32,8 @@ struct Case {
   bool zero_points = false;  // a_zero_point and per-column b zero points
   bool bias = false;
   bool transposed_c = false;  // C(i, j) at c[j * m + i]
+  // Row strides of A and B past their rows' values (the gap filled with other bytes).
+  int64_t a_gap = 0, b_gap = 0;
 };
 
 const char* name(phx_dtype d) {
@@ -63,8 +65,8 @@ int64_t qmax(phx_dtype d) { return d == PHX_DTYPE_U8 ? 255 : d == PHX_DTYPE_I16 
 // The operands of a case, the exact accumulators, and the expected output of a stage.
 struct Fixture {
   Case c;
-  std::vector<int32_t> a;  // values, stored below in a_bytes as a_dtype
-  std::vector<unsigned char> a_bytes;
+  std::vector<int32_t> a;              // values, stored below in a_bytes as a_dtype
+  std::vector<unsigned char> a_bytes;  // with the row stride k + a_gap
   std::vector<int8_t> b;
   std::vector<int32_t> b_zero, bias;
   std::vector<double> multiplier;
@@ -76,14 +78,17 @@ struct Fixture {
     std::uniform_int_distribution<int32_t> bv(-128, 127);
     const size_t a_size = c.a_dtype == PHX_DTYPE_I16 ? 2 : 1;
     a.resize(size_t(c.m * c.k));
-    a_bytes.resize(a.size() * a_size);
+    a_bytes.resize(size_t(c.m * (c.k + c.a_gap)) * a_size);
+    if (c.a_gap > 0)
+      for (auto& byte : a_bytes) byte = static_cast<unsigned char>(bv(rng));
     for (size_t i = 0; i < a.size(); ++i) {
       a[i] = av(rng);
+      const size_t at = (i / size_t(c.k) * size_t(c.k + c.a_gap) + i % size_t(c.k)) * a_size;
       if (a_size == 2) {
         const auto v = static_cast<int16_t>(a[i]);
-        std::memcpy(&a_bytes[2 * i], &v, 2);
+        std::memcpy(&a_bytes[at], &v, 2);
       } else {
-        a_bytes[i] = static_cast<unsigned char>(a[i]);
+        a_bytes[at] = static_cast<unsigned char>(a[i]);
       }
     }
     b.resize(size_t(c.k * c.n));
@@ -144,17 +149,22 @@ struct Fixture {
     const int64_t ld = c.transposed_c ? c.m + 3 : c.n + 3;
     const int64_t outer = c.transposed_c ? c.n : c.m;
     std::vector<unsigned char> cbuf(size_t(outer * ld) * size, 0xA5);
+    // B with its row stride: b's rows, then b_gap bytes that must not count.
+    const int64_t b_rows = c.trans_b ? c.n : c.k, b_cols = c.trans_b ? c.k : c.n;
+    std::vector<int8_t> b_strided(size_t(b_rows * (b_cols + c.b_gap)), int8_t{-77});
+    for (int64_t r = 0; r < b_rows; ++r)
+      std::copy_n(b.begin() + r * b_cols, b_cols, b_strided.begin() + r * (b_cols + c.b_gap));
     GemmS8Args g;
     g.m = c.m;
     g.n = c.n;
     g.k = c.k;
     g.a_dtype = c.a_dtype;
     g.a = a_bytes.data();
-    g.lda = c.k;
+    g.lda = c.k + c.a_gap;
     g.a_zero_point = a_zero;
-    g.b = b.data();
+    g.b = b_strided.data();
     g.trans_b = c.trans_b;
-    g.ldb = c.trans_b ? c.k : c.n;
+    g.ldb = b_cols + c.b_gap;
     g.b_zero_point = c.zero_points ? b_zero.data() : nullptr;
     g.bias = c.bias ? bias.data() : nullptr;
     g.out_dtype = out;
@@ -239,6 +249,27 @@ TEST(QuantGemm, LargeProblemThreadedOnEveryPath) {
   for (const char* isa : gemm_s8_supported_isas()) {
     f.check(isa, PHX_DTYPE_I8, false);
     f.check(isa, PHX_DTYPE_F32, true);
+  }
+}
+
+// Rows of A and B with gaps after their values (as in a slice of a wider tensor): the
+// packers read the values only. Sizes past a whole block of the VNNI packers (64 ks, 12 rows
+// of A, 32 columns of B) and short of the next.
+TEST(QuantGemm, StridedOperandsOnEveryPath) {
+  std::mt19937 rng(5);
+  for (phx_dtype a_dtype : {PHX_DTYPE_U8, PHX_DTYPE_I8, PHX_DTYPE_I16}) {
+    for (bool trans_b : {false, true}) {
+      Case c{25, 70, 131, a_dtype};
+      c.trans_b = trans_b;
+      c.bias = true;
+      c.a_gap = 5;
+      c.b_gap = 9;
+      const Fixture f(c, rng);
+      for (const char* isa : gemm_s8_supported_isas()) {
+        f.check(isa, PHX_DTYPE_F32, false);
+        if (a_dtype != PHX_DTYPE_I16) f.check(isa, PHX_DTYPE_I32, false);
+      }
+    }
   }
 }
 
