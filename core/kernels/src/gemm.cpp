@@ -155,23 +155,6 @@ size_t dtype_bytes(phx_dtype d) { return d == PHX_DTYPE_F32 ? 4 : 2; }
 // of equal size rather than full blocks and a short tail.
 int64_t f32_k_block(int64_t k, const IsaKernels& ks) { return balanced_block(k, ks.kc, 4); }
 
-// How run_block walks K: in which layout, and in blocks of how many ks (the last block may
-// be shorter).
-struct KBlocking {
-  bool pairs;   // bf16 in the pair layout, for ukr_bf16
-  int64_t len;  // ks per block; even for pairs, so that only the last block has an odd K
-  size_t elem;  // bytes of a packed element
-};
-
-KBlocking k_blocking(const GemmArgs& g, const IsaKernels& ks) {
-  // Fixed passes need each k's product added on its own, which vdpbf16ps does not do.
-  const bool pairs = ks.bf16_pairs && g.in_dtype == PHX_DTYPE_BF16 && g.k_pass == 0;
-  const int64_t len = g.k_pass > 0 ? std::min(g.k_pass, g.k)
-                      : pairs      ? balanced_block(g.k, ks.kc_pairs, 4)
-                                   : f32_k_block(g.k, ks);
-  return {pairs, len, size_t(pairs ? 2 : 4)};
-}
-
 // ---------------------------------------------------------------------------------------
 // One task: rows [i0, i1) and columns [j0, j1) of matrix bi.
 
@@ -184,14 +167,17 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepac
 
   const PackSrc asrc{a_base, g.lda, !g.trans_a, g.in_dtype};
   const PackSrc bsrc{b_base, g.ldb, g.trans_b, g.in_dtype};
-  const KBlocking kb = k_blocking(g, ks);
-  const bool pairs = kb.pairs;
+  // Fixed passes need each k's product added on its own, which vdpbf16ps does not do.
+  const bool pairs = ks.bf16_pairs && g.in_dtype == PHX_DTYPE_BF16 && g.k_pass == 0;
   const PackFn pack = pairs ? ks.pack_pairs : ks.pack_f32;
   const UkrFn ukr = pairs ? ks.ukr_bf16 : ks.ukr_f32;
   const int mr = ks.mr, nr = ks.nr;
   const int64_t K = g.k;
   const bool out16 = g.out_dtype != PHX_DTYPE_F32;
-  const int64_t kc_blk = kb.len;
+  // A prepacked B (f32, without k_pass) was cut as f32_k_block cuts it.
+  const int64_t kc_blk = g.k_pass > 0 ? std::min(g.k_pass, K)
+                         : pairs      ? balanced_block(K, ks.kc_pairs, 4)
+                                      : f32_k_block(K, ks);
   const bool multi_k = K > kc_blk;
   const int64_t ncols = j1 - j0;
 
@@ -219,8 +205,9 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepac
       const int64_t klen = std::min(kc_blk, K - pc);
       const int64_t kpad = pairs ? round_up(klen, 2) : klen;
       const int64_t ksteps = pairs ? kpad / 2 : klen;
-      const size_t a_panel_bytes = size_t(mr) * size_t(kpad) * kb.elem;
-      const size_t b_panel_bytes = size_t(nr) * size_t(kpad) * kb.elem;
+      const size_t elem = pairs ? 2 : 4;
+      const size_t a_panel_bytes = size_t(mr) * size_t(kpad) * elem;
+      const size_t b_panel_bytes = size_t(nr) * size_t(kpad) * elem;
       const bool first = pc == 0, last = pc + klen == K;
       pack(asrc, ic, mlen, pc, klen, mr, apack);
       for (int64_t jc = j0; jc < j1; jc += nc) {
@@ -228,8 +215,7 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepac
         const char* bpanels = bpack;
         if (prepacked != nullptr)
           bpanels =
-              static_cast<const char*>(prepacked->data) +
-              size_t(pc * prepacked->n_padded + (jc - prepacked->first_column) * kpad) * kb.elem;
+              reinterpret_cast<const char*>(prepacked->data + pc * prepacked->n_padded + jc * klen);
         else
           pack(bsrc, jc, nlen, pc, klen, nr, bpack);
         for (int64_t ir = 0; ir < mlen; ir += mr) {
@@ -318,7 +304,7 @@ void run_skinny(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepa
       const int64_t kb = f32_k_block(k, ks), nr = ks.nr;
       for (int64_t pc = 0; pc < k; pc += kb) {
         const int64_t klen = std::min(kb, k - pc);
-        const float* block = static_cast<const float*>(prepacked->data) + pc * prepacked->n_padded;
+        const float* block = prepacked->data + pc * prepacked->n_padded;
         for (int64_t col = jb; col < jb + w;) {
           const int64_t panel = col / nr * nr, cw = std::min(panel + nr, jb + w) - col;
           ks.skinny_update(m, klen, a + pc * a_k, a_row, a_k, block + panel * klen + col - panel,
@@ -379,72 +365,6 @@ int64_t gcd64(int64_t a, int64_t b) {
 // than it saves.
 constexpr double kParallelFlops = 2.0 * 128 * 128 * 128;
 
-// ---------------------------------------------------------------------------------------
-// The shared path: B packed once by all the threads, the rows cut into more tasks than
-// threads.
-//
-// A product cut into one task per thread runs at the pace of its slowest thread, and on a
-// machine shared with other work the threads do not run alike: on the 2-core machine one
-// thread of two was measured taking 10.4 ms over its half of a 1024^3 product while the
-// other took 7.9, for seconds at a time and on either core. Tasks taken in turn from the
-// pool let a thread that runs faster take more of them. Tasks of their own rows would
-// each pack all of B, so B is packed first, once, by all the threads, into one buffer.
-
-constexpr int64_t kTasksPerThread = 4;
-// The B packed at once (bytes), in blocks of columns of all K when B is larger. A product
-// of a K so long that a block would be narrower than NC keeps one task per thread.
-constexpr int64_t kSharedBBytes = int64_t{16} << 20;
-
-// Columns per block of the shared B (all of them for a B packed beforehand), or 0 where
-// the shared path does not pay: the matrices of a batch are tasks enough, and too few rows
-// would make tasks too short.
-int64_t shared_b_columns(const GemmArgs& g, const IsaKernels& ks, int64_t threads, bool prepacked) {
-  if (g.batch != 1 || g.m < threads * kTasksPerThread * 2 * ks.mr) return 0;
-  if (prepacked) return g.n;
-  const KBlocking kb = k_blocking(g, ks);
-  const int64_t column_bytes = round_up(g.k, 2) * int64_t(kb.elem);
-  const int64_t fit = kSharedBBytes / column_bytes / ks.nr * ks.nr;
-  if (fit < std::min<int64_t>(ks.nc, round_up(g.n, ks.nr))) return 0;
-  return balanced_block(g.n, fit, ks.nr);
-}
-
-void run_shared(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
-                const PrepackedB* prepacked, int64_t columns) {
-  const int64_t threads = pool.size();
-  const int64_t rows = balanced_block(
-      g.m, std::max<int64_t>(4 * ks.mr, round_up(g.m / (threads * kTasksPerThread), ks.mr)), ks.mr);
-  const int64_t row_tasks = (g.m + rows - 1) / rows;
-  auto compute = [&](const PrepackedB& b, int64_t j0, int64_t j1) {
-    pool.run(size_t(row_tasks), [&](size_t t) {
-      const int64_t i0 = int64_t(t) * rows;
-      run_block(g, ks, &b, 0, i0, std::min(g.m, i0 + rows), j0, j1);
-    });
-  };
-  if (prepacked != nullptr) {
-    compute(*prepacked, 0, g.n);
-    return;
-  }
-  const KBlocking kb = k_blocking(g, ks);
-  const PackFn pack = kb.pairs ? ks.pack_pairs : ks.pack_f32;
-  const PackSrc bsrc{g.b, g.ldb, g.trans_b, g.in_dtype};
-  const int64_t k_blocks = (g.k + kb.len - 1) / kb.len;
-  // The calling thread's B buffer: its own tasks read this B and pack none of their own.
-  char* packed = static_cast<char*>(
-      thread_buffers().b.get(size_t(round_up(columns, ks.nr) * round_up(g.k, 2)) * kb.elem));
-  for (int64_t j0 = 0; j0 < g.n; j0 += columns) {
-    const int64_t j1 = std::min(g.n, j0 + columns), n_padded = round_up(j1 - j0, ks.nr);
-    const int64_t chunks = (j1 - j0 + ks.nc - 1) / ks.nc;
-    pool.run(size_t(k_blocks * chunks), [&](size_t t) {
-      const int64_t pc = int64_t(t) / chunks * kb.len, c0 = j0 + int64_t(t) % chunks * ks.nc;
-      const int64_t klen = std::min(kb.len, g.k - pc);
-      const int64_t kpad = kb.pairs ? round_up(klen, 2) : klen;
-      pack(bsrc, c0, std::min<int64_t>(ks.nc, j1 - c0), pc, klen, ks.nr,
-           packed + size_t(pc * n_padded + (c0 - j0) * kpad) * kb.elem);
-    });
-    compute(PrepackedB{packed, n_padded, j0}, j0, j1);
-  }
-}
-
 void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
          const PrepackedB* prepacked = nullptr) {
   if (g.m <= 0 || g.n <= 0 || g.batch <= 0) return;
@@ -464,13 +384,6 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
   if (threads <= 1 || flops < kParallelFlops) {
     for (int64_t bi = 0; bi < g.batch; ++bi) task(bi, 0, g.m, 0, g.n);
     return;
-  }
-  if (!skinny) {
-    const int64_t columns = shared_b_columns(g, ks, threads, prepacked != nullptr);
-    if (columns > 0) {
-      run_shared(g, pool, ks, prepacked, columns);
-      return;
-    }
   }
   // Split every matrix into `parts` pieces so that batch * parts spreads evenly over
   // the threads: along M (each thread packs only its rows of A; B's packing, cheap and
@@ -639,7 +552,7 @@ PackedB gemm_pack_b(const GemmArgs& args) {
 
 void gemm(const GemmArgs& args, const PackedB& b, ThreadPool& pool) {
   using namespace gemm_detail;
-  const PrepackedB prepacked{b.panels_.get(), b.n_padded_, 0};
+  const PrepackedB prepacked{b.panels_.get(), b.n_padded_};
   run(args, pool, *static_cast<const IsaKernels*>(b.isa_), &prepacked);
 }
 
@@ -662,8 +575,6 @@ std::vector<const char*> gemm_supported_isas() {
 }
 
 int64_t gemm_skinny_max_rows() { return gemm_detail::kSkinnyRows; }
-
-int64_t gemm_shared_b_bytes() { return gemm_detail::kSharedBBytes; }
 
 bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa) {
   using namespace gemm_detail;

@@ -20,10 +20,6 @@ bool gemm_bf16_dot_pays();
 // unpacked; gemm.cpp), on every instruction set.
 int64_t gemm_skinny_max_rows();
 
-// The most bytes of B a product split over threads packs at once, into a buffer the
-// threads share (gemm.cpp, run_shared); a larger B is packed a block of columns at a time.
-int64_t gemm_shared_b_bytes();
-
 // gemm() forced onto isa (one of gemm_supported_isas()); returns false (and does
 // nothing) when isa is unknown or not supported here.
 bool gemm_with_isa(const GemmArgs& args, ThreadPool& pool, const char* isa);

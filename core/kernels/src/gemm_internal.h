@@ -53,17 +53,13 @@ struct Tile {
 // layout a k step is one k; for the bf16-pair layout it is one pair of ks.
 using UkrFn = void (*)(int64_t ksteps, const void* a, const void* b, const Tile& t);
 
-// A B packed beforehand, by gemm_pack_b or by all the threads of one call (gemm.cpp's
-// run_shared), for columns [first_column, first_column + n_padded): the K block that
-// starts at k (run_block's blocks, k_blocking) at byte k * n_padded * elem, in it the panel
-// of columns [j, j + NR) at byte (j - first_column) * kpad * elem, with elem 4 (f32
-// layout) or 2 (pairs) and kpad the block's ks (rounded up to even for pairs): the layout
-// run_block packs columns [jc, jc + NC) of that block into, for every jc NR panels past
-// first_column.
+// A B packed beforehand (gemm_pack_b): the K block that starts at k (run_block's blocks
+// of an f32 product) at data + k * n_padded, in it the panel of columns [j, j + NR) at
+// j * klen floats (klen the block's ks): the layout run_block packs columns [jc, jc + NC)
+// of that block into, for every jc a multiple of NR.
 struct PrepackedB {
-  const void* data;
-  int64_t n_padded;  // the columns held, rounded up to NR
-  int64_t first_column;
+  const float* data;
+  int64_t n_padded;  // N rounded up to NR
 };
 
 // The skinny path (products of few rows; gemm.cpp says which): B is read where it lies, or
