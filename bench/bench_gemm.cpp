@@ -11,9 +11,13 @@
 //   197 x 768 x 3072 (a ViT-B MLP layer), on the CPU device and with OpenBLAS;
 // - on the CPU device, conv2d (f32, a 3 x 3 convolution of a ResNet stage) and causal
 //   attention (f32, 8 heads of 64, sequence 1024 and 2048).
-// At the end it prints, per N, each rate, its fraction of the peak of its kind measured
-// in this run (bf16 against the bf16 dot where the CPU has one, else against f32 FMA),
-// and the ratio of the CPU plugin to OpenBLAS; then conv2d and attention likewise.
+// At the end it prints, per N, each rate, its fraction of the peak of its kind (bf16
+// against the bf16 dot where the CPU has one, else against f32 FMA) and the ratio of the
+// CPU plugin to OpenBLAS; then conv2d and attention likewise. Each peak is timed at the
+// start, for the header, and again just before the benchmarks that are fractions of it
+// (named "<peak loop>/<what follows>", e.g. peak_fma_f32_avx512/n1024): on a host shared
+// with other work the 2-thread f32 peak was seen anywhere from 268 to 353 GFLOP/s within
+// minutes, so a fraction compares two rates taken seconds apart, not minutes.
 //
 // Threads: PHX_BENCH_THREADS, else one per hardware thread, for both libraries.
 // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main, so the count is
@@ -280,41 +284,70 @@ const peak::Loop* best_loop(const std::vector<peak::Loop>& loops, peak::Kind kin
   return nullptr;
 }
 
+// The name a peak loop is timed under just before the benchmarks tagged `tag` (empty: at
+// the start).
+std::string peak_name(const peak::Loop& loop, const std::string& tag) {
+  return tag.empty() ? loop.name : std::string(loop.name) + "/" + tag;
+}
+
+std::string size_tag(int64_t n) { return "n" + std::to_string(n); }
+
 void print_summary(const phx_bench::RecordingReporter& reporter,
                    const std::vector<peak::Loop>& loops, unsigned threads) {
   // Negative (shown "-") for a benchmark that did not run.
   auto gflops = [&](const std::string& name) { return reporter.counter(name, kFlops) / 1e9; };
   auto ratio = [](double x, double y) { return x > 0 && y > 0 ? x / y : -1; };
-  auto peak_of = [&](peak::Kind kind) {
+  const bool has_bf16_dot = best_loop(loops, peak::Kind::kBf16) != nullptr;
+  // The peak of kind timed just before the benchmarks tagged `tag`, else (unless
+  // near_only) the one timed at the start; bf16 against f32 FMA where the CPU has no bf16
+  // dot.
+  auto peak_of = [&](peak::Kind kind, const std::string& tag, bool near_only = false) {
+    if (kind == peak::Kind::kBf16 && !has_bf16_dot) kind = peak::Kind::kF32;
     const peak::Loop* loop = best_loop(loops, kind);
     if (loop == nullptr) return -1.0;
     // Recorded as "<name>/": the reporter's key leaves the thread count out.
-    return reporter.counter(std::string(loop->name) + "/", peak::counter_name(kind)) / 1e9;
+    auto rate = [&](const std::string& t) {
+      return reporter.counter(peak_name(*loop, t) + "/", peak::counter_name(kind)) / 1e9;
+    };
+    const double near = tag.empty() ? -1.0 : rate(tag);
+    return near > 0 || near_only ? near : rate("");
   };
-  const double f32_peak = peak_of(peak::Kind::kF32), int8_peak = peak_of(peak::Kind::kInt8);
-  const bool has_bf16_dot = best_loop(loops, peak::Kind::kBf16) != nullptr;
-  const double bf16_peak = has_bf16_dot ? peak_of(peak::Kind::kBf16) : f32_peak;
 
   std::printf("\nISA: %s\n", peak::isa_line().c_str());
-  std::printf("Peaks, G/s on %u thread%s:", threads, threads == 1 ? "" : "s");
+  std::printf("Peaks at the start, G/s on %u thread%s:", threads, threads == 1 ? "" : "s");
   for (peak::Kind kind : {peak::Kind::kF32, peak::Kind::kBf16, peak::Kind::kInt8}) {
     const peak::Loop* loop = best_loop(loops, kind);
     if (loop != nullptr)
-      std::printf(" %s %s (%s);", peak::kind_name(kind), cell(peak_of(kind), 0, 1).c_str(),
+      std::printf(" %s %s (%s);", peak::kind_name(kind), cell(peak_of(kind, ""), 0, 1).c_str(),
                   loop->instruction);
   }
-  std::printf("\n");
+  std::printf(
+      "\nThe same peaks timed again just before each row's benchmarks, G/s:\n%-36s %9s %9s %9s\n",
+      "", "f32", "bf16", "int8");
+  auto print_peaks = [&](const std::string& label, const std::string& tag) {
+    std::printf("%-36s %s %s %s\n", label.c_str(),
+                cell(peak_of(peak::Kind::kF32, tag, true), 9, 1).c_str(),
+                cell(has_bf16_dot ? peak_of(peak::Kind::kBf16, tag, true) : -1, 9, 1).c_str(),
+                cell(peak_of(peak::Kind::kInt8, tag, true), 9, 1).c_str());
+  };
+  for (int64_t n : kSizes) print_peaks("N " + std::to_string(n), size_tag(n));
+  print_peaks("conv2d", "conv2d");
+  for (int64_t s : kAttentionSizes)
+    print_peaks("attention S " + std::to_string(s), "attention" + std::to_string(s));
   // OPENBLAS_VERSION reads " OpenBLAS 0.3.21 ", spaces included.
   std::printf("\nGEMM, GFLOP/s (qmatmul GOP/s), %u thread%s; CPU plugin ISA: %s;%s(core %s)\n",
               threads, threads == 1 ? "" : "s", g_cpu->isa.empty() ? "?" : g_cpu->isa.c_str(),
               OPENBLAS_VERSION, openblas_get_corename());
-  std::printf("/pk: the fraction of the peak of its kind above; bf16 against %s\n",
+  std::printf("/pk: the fraction of the peak of its kind timed just before; bf16 against %s\n",
               has_bf16_dot ? "the bf16 dot" : "f32 FMA (no bf16 dot on this CPU)");
   std::printf("%6s %9s %5s %9s %5s %8s %9s %5s %9s %9s %5s %9s %5s\n", "N", "phx f32", "/pk",
               "OpenBLAS", "/pk", "phx/BLAS", "phx bf16", "/pk", "bf16/f32", "phx f16", "/pk",
               "q i8", "/pk");
   for (int64_t n : kSizes) {
-    const std::string arg = "/" + std::to_string(n);
+    const std::string arg = "/" + std::to_string(n), tag = size_tag(n);
+    const double f32_peak = peak_of(peak::Kind::kF32, tag);
+    const double bf16_peak = peak_of(peak::Kind::kBf16, tag);
+    const double int8_peak = peak_of(peak::Kind::kInt8, tag);
     const double phx = gflops("gemm_f32_phx" + arg), blas = gflops("gemm_f32_openblas" + arg);
     const double bf16 = gflops("gemm_bf16_phx" + arg), f16 = gflops("gemm_f16_phx" + arg);
     const double q8 = reporter.counter("qmatmul_i8_phx" + arg, kOps) / 1e9;
@@ -328,6 +361,7 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
   }
   std::printf("\nNon-square f32 GEMM, GFLOP/s\n%-18s %9s %5s %9s %5s %8s\n", "M x K x N", "phx f32",
               "/pk", "OpenBLAS", "/pk", "phx/BLAS");
+  const double shapes_peak = peak_of(peak::Kind::kF32, "shapes");
   for (const Shape& shape : kShapes) {
     const std::string arg = "/" + std::to_string(shape.m) + "/" + std::to_string(shape.k) + "/" +
                             std::to_string(shape.n);
@@ -336,18 +370,19 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
     const std::string label =
         std::to_string(shape.m) + " x " + std::to_string(shape.k) + " x " + std::to_string(shape.n);
     std::printf("%-18s %s %s %s %s %s\n", label.c_str(), cell(phx, 9, 1).c_str(),
-                cell(ratio(phx, f32_peak), 5, 2).c_str(), cell(blas, 9, 1).c_str(),
-                cell(ratio(blas, f32_peak), 5, 2).c_str(), cell(ratio(phx, blas), 8, 2).c_str());
+                cell(ratio(phx, shapes_peak), 5, 2).c_str(), cell(blas, 9, 1).c_str(),
+                cell(ratio(blas, shapes_peak), 5, 2).c_str(), cell(ratio(phx, blas), 8, 2).c_str());
   }
   std::printf("\nOther ops on the CPU device, f32, GFLOP/s and /pk (of f32 FMA)\n");
   const std::string conv = "conv2d_f32_phx/";
   std::printf("%-36s %9s %5s\n", "conv2d 3x3 [4,256,28,28] x 256", cell(gflops(conv), 9, 1).c_str(),
-              cell(ratio(gflops(conv), f32_peak), 5, 2).c_str());
+              cell(ratio(gflops(conv), peak_of(peak::Kind::kF32, "conv2d")), 5, 2).c_str());
   for (int64_t s : kAttentionSizes) {
     const double rate = gflops("attention_f32_phx/" + std::to_string(s));
     const std::string label = "attention causal 8x64, S " + std::to_string(s);
     std::printf("%-36s %9s %5s\n", label.c_str(), cell(rate, 9, 1).c_str(),
-                cell(ratio(rate, f32_peak), 5, 2).c_str());
+                cell(ratio(rate, peak_of(peak::Kind::kF32, "attention" + std::to_string(s))), 5, 2)
+                    .c_str());
   }
 }
 
@@ -359,34 +394,44 @@ int main(int argc, char** argv) {
   CpuDevice cpu = phx_bench::open_cpu_device(threads);
   g_cpu = &cpu;
 
-  // The peaks first: the rates below are fractions of them.
+  // The peaks first, for the header; then each again just before the benchmarks that are
+  // fractions of it (the file's comment says why).
   const std::vector<peak::Loop> loops = peak::available_loops();
-  for (peak::Kind kind : {peak::Kind::kF32, peak::Kind::kBf16, peak::Kind::kInt8}) {
+  auto time_peak = [&](peak::Kind kind, const std::string& tag) {
     const peak::Loop* loop = best_loop(loops, kind);
-    if (loop == nullptr) continue;
-    benchmark::RegisterBenchmark(loop->name,
+    if (loop == nullptr) return;
+    benchmark::RegisterBenchmark(peak_name(*loop, tag).c_str(),
                                  [loop](benchmark::State& state) { peak::time_loop(state, *loop); })
         ->Threads(static_cast<int>(threads))
         ->UseRealTime();
-  }
+  };
+  for (peak::Kind kind : {peak::Kind::kF32, peak::Kind::kBf16, peak::Kind::kInt8})
+    time_peak(kind, "");
   for (int64_t n : kSizes) {
+    time_peak(peak::Kind::kF32, size_tag(n));
     at_size(benchmark::RegisterBenchmark("gemm_f32_phx", gemm_phynexus, PHX_DTYPE_F32), n);
     at_size(benchmark::RegisterBenchmark("gemm_f32_openblas", gemm_openblas), n);
-    at_size(benchmark::RegisterBenchmark("gemm_bf16_phx", gemm_phynexus, PHX_DTYPE_BF16), n);
     at_size(benchmark::RegisterBenchmark("gemm_f16_phx", gemm_phynexus, PHX_DTYPE_F16), n);
+    time_peak(peak::Kind::kBf16, size_tag(n));
+    at_size(benchmark::RegisterBenchmark("gemm_bf16_phx", gemm_phynexus, PHX_DTYPE_BF16), n);
+    time_peak(peak::Kind::kInt8, size_tag(n));
     at_size(benchmark::RegisterBenchmark("qmatmul_i8_phx", qmatmul_phynexus), n);
   }
+  time_peak(peak::Kind::kF32, "shapes");
   for (const Shape& shape : kShapes) {
     for (auto* bench :
          {benchmark::RegisterBenchmark("gemm_shape_f32_phx", gemm_shape_phynexus),
           benchmark::RegisterBenchmark("gemm_shape_f32_openblas", gemm_shape_openblas)})
       bench->Args({shape.m, shape.k, shape.n})->UseRealTime()->Unit(benchmark::kMillisecond);
   }
+  time_peak(peak::Kind::kF32, "conv2d");
   benchmark::RegisterBenchmark("conv2d_f32_phx", conv2d_phynexus)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
-  for (int64_t s : kAttentionSizes)
+  for (int64_t s : kAttentionSizes) {
+    time_peak(peak::Kind::kF32, "attention" + std::to_string(s));
     at_size(benchmark::RegisterBenchmark("attention_f32_phx", attention_phynexus), s);
+  }
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

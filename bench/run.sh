@@ -6,8 +6,8 @@
 # is the machine's instruction-set extensions and its peaks, per core and on all cores:
 # f32 FMA, bf16 dot, int8 dot (whichever the CPU has) and memory bandwidth (the roofs of
 # phx-plot roofline). Then for bench_gemm the CPU plugin's GEMM, qmatmul, conv2d and
-# attention, each as a fraction of the peak of its kind (timed again in bench_gemm, in the
-# same run) and GEMM against OpenBLAS per N, for bench_conv ResNet-like conv2d layers
+# attention, each as a fraction of the peak of its kind (timed again in bench_gemm, just
+# before them) and GEMM against OpenBLAS per N, for bench_conv ResNet-like conv2d layers
 # against im2col + OpenBLAS sgemm, for bench_dispatch the cost of one op, for bench_graph
 # an executable's cost per node and its speed against the same ops run eagerly, for
 # bench_tpu_sim and bench_npu_sim the simulators' cost against the CPU plugin, for
