@@ -17,8 +17,14 @@
 #include "phx/kernels/thread_pool.h"
 
 // The hot loops are written so that the compiler vectorizes them, and compiled three
-// times; the dynamic loader picks the widest one this CPU runs (an ifunc).
+// times; the dynamic loader picks the widest one this CPU runs (an ifunc). Not under
+// ThreadSanitizer: in a program linked with these kernels the loader runs the resolvers
+// before TSan's runtime is up, and the program dies before main.
+#if defined(__SANITIZE_THREAD__)
+#define PHX_CLONES
+#else
 #define PHX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 // Math helpers used inside those loops must be inlined into each clone to be
 // vectorized with its instruction set.
 #define PHX_INLINE [[gnu::always_inline]] inline
