@@ -290,7 +290,11 @@ std::string peak_name(const peak::Loop& loop, const std::string& tag) {
   return tag.empty() ? loop.name : std::string(loop.name) + "/" + tag;
 }
 
+// The tags of the peaks timed before each group of benchmarks.
 std::string size_tag(int64_t n) { return "n" + std::to_string(n); }
+std::string attention_tag(int64_t s) { return "attention" + std::to_string(s); }
+constexpr const char* kShapesTag = "shapes";
+constexpr const char* kConvTag = "conv2d";
 
 void print_summary(const phx_bench::RecordingReporter& reporter,
                    const std::vector<peak::Loop>& loops, unsigned threads) {
@@ -331,9 +335,10 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
                 cell(peak_of(peak::Kind::kInt8, tag, true), 9, 1).c_str());
   };
   for (int64_t n : kSizes) print_peaks("N " + std::to_string(n), size_tag(n));
-  print_peaks("conv2d", "conv2d");
+  print_peaks("non-square shapes", kShapesTag);
+  print_peaks("conv2d", kConvTag);
   for (int64_t s : kAttentionSizes)
-    print_peaks("attention S " + std::to_string(s), "attention" + std::to_string(s));
+    print_peaks("attention S " + std::to_string(s), attention_tag(s));
   // OPENBLAS_VERSION reads " OpenBLAS 0.3.21 ", spaces included.
   std::printf("\nGEMM, GFLOP/s (qmatmul GOP/s), %u thread%s; CPU plugin ISA: %s;%s(core %s)\n",
               threads, threads == 1 ? "" : "s", g_cpu->isa.empty() ? "?" : g_cpu->isa.c_str(),
@@ -361,7 +366,7 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
   }
   std::printf("\nNon-square f32 GEMM, GFLOP/s\n%-18s %9s %5s %9s %5s %8s\n", "M x K x N", "phx f32",
               "/pk", "OpenBLAS", "/pk", "phx/BLAS");
-  const double shapes_peak = peak_of(peak::Kind::kF32, "shapes");
+  const double shapes_peak = peak_of(peak::Kind::kF32, kShapesTag);
   for (const Shape& shape : kShapes) {
     const std::string arg = "/" + std::to_string(shape.m) + "/" + std::to_string(shape.k) + "/" +
                             std::to_string(shape.n);
@@ -376,13 +381,12 @@ void print_summary(const phx_bench::RecordingReporter& reporter,
   std::printf("\nOther ops on the CPU device, f32, GFLOP/s and /pk (of f32 FMA)\n");
   const std::string conv = "conv2d_f32_phx/";
   std::printf("%-36s %9s %5s\n", "conv2d 3x3 [4,256,28,28] x 256", cell(gflops(conv), 9, 1).c_str(),
-              cell(ratio(gflops(conv), peak_of(peak::Kind::kF32, "conv2d")), 5, 2).c_str());
+              cell(ratio(gflops(conv), peak_of(peak::Kind::kF32, kConvTag)), 5, 2).c_str());
   for (int64_t s : kAttentionSizes) {
     const double rate = gflops("attention_f32_phx/" + std::to_string(s));
     const std::string label = "attention causal 8x64, S " + std::to_string(s);
     std::printf("%-36s %9s %5s\n", label.c_str(), cell(rate, 9, 1).c_str(),
-                cell(ratio(rate, peak_of(peak::Kind::kF32, "attention" + std::to_string(s))), 5, 2)
-                    .c_str());
+                cell(ratio(rate, peak_of(peak::Kind::kF32, attention_tag(s))), 5, 2).c_str());
   }
 }
 
@@ -417,19 +421,19 @@ int main(int argc, char** argv) {
     time_peak(peak::Kind::kInt8, size_tag(n));
     at_size(benchmark::RegisterBenchmark("qmatmul_i8_phx", qmatmul_phynexus), n);
   }
-  time_peak(peak::Kind::kF32, "shapes");
+  time_peak(peak::Kind::kF32, kShapesTag);
   for (const Shape& shape : kShapes) {
     for (auto* bench :
          {benchmark::RegisterBenchmark("gemm_shape_f32_phx", gemm_shape_phynexus),
           benchmark::RegisterBenchmark("gemm_shape_f32_openblas", gemm_shape_openblas)})
       bench->Args({shape.m, shape.k, shape.n})->UseRealTime()->Unit(benchmark::kMillisecond);
   }
-  time_peak(peak::Kind::kF32, "conv2d");
+  time_peak(peak::Kind::kF32, kConvTag);
   benchmark::RegisterBenchmark("conv2d_f32_phx", conv2d_phynexus)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   for (int64_t s : kAttentionSizes) {
-    time_peak(peak::Kind::kF32, "attention" + std::to_string(s));
+    time_peak(peak::Kind::kF32, attention_tag(s));
     at_size(benchmark::RegisterBenchmark("attention_f32_phx", attention_phynexus), s);
   }
 
