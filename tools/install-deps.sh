@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build git pkg-config python3
+  build-essential cmake ninja-build git pkg-config python3 ccache
   clang-format
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev

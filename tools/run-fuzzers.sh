@@ -14,6 +14,8 @@ seconds=${PHX_FUZZ_SECONDS:-60}
 targets=${PHX_FUZZ_TARGETS:-"fuzz_op_run fuzz_graph fuzz_executable_load fuzz_onnx_load fuzz_sim_config fuzz_pipeline_cache"}
 
 cd "$root"
+# shellcheck source=tools/compiler-cache.sh
+source tools/compiler-cache.sh
 cmake --preset fuzz
 cmake --build --preset fuzz -j "${PHX_FUZZ_JOBS:-2}" --target phx_fuzzers
 ctest --preset fuzz

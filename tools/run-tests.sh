@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${PHX_PRESET:-default}"
 bash tools/install-deps.sh
+# shellcheck source=tools/compiler-cache.sh
+source tools/compiler-cache.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j"$(nproc)"
 ctest --preset "$preset" -j"$(nproc)"
