@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <phx/env.h>
 #include <phx/error.h>
+#include <phx/keep_mapped.h>
 
 #include "spdlog_level.h"
 
@@ -17,6 +18,7 @@ bool known_status(phx_status status) {
 
 // The last value of phx_device_type this host knows.
 constexpr int kLastDeviceType = PHX_DEVICE_ACCELERATOR;
+
 }  // namespace
 
 Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_t num_threads)
@@ -31,8 +33,10 @@ Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_
 }
 
 Plugin::~Plugin() {
+  // Leak checkers need the libraries mapped to name the frames of what they leaked: the
+  // plugin's own, and those it opened, which its shutdown may close.
+  keep_mapped_libraries_if_asked();
   if (instance_ != nullptr) call_void("shutdown", [&] { api_.shutdown(instance_); });
-  // Leak checkers need the library mapped to name the frames of what it leaked.
   if (library_ != nullptr && !env_is_one("PHX_DISABLE_UNLOAD")) dlclose(library_);
 }
 

@@ -238,6 +238,43 @@ TEST_F(Loader, PluginsAreShutDownWhenTheContextIsDestroyed) {
   EXPECT_EQ(calls("good", "shutdown"), 1);
 }
 
+// A library a plugin opened itself and closes at shutdown (the Vulkan loader's driver) is
+// unmapped with the context, unless PHX_DISABLE_UNLOAD asks that a leak checker still
+// find it mapped at exit. Each run opens a copy of its own, which nothing else maps.
+TEST_F(Loader, DisableUnloadKeepsTheLibrariesAPluginOpenedMapped) {
+  const char* preset = std::getenv("PHX_DISABLE_UNLOAD");
+  const std::string was = preset == nullptr ? "" : preset;
+  for (const bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "PHX_DISABLE_UNLOAD=1" : "PHX_DISABLE_UNLOAD unset");
+    const std::string library = trace_dir_ + (keep ? "/kept.so" : "/closed.so");
+    fs::copy_file(case_file("good", "good"), library);
+    setenv("PHX_TEST_OPENED_LIBRARY", library.c_str(), 1);
+    if (keep) {
+      setenv("PHX_DISABLE_UNLOAD", "1", 1);
+    } else {
+      unsetenv("PHX_DISABLE_UNLOAD");
+    }
+    {
+      Context ctx({case_dir("opens_library")});
+      ASSERT_TRUE(ctx.ok()) << ctx.error();
+      ASSERT_EQ(ctx.devices().size(), 1u) << ctx.describe();
+      void* opened = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+      ASSERT_NE(opened, nullptr) << "the plugin did not open " << library;
+      dlclose(opened);  // the plugin's reference is left the only one
+    }
+    EXPECT_EQ(calls("opens_library", "shutdown"), keep ? 2 : 1);
+    void* after = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    EXPECT_EQ(after != nullptr, keep);
+    if (after != nullptr) dlclose(after);
+  }
+  unsetenv("PHX_TEST_OPENED_LIBRARY");
+  if (was.empty()) {
+    unsetenv("PHX_DISABLE_UNLOAD");
+  } else {
+    setenv("PHX_DISABLE_UNLOAD", was.c_str(), 1);
+  }
+}
+
 TEST_F(Loader, GoodPluginRunsAnOp) {
   Context ctx({case_dir("good")});
   ASSERT_TRUE(ctx.ok()) << ctx.error();

@@ -1,5 +1,7 @@
 #include "instance.h"
 
+#include <phx/keep_mapped.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -85,6 +87,8 @@ Instance::Instance(const Settings& settings, const Logger& logger) : logger_(log
                 "vkCreateInstance failed (" + result_name(result) + "): no Vulkan devices");
     return;
   }
+  // The driver is mapped now; vkDestroyInstance would unmap it.
+  keep_mapped_libraries_if_asked();
   if (debug_utils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));

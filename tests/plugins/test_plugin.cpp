@@ -10,6 +10,7 @@
 // loader called, and how often.
 //
 // Built against include/phynexus/plugin.h only, as an out-of-tree plugin would be.
+#include <dlfcn.h>
 #include <phynexus/plugin.h>
 #include <unistd.h>
 
@@ -115,8 +116,18 @@ void set_device_type(phx_plugin_device_info& info) {
 #endif
 }
 
+#if defined(PHX_TEST_FAULT_OPENS_LIBRARY)
+// The library named by PHX_TEST_OPENED_LIBRARY (read at initialize), opened at
+// initialize and closed at shutdown, as a driver's loader opens and closes its driver.
+void* g_opened_library = nullptr;
+#endif
+
 phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
   trace("initialize");
+#if defined(PHX_TEST_FAULT_OPENS_LIBRARY)
+  if (const char* library = std::getenv("PHX_TEST_OPENED_LIBRARY"))
+    g_opened_library = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+#endif
 #if defined(PHX_TEST_FAULT_INIT_FAILS)
   host->set_error(host->host_data, "simulated init failure");
   (void)out_plugin;
@@ -138,6 +149,10 @@ phx_status initialize(const phx_plugin_host* host, void** out_plugin) {
 
 void shutdown(void* plugin) {
   trace("shutdown");
+#if defined(PHX_TEST_FAULT_OPENS_LIBRARY)
+  if (g_opened_library != nullptr) dlclose(g_opened_library);
+  g_opened_library = nullptr;
+#endif
   delete static_cast<Plugin*>(plugin);
 }
 

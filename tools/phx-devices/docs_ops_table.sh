@@ -64,9 +64,10 @@ block() {
 committed=$(block "$begin_marker" "$end_marker")
 committed_list=$(block "$list_begin_marker" "$list_end_marker")
 
-# The configuration above.
+# The configuration above. PHX_DISABLE_UNLOAD, which changes no answer, is kept for the
+# leak checker of a sanitizer build (docs/loader.md, "Unloading").
 for name in $(compgen -e); do
-  case $name in PHX_*) unset "$name" ;; esac
+  case $name in PHX_DISABLE_UNLOAD) ;; PHX_*) unset "$name" ;; esac
 done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
