@@ -53,6 +53,59 @@ uint64_t track_key(const json& event) {
   return event["pid"].get<uint64_t>() << 32 | event["tid"].get<uint64_t>();
 }
 
+// Device d's process (the writer's layout: the devices first, the host after them).
+uint64_t device_pid(size_t d) { return d + 1; }
+
+// What a viewer opens on must be a device, not the host. speedscope (its
+// src/import/trace-event.ts) makes a profile per (pid, tid) with "X", "B" or "E" events,
+// sorts them by pid, then tid, as numbers, ignoring the sort indices, and shows the first;
+// Perfetto orders processes by process_sort_index (a process without one counts as 0) and
+// honours thread_sort_index where it orders threads by it.
+void check_viewer_order(const json& events) {
+  uint64_t host = 0;
+  std::map<uint64_t, int64_t> process_index;
+  std::map<std::pair<uint64_t, uint64_t>, int64_t> thread_index;
+  std::set<uint64_t> processes;
+  std::set<std::pair<uint64_t, uint64_t>> threads, span_tracks;
+  for (const json& e : events) {
+    const uint64_t pid = e["pid"].get<uint64_t>();
+    const std::pair<uint64_t, uint64_t> track{pid, e["tid"].get<uint64_t>()};
+    if (e["ph"] == "X" || e["ph"] == "B" || e["ph"] == "E") span_tracks.insert(track);
+    if (e["ph"] != "M") continue;
+    if (e["name"] == "process_name") {
+      processes.insert(pid);
+      if (e["args"]["name"].get<std::string>().rfind("host (pid ", 0) == 0) host = pid;
+    }
+    if (e["name"] == "thread_name") threads.insert(track);
+    if (e["name"] == "process_sort_index")
+      process_index[pid] = e["args"]["sort_index"].get<int64_t>();
+    if (e["name"] == "thread_sort_index")
+      thread_index[track] = e["args"]["sort_index"].get<int64_t>();
+  }
+  ASSERT_NE(host, 0u) << "no process is named \"host (pid N)\"";
+  // Perfetto: every process has an index above 0 (the default of the processes it makes up,
+  // pid 0's), the devices in pid order, which is their index order, and the host last.
+  int64_t last = 0;
+  for (uint64_t pid : processes) {
+    ASSERT_TRUE(process_index.count(pid)) << "process " << pid << " has no process_sort_index";
+    EXPECT_GT(process_index[pid], last) << "process " << pid;
+    last = process_index[pid];
+  }
+  EXPECT_EQ(*processes.rbegin(), host) << "the host's process is not the last";
+  // Within a process, tracks in tid order: a stream's track above its simulated time's.
+  for (const auto& track : threads) {
+    ASSERT_TRUE(thread_index.count(track)) << track.first << "/" << track.second;
+    EXPECT_EQ(thread_index[track], int64_t(track.second)) << track.first << "/" << track.second;
+  }
+  // speedscope: its profiles in (pid, tid) order are the devices' tracks, then the host's.
+  bool host_seen = false;
+  for (const auto& [pid, tid] : span_tracks) {
+    host_seen |= pid == host;
+    EXPECT_TRUE(pid == host || !host_seen)
+        << "device track " << pid << "/" << tid << " after the host's in speedscope's order";
+  }
+}
+
 // The invariants every trace keeps, whatever ran.
 void check_layout(const json& events) {
   std::set<uint64_t> named_processes, named_threads;
@@ -64,6 +117,7 @@ void check_layout(const json& events) {
       EXPECT_FALSE(e["args"]["name"].get<std::string>().empty());
     }
   }
+  check_viewer_order(events);
   std::map<uint64_t, std::vector<std::pair<double, double>>> spans;  // per track, file order
   std::map<uint64_t, double> last_counter_ts;
   for (const json& e : events) {
@@ -263,9 +317,15 @@ TEST_F(Trace, ShortRunOnEveryDeviceMatchesTheProfileRecords) {
   for (const char* kind :
        {"upload", "download", "stream synchronize", "graph compile", "executable run", "memory"})
     EXPECT_TRUE(kinds.count(kind)) << kind;
+  // speedscope opens on the lowest (pid, tid) with spans: device 0's stream.
+  std::set<std::pair<uint64_t, uint64_t>> span_tracks;
+  for (const json& e : events)
+    if (e["ph"] == "X") span_tracks.emplace(e["pid"].get<uint64_t>(), e["tid"].get<uint64_t>());
+  ASSERT_FALSE(span_tracks.empty());
+  EXPECT_EQ(span_tracks.begin()->first, device_pid(0));
 
   for (size_t d = 0; d < device_count_; ++d) {
-    const uint64_t pid = d + 2;
+    const uint64_t pid = device_pid(d);
     const std::vector<Record> records = profile_records(streams[d]);
     EXPECT_GE(records.size(), 3u) << "device " << d;
     for (const Record& record : records) {
@@ -308,7 +368,7 @@ TEST_F(Trace, CompilesAreDrawnWithTheOpsThatCausedThem) {
     ASSERT_EQ(phx_device_get(context_, d, &info), PHX_STATUS_OK);
     const std::string plugin = info.plugin;
     if (plugin != "vulkan" && plugin != "tpu-sim") continue;
-    checked.emplace_back(d + 2, plugin);
+    checked.emplace_back(device_pid(d), plugin);
     phx_stream stream = nullptr;
     ASSERT_EQ(phx_stream_create(context_, d, &stream), PHX_STATUS_OK);
     const phx_tensor a = tensor(d, 4, 4, -1), b = tensor(d, 4, 4, 0.5f), c = tensor(d, 4, 4, 0);

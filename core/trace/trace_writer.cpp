@@ -21,10 +21,13 @@
 namespace phx::trace {
 namespace {
 
-// Track numbers: the host is process 1, device i process i + 2 (pid 0 is the idle task
-// to Perfetto). Stream n draws on thread 2n of its device, its simulated time on 2n + 1.
-constexpr uint32_t kHostPid = 1;
-uint32_t device_pid(const Device& device) { return device.index + 2; }
+// Track numbers: device i is process i + 1, the host the process after the last device
+// (pid 0 is the idle task to Perfetto). The devices come first because a viewer opens on
+// the first track: speedscope makes a profile per (pid, tid) with spans, sorts them by
+// pid then tid as numbers, sort indices ignored, and shows the first; Perfetto orders
+// processes by process_sort_index, written equal to the pid. Stream n draws on thread 2n
+// of its device, its simulated time on 2n + 1.
+uint32_t device_pid(const Device& device) { return device.index + 1; }
 
 constexpr size_t kFlushBytes = 32 * 1024;
 constexpr uint64_t kFlushIntervalNs = 100'000'000;
@@ -242,6 +245,7 @@ void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<De
   origin_ns_ = now_ns();
   last_flush_ns_ = origin_ns_;
 
+  host_pid_ = static_cast<uint32_t>(devices.size()) + 1;
   const std::string host = "host (pid " + std::to_string(::getpid()) + ")";
   auto process = [&](uint32_t pid, const std::string& name) {
     open_event("process_name", "__metadata", 'M', pid, 0, origin_ns_);
@@ -253,7 +257,7 @@ void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<De
     append_number(buffer_, uint64_t{pid});
     buffer_ += "}}";
   };
-  process(kHostPid, host);
+  process(host_pid_, host);
   for (const auto& device : devices)
     process(device_pid(*device), device->name + " (" + device->plugin->name + ")");
   flush(origin_ns_, true);
@@ -391,6 +395,12 @@ void Writer::name_track(uint32_t pid, uint32_t tid, const std::string& name) {
   buffer_ += ",\"args\":{\"name\":";
   append_string(buffer_, name);
   buffer_ += "}}";
+  // Tracks in tid order (a stream above its simulated time) where the viewer honours it:
+  // Perfetto would otherwise put first the thread whose tid equals its process's pid.
+  open_event("thread_sort_index", "__metadata", 'M', pid, tid, origin_ns_);
+  buffer_ += ",\"args\":{\"sort_index\":";
+  append_number(buffer_, uint64_t{tid});
+  buffer_ += "}}";
 }
 
 void Writer::stream_track(uint32_t pid, uint32_t stream_number, bool simulated) {
@@ -402,9 +412,9 @@ void Writer::stream_track(uint32_t pid, uint32_t stream_number, bool simulated) 
 }
 
 void Writer::host_event(uint32_t tid, const char* name, uint64_t start_ns, uint64_t end_ns) {
-  if (track_is_new(kHostPid, tid))
-    name_track(kHostPid, tid, "API calls, thread " + std::to_string(tid));
-  open_event(name, "host", 'X', kHostPid, tid, start_ns);
+  if (track_is_new(host_pid_, tid))
+    name_track(host_pid_, tid, "API calls, thread " + std::to_string(tid));
+  open_event(name, "host", 'X', host_pid_, tid, start_ns);
   append_key(buffer_, "dur");
   append_microseconds(buffer_, end_ns - start_ns);
 }

@@ -134,6 +134,7 @@ class Writer {
   std::string buffer_;
   bool first_event_ = true;
   uint64_t origin_ns_ = 0;  // the steady clock at begin: ts 0
+  uint32_t host_pid_ = 0;   // the process after the devices
   uint64_t last_flush_ns_ = 0;
   std::unordered_set<uint64_t> named_tracks_;
 };
