@@ -1,7 +1,7 @@
 """phx-plot draws each plot from the committed example trace and bench JSON as a PNG of the
 size asked for; a trace without its closing bracket is read; a bad input is one line on
 stderr and exit status 1, never a traceback. Exits 77 (skipped) without matplotlib.
-usage: test_phx_plot.py PHX_PLOT DATA_DIR"""
+usage: test_phx_plot.py PHX_PLOT DATA_DIR (ctest), or python3 -m pytest tools/phx-plot/tests"""
 
 import os
 import struct
@@ -10,8 +10,18 @@ import sys
 import tempfile
 import unittest
 
-PHX_PLOT = None
-DATA = None
+# The source tree's, unless the command line names others (ctest: the build tree's script).
+HERE = os.path.dirname(os.path.abspath(__file__))
+PHX_PLOT = os.path.join(HERE, "..", "phx-plot")
+DATA = HERE
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    HAVE_MATPLOTLIB = True
+except ImportError:
+    HAVE_MATPLOTLIB = False
 
 
 def png_size(path):
@@ -37,6 +47,7 @@ def trace_reader():
     return phx_plot_module("trace").read_trace
 
 
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
 class PhxPlotTest(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
@@ -155,9 +166,7 @@ class PhxPlotTest(unittest.TestCase):
 if __name__ == "__main__":
     PHX_PLOT, DATA = sys.argv[1], sys.argv[2]
     del sys.argv[1:3]
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not HAVE_MATPLOTLIB:
         print("test_phx_plot: matplotlib is not installed (Debian: python3-matplotlib): skipped")
         sys.exit(77)
     unittest.main()
