@@ -10,9 +10,10 @@ from . import PlotError
 class Span:
     """One duration event: a complete event ("X") or a matched begin/end pair ("B"/"E")."""
 
-    def __init__(self, name, kind, start_us, duration_us, track):
+    def __init__(self, name, kind, start_us, duration_us, track, category=""):
         self.name = name
         self.kind = kind  # what colours it: args.op where the event has it, else its name
+        self.category = category  # the event's "cat": "op" for a Phynexus op
         self.start_us = start_us
         self.duration_us = duration_us
         self.track = track  # (pid, tid)
@@ -46,8 +47,13 @@ class Trace:
 
     def track_sort_key(self, track):
         pid, tid = track
-        return (self.process_order.get(pid, 0), str(pid), self.thread_order.get(track, 0),
-                str(tid))
+        return (self.process_order.get(pid, 0), _id_key(pid), self.thread_order.get(track, 0),
+                _id_key(tid))
+
+
+def _id_key(value):
+    """Ids in numeric order (2 before 10), any that is not a number after them."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
 def _events_of_array(text, path):
@@ -113,7 +119,7 @@ def _span(event, track, start, duration):
     name = str(event.get("name", "?"))
     args = event.get("args")
     kind = str(args.get("op", name)) if isinstance(args, dict) else name
-    return Span(name, kind, start, duration, track)
+    return Span(name, kind, start, duration, track, str(event.get("cat", "")))
 
 
 def _set_depths(spans):

@@ -1,8 +1,11 @@
 """phx-plot draws each plot from the committed example trace and bench JSON as a PNG of the
 size asked for; a trace without its closing bracket is read; a bad input is one line on
-stderr and exit status 1, never a traceback. Exits 77 (skipped) without matplotlib.
+stderr and exit status 1, never a traceback. The pictures hold what the eye checks, measured
+on matplotlib's artists: every span at least a pixel wide in the window asked for.
+Exits 77 (skipped) without matplotlib.
 usage: test_phx_plot.py PHX_PLOT DATA_DIR (ctest), or python3 -m pytest tools/phx-plot/tests"""
 
+import json
 import os
 import struct
 import subprocess
@@ -45,6 +48,54 @@ def phx_plot_module(name):
 def trace_reader():
     """phx_plot.trace.read_trace, from the source tree beside DATA."""
     return phx_plot_module("trace").read_trace
+
+
+def write_json(path, value):
+    with open(path, "w") as file:
+        json.dump(value, file)
+
+
+def long_compile_trace(path):
+    """A trace as the writer lays out a Vulkan run (tracing.md): the first op's submission
+    holds a 0.42 s pipeline compile, the ops after it take microseconds, the host compiles
+    the graph for 0.6 s before. The devices are processes 1 and 2, the host 3."""
+    events = []
+
+    def metadata(kind, pid, tid, **args):
+        events.append({"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": args})
+
+    def span(name, cat, pid, tid, ts, dur):
+        events.append({"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": ts,
+                       "dur": dur, "args": {"op": name} if cat != "compile" else {}})
+
+    for pid, name in ((1, "llvmpipe (vulkan)"), (2, "TPU v5e (simulated) (tpu-sim)"),
+                      (3, "host (pid 42)")):
+        metadata("process_name", pid, 0, name=name)
+        metadata("process_sort_index", pid, 0, sort_index=pid)
+    for pid, tid, name in ((1, 0, "stream 0"), (2, 2, "stream 1"),
+                           (2, 3, "stream 1 (simulated device time)"), (3, 1, "API calls")):
+        metadata("thread_name", pid, tid, name=name)
+        metadata("thread_sort_index", pid, tid, sort_index=tid)
+    span("graph compile", "host", 3, 1, 0.0, 600000.0)
+    span("pipeline compile", "compile", 1, 0, 600100.0, 420000.0)
+    span("matmul", "op", 1, 0, 600100.0, 420050.0)
+    for i in range(20):
+        span("add", "op", 1, 0, 1020200.0 + 30 * i, 8.0)
+        span("matmul", "op", 2, 2, 1020200.0 + 30 * i, 17.0)
+        span("matmul", "simulated op", 2, 3, 1020200.0 + 30 * i, 1.339)
+    span("stream wait", "host", 3, 1, 1020150.0, 850.0)
+    write_json(path, events)
+
+
+def drawn_widths(axes):
+    """The width in pixels of each span's bar within the axes, as the PNG shows it."""
+    axes.figure.canvas.draw()
+    box, widths = axes.bbox, []
+    for bars in axes.collections:
+        for path in bars.get_paths():
+            extent = path.get_extents(bars.get_transform())
+            widths.append(min(extent.x1, box.x1) - max(extent.x0, box.x0))
+    return widths
 
 
 @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
@@ -119,6 +170,57 @@ class PhxPlotTest(unittest.TestCase):
         # The CPU's points stay the measured rates.
         cpu_rates = [p[1] for p in roofline.points_by_device(results)["cpu"]]
         self.assertNotIn(176683.0, cpu_rates)
+
+    def spans_in(self, trace_path, window):
+        trace = trace_reader()(trace_path)
+        origin = min(s.start_us for s in trace.spans)
+        low, high = window
+        return [s for s in trace.spans if (s.start_us + s.duration_us - origin) / 1000 >= low
+                and (s.start_us - origin) / 1000 <= high]
+
+    def test_every_span_is_drawn_at_least_a_pixel_wide(self):
+        timeline = phx_plot_module("timeline")
+        path = os.path.join(self.folder.name, "compile.json")
+        long_compile_trace(path)
+        # The ops' window (the default), the whole trace, and one from the middle of the
+        # compile: 8 us spans are below a pixel in the last two without the least width.
+        for window in ((None, None), (0.0, 1100.0), (700.0, 1020.5)):
+            with self.subTest(window=window):
+                figure = timeline.draw_timeline(path, 900, 400, *window)
+                axes = figure.axes[0]
+                widths = drawn_widths(axes)
+                self.assertEqual(len(widths), len(self.spans_in(path, axes.get_xlim())))
+                self.assertGreaterEqual(min(widths), 1.0)
+
+    def test_the_default_window_is_the_ops(self):
+        timeline = phx_plot_module("timeline")
+        path = os.path.join(self.folder.name, "compile.json")
+        long_compile_trace(path)
+        low, high = timeline.draw_timeline(path, 900, 400).axes[0].get_xlim()
+        # Neither the host's 0.6 s graph compile nor the 0.42 s pipeline compile that opens
+        # the first op: the 0.8 ms of ops after them, with a margin.
+        self.assertGreater(low, 1020.0)
+        self.assertLess(high, 1021.0)
+        self.assertGreater(high, 1020.8)
+
+    def test_from_and_to_choose_the_window(self):
+        timeline = phx_plot_module("timeline")
+        path = os.path.join(self.folder.name, "compile.json")
+        long_compile_trace(path)
+        figure = timeline.draw_timeline(path, 900, 400, 600.0, 1021.0)
+        self.assertEqual(figure.axes[0].get_xlim(), (600.0, 1021.0))
+        self.assertEqual([timeline.parse_time_ms(t, "--from") for t in
+                          ("420", "0.42s", "420ms", "420000us", "4.2e2")], [420.0] * 5)
+        output = os.path.join(self.folder.name, "window.png")
+        result = self.run_plot("timeline", path, "-o", output, "--size", "800x300",
+                               "--from", "0.6s", "--to", "1021")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(png_size(output), (800, 300))
+        for arguments, words in ((("--from", "5", "--to", "1"), "not before"),
+                                 (("--from", "soon"), "--from 'soon'")):
+            with self.subTest(arguments=arguments):
+                self.assert_one_line_error(
+                    self.run_plot("timeline", path, "-o", output, *arguments), words)
 
     def test_gemm(self):
         self.assertEqual(self.draw("gemm", ["example_bench.json"], "800x600"), (800, 600))
