@@ -181,8 +181,8 @@ inline const char* kind_name(Kind kind) {
   }
 }
 
-// The counter a loop's rate is in: "FLOPS" for the float kinds (phx-plot roofline draws
-// the best peak_fma_* FLOPS as the compute roof), "OPS" for int8 (2 per multiply-add).
+// The counter a loop's rate is in: "FLOPS" for the float kinds, "OPS" for int8 (2 per
+// multiply-add); phx-plot roofline draws the best of each kind as its precision's roof.
 inline const char* counter_name(Kind kind) { return kind == Kind::kInt8 ? "OPS" : "FLOPS"; }
 
 constexpr int64_t kStepsPerIteration = 4096;

@@ -1,11 +1,13 @@
 """phx-plot draws each plot from the committed example trace and bench JSON as a PNG of the
 size asked for; a trace without its closing bracket is read; a bad input is one line on
 stderr and exit status 1, never a traceback. The pictures hold what the eye checks, measured
-on matplotlib's artists: every span at least a pixel wide in the window asked for.
+on matplotlib's artists: every span at least a pixel wide in the window asked for, a roof
+per precision with every point under its own, no two series of one colour.
 Exits 77 (skipped) without matplotlib.
 usage: test_phx_plot.py PHX_PLOT DATA_DIR (ctest), or python3 -m pytest tools/phx-plot/tests"""
 
 import json
+import math
 import os
 import struct
 import subprocess
@@ -87,6 +89,31 @@ def long_compile_trace(path):
     write_json(path, events)
 
 
+def bench_run(name, **counters):
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 10,
+            "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms", **counters}
+
+
+def bench_with_every_precision(path, bf16_dot=290e9):
+    """bench_peak's and bench_gemm's runs on a CPU with a bf16 dot and an int8 dot: 13
+    series, bf16 products above the f32 FMA's roof and under the bf16 dot's."""
+    runs = [bench_run("peak_fma_f32_avx512/real_time/threads:2", FLOPS=150e9),
+            bench_run("peak_fma_f32_avx512/n256/real_time/threads:2", FLOPS=140e9),
+            bench_run("peak_dot_bf16_avx512bf16/real_time/threads:2", FLOPS=bf16_dot),
+            bench_run("peak_dot_i8_avx512vnni/real_time/threads:2", OPS=600e9),
+            bench_run("peak_stream_copy/real_time/threads:2", bytes_per_second=20e9)]
+    per_byte = {"f32": 6, "f16": 3, "bf16": 3, "i8": 3}  # N / intensity of an N^3 product
+    for family, rates in (("gemm_f32_phx", (120e9, 135e9, 140e9)),
+                          ("gemm_f32_openblas", (100e9, 110e9, 115e9)),
+                          ("gemm_bf16_phx", (180e9, 240e9, 270e9)),
+                          ("gemm_f16_phx", (90e9, 110e9)), ("qmatmul_i8_phx", (300e9, 450e9))):
+        dtype = family.split("_")[1]
+        for n, rate in zip((256, 512, 1024), rates):
+            counters = {"OPS" if dtype == "i8" else "FLOPS": rate, "FLOP/byte": n / per_byte[dtype]}
+            runs.append(bench_run(f"{family}/{n}/real_time", **counters))
+    write_json(path, {"context": {"host_name": "test"}, "benchmarks": runs})
+
+
 def drawn_widths(axes):
     """The width in pixels of each span's bar within the axes, as the PNG shows it."""
     axes.figure.canvas.draw()
@@ -96,6 +123,18 @@ def drawn_widths(axes):
             extent = path.get_extents(bars.get_transform())
             widths.append(min(extent.x1, box.x1) - max(extent.x0, box.x0))
     return widths
+
+
+def lines_by_gid(axes, prefix):
+    return [line for line in axes.lines if (line.get_gid() or "").startswith(prefix)]
+
+
+def roof_height(roof, intensity):
+    """The roof line's height at an intensity: straight segments on the log-log axes."""
+    import numpy
+
+    xs, ys = numpy.log(roof.get_xdata()), numpy.log(roof.get_ydata())
+    return math.exp(numpy.interp(math.log(intensity), xs, ys))
 
 
 @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
@@ -162,13 +201,13 @@ class PhxPlotTest(unittest.TestCase):
         # example_bench.json's tpu-sim matmul carries bench_tpu_sim's model_* counters.
         bench, roofline = phx_plot_module("bench"), phx_plot_module("roofline")
         results = bench.read_results([os.path.join(DATA, "example_bench.json")])
-        roof = roofline.model_roofs(results)["tpu-sim"]
+        roof = roofline.model_roofs(results)["tpu-sim"]["bf16"]
         self.assertEqual((roof.flops, roof.bytes_per_second), (197e12, 819e9))
-        [(intensity, gflops, label)] = roofline.points_by_device(results)["tpu-sim"]
-        self.assertEqual((intensity, gflops), (256.0, 176683.0))  # the model's, not 77.6
-        self.assertIn("(modelled)", label)
+        [point] = roofline.points_by_device(results)["tpu-sim"]
+        self.assertEqual((point.intensity, point.gflops), (256.0, 176683.0))  # not 77.6
+        self.assertIn("(modelled)", point.label)
         # The CPU's points stay the measured rates.
-        cpu_rates = [p[1] for p in roofline.points_by_device(results)["cpu"]]
+        cpu_rates = [p.gflops for p in roofline.points_by_device(results)["cpu"]]
         self.assertNotIn(176683.0, cpu_rates)
 
     def spans_in(self, trace_path, window):
@@ -221,6 +260,75 @@ class PhxPlotTest(unittest.TestCase):
             with self.subTest(arguments=arguments):
                 self.assert_one_line_error(
                     self.run_plot("timeline", path, "-o", output, *arguments), words)
+
+    def test_a_roof_per_precision_and_every_point_under_its_own(self):
+        roofline = phx_plot_module("roofline")
+        path = os.path.join(self.folder.name, "precisions.json")
+        bench_with_every_precision(path)
+        figure, warnings = roofline.draw_roofline([path], 1000, 600)
+        self.assertEqual(warnings, [])
+        [axes] = figure.axes
+        roofs = {line.get_gid().split(":")[1]: line for line in lines_by_gid(axes, "roof:")}
+        self.assertEqual(len(roofs), len(lines_by_gid(axes, "roof:")))  # one each
+        self.assertEqual(set(roofs), {"f32", "bf16", "int8"})
+        points = lines_by_gid(axes, "point:")
+        self.assertEqual(len(points), 13)
+        held_to = {}
+        for point in points:
+            precision = roofline.precision_of(point.get_label())
+            held_to[precision] = point.get_gid().split(":")[1]
+            [x], [y] = point.get_xdata(), point.get_ydata()
+            self.assertLessEqual(y, roof_height(roofs[held_to[precision]], x) * (1 + 1e-9),
+                                 point.get_label())
+        # f16 is multiplied with the f32 FMA: it has no roof of its own.
+        self.assertEqual(held_to, {"f32": "f32", "f16": "f32", "bf16": "bf16", "int8": "int8"})
+        # bf16's roof is the dot's, above the f32 FMA's: its products go past the latter.
+        self.assertGreater(roof_height(roofs["bf16"], 100), roof_height(roofs["f32"], 100))
+
+    def test_bf16_under_the_f32_fma_where_the_dot_is_slower(self):
+        # As on a Xeon whose VDPBF16PS runs at half the FMA's rate: the GEMM takes the FMA.
+        roofline = phx_plot_module("roofline")
+        path = os.path.join(self.folder.name, "slow_dot.json")
+        bench_with_every_precision(path, bf16_dot=75e9)
+        figure, _ = roofline.draw_roofline([path], 1000, 600)
+        [axes] = figure.axes
+        self.assertEqual(len(lines_by_gid(axes, "roof:bf16")), 1)  # the device has it
+        held_to = {p.get_gid() for p in lines_by_gid(axes, "point:")
+                   if roofline.precision_of(p.get_label()) == "bf16"}
+        self.assertTrue(held_to and all(gid.startswith("point:f32") for gid in held_to), held_to)
+
+    def test_a_point_above_its_roof_is_marked(self):
+        # example_bench.json is a run on a shared host: one f32 GEMM outran the f32 peak
+        # timed earlier. The point is drawn where it was measured, and said to be above.
+        roofline = phx_plot_module("roofline")
+        figure, warnings = roofline.draw_roofline([os.path.join(DATA, "example_bench.json")],
+                                                  1000, 500)
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("gemm_f32_phx/256", warnings[0])
+        for axes in figure.axes:
+            roofs = {line.get_gid().split(":")[1]: line for line in lines_by_gid(axes, "roof:")}
+            self.assertEqual(len(roofs), 1)  # the CPU has no bf16 dot timed; the TPU one model
+            for point in lines_by_gid(axes, "point:"):
+                _, held_to, *above = point.get_gid().split(":")
+                [x], [y] = point.get_xdata(), point.get_ydata()
+                self.assertEqual(bool(above), y > roof_height(roofs[held_to], x),
+                                 point.get_label())
+
+    def test_series_colours_are_distinct(self):
+        roofline = phx_plot_module("roofline")
+        from matplotlib.colors import to_rgba
+
+        path = os.path.join(self.folder.name, "precisions.json")
+        bench_with_every_precision(path)
+        for inputs in ([path], [os.path.join(DATA, "example_bench.json")]):
+            figure, _ = roofline.draw_roofline(inputs, 1000, 600)
+            for axes in figure.axes:
+                colours = [to_rgba(p.get_color()) for p in lines_by_gid(axes, "point:")]
+                self.assertEqual(len(set(colours)), len(colours), inputs)
+        for count in (5, 13, 20, 31):
+            styles = roofline.series_styles(count)
+            self.assertEqual(len({to_rgba(colour) for colour, _ in styles}), count)
+            self.assertGreater(len({marker for _, marker in styles}), min(count, 5) - 1)
 
     def test_gemm(self):
         self.assertEqual(self.draw("gemm", ["example_bench.json"], "800x600"), (800, 600))
