@@ -90,7 +90,7 @@ programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph
 [ "$have_mpi" -gt 0 ] && programs+=(bench_mpi)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
 
-# The progress line, as phx/progress.h (core/progress) draws it for the library and the C++
+# The progress line, as phx/progress.h (base/progress) draws it for the library and the C++
 # tools: on a terminal, without CI, and unless PHX_PROGRESS=0 or PHX_LOG_LEVEL=off.
 progress=0
 [ -t 2 ] && [ -z "${CI+set}" ] && [ "${PHX_PROGRESS-}" != 0 ] && [ "${PHX_LOG_LEVEL-}" != off ] &&

@@ -12,7 +12,7 @@ import sys
 import unittest
 
 sys.dont_write_bytecode = True  # nothing written into the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "core", "progress"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "base", "progress"))
 from terminal import environment, run_on_terminal  # noqa: E402
 
 RUN_ONNX = None
