@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "context.h"
+#include "profile_entry.h"
+#include "tensor.h"
 
 namespace phx {
 

@@ -14,9 +14,13 @@
 #include <type_traits>
 #include <variant>
 
-#include "context.h"
+#include "device.h"
 #include "errors.h"
+#include "loaded_plugin.h"
 #include "op_rules.h"
+#include "profile_entry.h"
+#include "stream.h"
+#include "tensor.h"
 
 namespace phx::trace {
 namespace {
