@@ -12,6 +12,9 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <string>
+#include <vector>
+
 #include "phx/env.h"
 
 namespace phx {
@@ -21,13 +24,18 @@ namespace phx {
 // nothing. Thread-safe.
 inline void keep_mapped_libraries_if_asked() {
   if (!env_is_one("PHX_DISABLE_UNLOAD")) return;
+  // The names first, dlopen after: dl_iterate_phdr holds the dynamic linker's lock
+  // while it calls back, and a dlopen there deadlocks (under ThreadSanitizer it did).
+  std::vector<std::string> names;
   dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void*) {
+      [](dl_phdr_info* info, size_t, void* found) {
         if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
-          dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+          static_cast<std::vector<std::string>*>(found)->emplace_back(info->dlpi_name);
         return 0;
       },
-      nullptr);
+      &names);
+  for (const std::string& name : names)
+    dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 }  // namespace phx
