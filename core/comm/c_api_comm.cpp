@@ -1,7 +1,7 @@
 // The C API of events and communicators (comm.h): checks every argument, then queues.
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
-#include "abi_structs.h"
 #include "communicator.h"
 #include "context.h"
 #include "errors.h"

@@ -1,10 +1,10 @@
 // The C API of graphs and executables (graph.h): handles, argument checks, then the
 // graph and the executable do the work.
+#include <phx/abi_structs.h>
 #include <phynexus/graph.h>
 
 #include <optional>
 
-#include "abi_structs.h"
 #include "compile.h"
 #include "errors.h"
 #include "executable.h"

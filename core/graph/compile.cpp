@@ -1,5 +1,6 @@
 #include "compile.h"
 
+#include <phx/abi_structs.h>
 #include <phx/progress.h>
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <iterator>
 #include <map>
 
-#include "abi_structs.h"
 #include "calibration.h"
 #include "errors.h"
 #include "passes.h"

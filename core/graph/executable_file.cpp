@@ -1,9 +1,10 @@
 #include "executable_file.h"
 
+#include <phx/abi_structs.h>
+
 #include <algorithm>
 #include <chrono>
 
-#include "abi_structs.h"
 #include "byte_stream.h"
 #include "graph.h"
 #include "op_support.h"

@@ -1,12 +1,12 @@
 #include "graph.h"
 
+#include <phx/abi_structs.h>
 #include <phx/op_table.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 
-#include "abi_structs.h"
 #include "errors.h"
 
 namespace phx::graph {

@@ -1,4 +1,5 @@
 // The C API of libphynexus_onnx (onnx.h): model import and tensor files.
+#include <phx/abi_structs.h>
 #include <phynexus/onnx.h>
 
 #include <cerrno>
@@ -7,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "abi_values.h"
 #include "import_error.h"
 #include "importer.h"
 #include "tensor_proto.h"
@@ -16,13 +16,10 @@ namespace phx::onnx_import {
 namespace {
 
 phx_onnx_options options_or_defaults(const phx_onnx_options* given) {
-  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
-  if (given == nullptr) return options;
-  if (given->struct_size < sizeof(phx_onnx_options))
-    refuse(PHX_STATUS_INVALID_ARGUMENT, "options->struct_size is " +
-                                            std::to_string(given->struct_size) + ", below " +
-                                            std::to_string(sizeof(phx_onnx_options)));
-  options = *given;
+  // A caller built against an older onnx.h passes a smaller struct: the fields it lacks
+  // keep their defaults.
+  const phx_onnx_options options =
+      read_struct(given, phx_onnx_options PHX_ONNX_OPTIONS_INIT, "options");
   if (options.dim_count != 0 && (options.dim_names == nullptr || options.dim_sizes == nullptr))
     refuse(PHX_STATUS_INVALID_ARGUMENT, "options give dim_count but no dim_names or dim_sizes");
   if (options.input_value_count != 0 && options.input_values == nullptr)
@@ -160,9 +157,10 @@ extern "C" PHX_ONNX_API phx_status phx_onnx_tensor_write(const char* path, const
   return guard("phx_onnx_tensor_write", [&] {
     if (path == nullptr || (data == nullptr && size != 0) || (rank != 0 && shape == nullptr))
       refuse(PHX_STATUS_INVALID_ARGUMENT, "path, data and shape must not be null");
-    const auto type = elem_type_of(enum_value(dtype));
+    const auto type = elem_type_of(phx::enum_value(dtype));
     if (type == onnx::TensorProto::UNDEFINED)
-      refuse(PHX_STATUS_INVALID_ARGUMENT, "unknown dtype " + std::to_string(enum_value(dtype)));
+      refuse(PHX_STATUS_INVALID_ARGUMENT,
+             "unknown dtype " + std::to_string(phx::enum_value(dtype)));
     if (rank > PHX_MAX_RANK) refuse(PHX_STATUS_INVALID_ARGUMENT, "rank above PHX_MAX_RANK");
     std::vector<int64_t> dims(shape, shape + rank);
     const int64_t count = element_count(dims, "the shape");

@@ -1,9 +1,10 @@
-// Errors inside libphynexus_onnx: an exception that carries a status, thrown where an
-// import step refuses, and the guard that turns it into a status and phx_last_error at
-// the C ABI (the error reaches the same place as libphynexus's own, through
-// phx_set_last_error).
+// Errors inside libphynexus_onnx: an import step that refuses throws the Error that
+// libphynexus and the plugins throw (phx/error.h), and the guard turns it into a status
+// and phx_last_error at the C ABI (the error reaches the same place as libphynexus's
+// own, through phx_set_last_error).
 #pragma once
 
+#include <phx/error.h>
 #include <phynexus/phynexus.h>
 
 #include <new>
@@ -12,18 +13,8 @@
 
 namespace phx::onnx_import {
 
-class ImportError : public std::runtime_error {
- public:
-  ImportError(phx_status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
-  phx_status status() const { return status_; }
-
- private:
-  phx_status status_;
-};
-
 [[noreturn]] inline void refuse(phx_status status, const std::string& message) {
-  throw ImportError(status, message);
+  throw Error(status, message);
 }
 
 // A phx_ call the importer makes: its failure becomes the importer's, with the
@@ -48,7 +39,7 @@ phx_status guard(const char* function, Body&& body) noexcept {
   try {
     body();
     return PHX_STATUS_OK;
-  } catch (const ImportError& e) {
+  } catch (const Error& e) {
     return report(e.status(), function, e.what());
   } catch (const std::bad_alloc&) {
     return report(PHX_STATUS_OUT_OF_MEMORY, function, "out of host memory");

@@ -1,8 +1,8 @@
 #include "importer.h"
 
 #include <onnx/checker.h>
+#include <phx/abi_structs.h>
 
-#include "abi_values.h"
 #include "import_error.h"
 #include "operator_table.h"
 #include "tensor_proto.h"

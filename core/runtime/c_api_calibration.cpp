@@ -1,10 +1,10 @@
 // The C API of calibrators: handles around the calibration math (calibrator.h).
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
 #include <mutex>
 #include <vector>
 
-#include "abi_structs.h"
 #include "calibrator_object.h"
 #include "context.h"
 #include "errors.h"

@@ -1,8 +1,8 @@
 // The C API of a device's statistics: memory (in use, limits, cached pools) and the
 // plugin's own running figures.
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
-#include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
 

@@ -1,9 +1,8 @@
 // The C API's version, the names of its enums, and dtype sizes (one table with the plugin SDK).
+#include <phx/abi_structs.h>
 #include <phx/op_table.h>
 #include <phynexus/phynexus.h>
 #include <phynexus/plugin.h>
-
-#include "abi_structs.h"
 
 using phx::enum_value;
 

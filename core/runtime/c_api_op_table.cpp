@@ -1,10 +1,10 @@
 // The op table (op_table.h) through the C API: phx_op_info_get.
+#include <phx/abi_structs.h>
 #include <phx/op_table.h>
 #include <phynexus/phynexus.h>
 
 #include <string>
 
-#include "abi_structs.h"
 #include "errors.h"
 
 using phx::enum_value;

@@ -1,7 +1,7 @@
 // The C API of ops: check the descriptor and its tensors, then submit.
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
-#include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
 #include "fallback.h"

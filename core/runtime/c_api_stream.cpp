@@ -1,7 +1,7 @@
 // The C API of streams and their profile records.
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
-#include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
 #include "op_rules.h"

@@ -1,11 +1,11 @@
 // The C API of tensors: create (in device memory or over the host's), describe, move
 // data in and out, read in place, copy, destroy.
+#include <phx/abi_structs.h>
 #include <phynexus/phynexus.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "abi_structs.h"
 #include "context.h"
 #include "errors.h"
 #include "transfer.h"

@@ -3,11 +3,12 @@
 // docs/quantization.md.
 #include "calibrator.h"
 
+#include <phx/abi_structs.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "abi_structs.h"
 #include "errors.h"
 
 namespace phx {

@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <phx/abi_structs.h>
 #include <phx/env.h>
 
 #include <algorithm>
@@ -9,7 +10,6 @@
 #include <exception>
 #include <mutex>
 
-#include "abi_structs.h"
 #include "calibrator_object.h"
 #include "errors.h"
 #include "logging.h"

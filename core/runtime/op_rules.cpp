@@ -1,12 +1,13 @@
 #include "op_rules.h"
 
+#include <phx/abi_structs.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "abi_structs.h"
 #include "errors.h"
 #include "op_rules_layout.h"
 

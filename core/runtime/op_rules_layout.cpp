@@ -1,10 +1,9 @@
 #include "op_rules_layout.h"
 
+#include <phx/abi_structs.h>
 #include <phx/op_geometry.h>
 
 #include <cmath>
-
-#include "abi_structs.h"
 
 namespace phx {
 namespace {

@@ -5,6 +5,8 @@
 #include <phynexus/onnx.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -294,6 +296,38 @@ TEST_F(OnnxImport, BadArguments) {
   EXPECT_EQ(phx_model_load_onnx_memory(context_, garbage, sizeof garbage, nullptr, &graph),
             PHX_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(graph, nullptr);
+}
+
+// phynexus.h's rule for size-prefixed structs: the library reads the first struct_size
+// bytes, so that programs built against an older or a newer onnx.h keep working.
+TEST_F(OnnxImport, OptionsOfAnOlderOrNewerHeaderAreReadAsFarAsTheyGo) {
+  const std::string path = model_path("mlp");
+  // An older header's struct, ending after flags: what lies past it is never read (a
+  // dim_count there without names would be refused).
+  phx_onnx_options older = PHX_ONNX_OPTIONS_INIT;
+  older.struct_size = offsetof(phx_onnx_options, dim_names);
+  older.dim_count = 5;
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, path.c_str(), &older, &graph), PHX_STATUS_OK)
+      << phx_last_error();
+  EXPECT_NE(graph, nullptr);
+  phx_graph_destroy(graph);
+  // A newer header's larger struct: the fields this library knows are read, the rest not.
+  struct {
+    phx_onnx_options options;
+    uint64_t later_field;
+  } newer = {PHX_ONNX_OPTIONS_INIT, ~uint64_t{0}};
+  newer.options.struct_size = sizeof newer;
+  newer.options.dim_count = 1;  // read, and refused without names
+  graph = nullptr;
+  EXPECT_EQ(phx_model_load_onnx(context_, path.c_str(), &newer.options, &graph),
+            PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(phx_last_error()).find("dim_count"), std::string::npos);
+  EXPECT_EQ(graph, nullptr);
+  newer.options.dim_count = 0;
+  ASSERT_EQ(phx_model_load_onnx(context_, path.c_str(), &newer.options, &graph), PHX_STATUS_OK)
+      << phx_last_error();
+  phx_graph_destroy(graph);
 }
 
 TEST(OnnxTensorFile, WriteThenReadGivesTheSameTensor) {

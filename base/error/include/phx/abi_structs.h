@@ -1,21 +1,30 @@
-// Reading and writing the C API's size-prefixed structs: a caller built against an
-// older header passes a smaller struct, a newer one a larger struct.
+// Reading and writing the C APIs' size-prefixed structs (phynexus.h, "Conventions"): a
+// caller built against an older header passes a smaller struct, a newer one a larger
+// struct, and both work. One reading for every library with a C API (libphynexus,
+// libphynexus_onnx, libphynexus_mpi); a failure is an Error (error.h) with
+// INVALID_ARGUMENT.
 #pragma once
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
-#include "errors.h"
+#include "phx/error.h"
 
 namespace phx {
+namespace detail {
+[[noreturn]] inline void invalid_argument(std::string message) {
+  throw Error(PHX_STATUS_INVALID_ARGUMENT, std::move(message));
+}
+}  // namespace detail
 
 // Bounds on struct_size: at least the size field itself; past 64 KiB it is garbage.
 inline void check_struct_size(size_t size, const char* what) {
   if (size < sizeof(size_t) || size > 65536)
-    fail(PHX_STATUS_INVALID_ARGUMENT,
-         std::string(what) + ".struct_size " + std::to_string(size) + " is not valid");
+    detail::invalid_argument(std::string(what) + ".struct_size " + std::to_string(size) +
+                             " is not valid");
 }
 
 // Reads the caller's struct over defaults: fields it does not have keep their default.
@@ -31,7 +40,7 @@ Struct read_struct(const Struct* in, Struct defaults, const char* what) {
 // Writes value into the caller's struct, as much of it as the caller's struct holds.
 template <typename Struct>
 void write_struct(Struct* out, const Struct& value, const char* what) {
-  if (out == nullptr) fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+  if (out == nullptr) detail::invalid_argument(std::string(what) + " is null");
   size_t size = out->struct_size;
   check_struct_size(size, what);
   std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
@@ -52,7 +61,7 @@ int enum_value(const Enum& value) {
 
 template <typename T>
 void require_out(T* out, const char* what) {
-  if (out == nullptr) fail(PHX_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+  if (out == nullptr) detail::invalid_argument(std::string(what) + " is null");
 }
 
 }  // namespace phx
