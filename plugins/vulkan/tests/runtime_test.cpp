@@ -248,7 +248,11 @@ TEST_F(RuntimeTest, OpsRunInOrderOnOneStream) {
   ASSERT_EQ(phx_tensor_download(a.get(), 0, y.data(), kN * 4), PHX_STATUS_OK);
   for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f) << i;
   const auto stats = context_.stats(device_);
-  EXPECT_LT(stats.at("submissions"), 70) << "70 ops are submitted in batches";
+  // At most one submission per op. How many ops share one depends on timing: an op finds
+  // the stream idle, and goes at once, whenever the device finished the previous one
+  // before the host recorded this one, which on a busy machine may be every op (CI saw
+  // 70 of 70), so fewer than 70 is no promise a test can hold.
+  EXPECT_LE(stats.at("submissions"), 70) << "more submissions than ops";
   EXPECT_GE(stats.at("dispatches"), 70);
   EXPECT_EQ(phx_stream_destroy(stream), PHX_STATUS_OK);
 }
