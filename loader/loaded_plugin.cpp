@@ -18,7 +18,6 @@ bool known_status(phx_status status) {
 
 // The last value of phx_device_type this host knows.
 constexpr int kLastDeviceType = PHX_DEVICE_ACCELERATOR;
-
 }  // namespace
 
 Plugin::Plugin(std::string file, std::shared_ptr<spdlog::logger> logger, uint32_t num_threads)
