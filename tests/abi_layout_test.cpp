@@ -630,6 +630,26 @@ TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingOps) {
   EXPECT_EQ(PHX_PAD_EDGE, 2);
 }
 
+// The types of the parameter structs' descriptions (phx_op_info).
+TEST_F(AbiLayout, Api_0_3_ParamFields) {
+  EXPECT_EQ(sizeof(phx_param_type), 4u);
+  const phx_param_type types[] = {PHX_PARAM_INT32,   PHX_PARAM_UINT32,    PHX_PARAM_INT64,
+                                  PHX_PARAM_FLOAT32, PHX_PARAM_BOOL,      PHX_PARAM_ENUM,
+                                  PHX_PARAM_AXES,    PHX_PARAM_DIMENSION, PHX_PARAM_LENGTH};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) EXPECT_EQ(types[i], int(1 + i));
+  PHX_EXPECT_OFFSET(phx_param_field, name, 0);
+  PHX_EXPECT_OFFSET(phx_param_field, type, 8);
+  PHX_EXPECT_OFFSET(phx_param_field, offset, 16);
+  PHX_EXPECT_OFFSET(phx_param_field, count, 24);
+  PHX_EXPECT_OFFSET(phx_param_field, enum_names, 32);
+  PHX_EXPECT_OFFSET(phx_param_field, enum_count, 40);
+  EXPECT_EQ(sizeof(phx_param_field), 48u);  // travels in arrays: its size is the stride
+  PHX_EXPECT_OFFSET(phx_op_info, params_size, 88);
+  PHX_EXPECT_OFFSET(phx_op_info, param_field_count, 96);
+  PHX_EXPECT_OFFSET(phx_op_info, param_fields, 104);
+  PHX_EXPECT_OFFSET(phx_op_info, default_params, 112);
+}
+
 // Resize, appended after conv_transpose2d, and its enums' values (ONNX's attributes).
 TEST_F(AbiLayout, Api_0_3_Resize) {
   EXPECT_EQ(PHX_OP_RESIZE, 67);

@@ -222,6 +222,58 @@ TEST(OpTable, BadQuestionsAreRefusedAndWriteNothing) {
   }
 }
 
+// The parameter struct as data: each member where the header puts it, with its type and
+// entry count; the defaults a null pointer stands for.
+TEST(OpTable, ParameterStructsAreDescribedMemberByMember) {
+  phx_op_info conv = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_CONV2D, &conv), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(conv.params_size, sizeof(phx_conv2d_params));
+  ASSERT_EQ(conv.param_field_count, 6u);
+  struct Expected {
+    const char* name;
+    phx_param_type type;
+    size_t offset, count;
+  };
+  const Expected expected[] = {
+      {"layout", PHX_PARAM_ENUM, offsetof(phx_conv2d_params, layout), 1},
+      {"stride", PHX_PARAM_UINT32, offsetof(phx_conv2d_params, stride), 2},
+      {"padding", PHX_PARAM_UINT32, offsetof(phx_conv2d_params, padding), 4},
+      {"dilation", PHX_PARAM_UINT32, offsetof(phx_conv2d_params, dilation), 2},
+      {"groups", PHX_PARAM_UINT32, offsetof(phx_conv2d_params, groups), 1},
+      {"activation", PHX_PARAM_ENUM, offsetof(phx_conv2d_params, activation), 1}};
+  for (size_t i = 0; i < 6; ++i) {
+    SCOPED_TRACE(expected[i].name);
+    const phx_param_field& f = conv.param_fields[i];
+    EXPECT_STREQ(f.name, expected[i].name);
+    EXPECT_EQ(f.type, expected[i].type);
+    EXPECT_EQ(f.offset, expected[i].offset);
+    EXPECT_EQ(f.count, expected[i].count);
+  }
+  ASSERT_EQ(conv.param_fields[5].enum_count, 4u);
+  EXPECT_STREQ(conv.param_fields[5].enum_names[PHX_ACTIVATION_GELU], "gelu");
+  EXPECT_EQ(conv.param_fields[1].enum_names, nullptr);
+  const phx_conv2d_params init PHX_CONV2D_PARAMS_INIT;
+  ASSERT_NE(conv.default_params, nullptr);
+  // Its members, not the tail padding, which a local struct leaves undefined.
+  const size_t members = offsetof(phx_conv2d_params, activation) + sizeof init.activation;
+  EXPECT_EQ(std::memcmp(conv.default_params, &init, members), 0);
+
+  // An op's own defaults, and the ops that have none to give.
+  phx_op_info info = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_LEAKY_RELU, &info), PHX_STATUS_OK);
+  EXPECT_EQ(static_cast<const phx_elementwise_params*>(info.default_params)->alpha, 0.01f);
+  for (phx_op_id op : {PHX_OP_TRANSPOSE, PHX_OP_RESHAPE, PHX_OP_RESIZE}) {
+    ASSERT_EQ(phx_op_info_get(op, &info), PHX_STATUS_OK);
+    EXPECT_GT(info.params_size, 0u) << phx_op_name(op);
+    EXPECT_EQ(info.default_params, nullptr) << phx_op_name(op);
+  }
+  ASSERT_EQ(phx_op_info_get(PHX_OP_RELU, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.params_size, 0u);
+  EXPECT_EQ(info.param_field_count, 0u);
+  EXPECT_EQ(info.param_fields, nullptr);
+  EXPECT_EQ(info.default_params, nullptr);
+}
+
 // A caller of an older header passes a smaller struct: it gets its fields, and the
 // memory past them is left alone.
 TEST(OpTable, ASmallerStructGetsItsPart) {
@@ -232,6 +284,16 @@ TEST(OpTable, ASmallerStructGetsItsPart) {
   ASSERT_EQ(phx_op_info_get(PHX_OP_SOFTMAX, &info), PHX_STATUS_OK) << phx_last_error();
   EXPECT_STREQ(info.name, "softmax");
   EXPECT_EQ(std::memcmp(&info.summary, &before.summary, sizeof info - info.struct_size), 0);
+
+  // The struct as the first 0.3 header had it, before the parameter members.
+  std::memset(&info, 0x5A, sizeof info);
+  info.struct_size = offsetof(phx_op_info, params_size);
+  const phx_op_info older = info;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_SOFTMAX, &info), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(info.params_struct, "phx_softmax_params");
+  EXPECT_EQ(std::memcmp(&info.params_size, &older.params_size,
+                        sizeof info - offsetof(phx_op_info, params_size)),
+            0);
 }
 
 }  // namespace

@@ -51,6 +51,23 @@ constexpr OpSchema unary(phx_op_id op, const char* name, uint32_t dtypes, const 
           .summary = summary};
 }
 
+// A unary op taking phx_elementwise_params, with its own defaults for null params.
+constexpr OpSchema scalar_parameterized(phx_op_id op, const char* name, uint32_t dtypes,
+                                        const char* summary,
+                                        const phx_elementwise_params* defaults) {
+  OpSchema schema = unary(op, name, dtypes, summary, ParamsKind::elementwise);
+  schema.default_params = defaults;
+  return schema;
+}
+
+constexpr float kFloatMax = std::numeric_limits<float>::max();
+constexpr phx_elementwise_params kLeakyReluDefaults PHX_ELEMENTWISE_PARAMS_INIT(0.01f, 0.0f);
+constexpr phx_elementwise_params kEluDefaults PHX_ELEMENTWISE_PARAMS_INIT(1.0f, 0.0f);
+// ONNX's Selu: the constants of Klambauer et al., rounded to f32.
+constexpr phx_elementwise_params kSeluDefaults
+    PHX_ELEMENTWISE_PARAMS_INIT(1.67326319217681884765625f, 1.05070102214813232421875f);
+constexpr phx_elementwise_params kClipDefaults PHX_ELEMENTWISE_PARAMS_INIT(-kFloatMax, kFloatMax);
+
 // equal, less, greater: a u8 0 or 1 per element of the broadcast shape.
 constexpr OpSchema comparison(phx_op_id op, const char* name, const char* summary) {
   OpSchema schema = binary(op, name, kAllDtypes, summary);
@@ -208,12 +225,14 @@ constexpr OpSchema kOps[] = {
     unary(PHX_OP_RECIPROCAL, "reciprocal", kFloatDtypes, "1 / x"),
     unary(PHX_OP_SIGN, "sign", kFloatDtypes | kSignedIntDtypes, "-1, 0 or 1 as x's sign"),
     unary(PHX_OP_SOFTPLUS, "softplus", kFloatDtypes, "log(1 + e^x), without overflow"),
-    unary(PHX_OP_LEAKY_RELU, "leaky_relu", kFloatDtypes, "x < 0 ? alpha x : x",
-          ParamsKind::elementwise),
-    unary(PHX_OP_ELU, "elu", kFloatDtypes, "x < 0 ? alpha (e^x - 1) : x", ParamsKind::elementwise),
-    unary(PHX_OP_SELU, "selu", kFloatDtypes, "beta (x <= 0 ? alpha (e^x - 1) : x)",
-          ParamsKind::elementwise),
-    unary(PHX_OP_CLIP, "clip", kAllDtypes, "min(max(x, alpha), beta)", ParamsKind::elementwise),
+    scalar_parameterized(PHX_OP_LEAKY_RELU, "leaky_relu", kFloatDtypes, "x < 0 ? alpha x : x",
+                         &kLeakyReluDefaults),
+    scalar_parameterized(PHX_OP_ELU, "elu", kFloatDtypes, "x < 0 ? alpha (e^x - 1) : x",
+                         &kEluDefaults),
+    scalar_parameterized(PHX_OP_SELU, "selu", kFloatDtypes, "beta (x <= 0 ? alpha (e^x - 1) : x)",
+                         &kSeluDefaults),
+    scalar_parameterized(PHX_OP_CLIP, "clip", kAllDtypes, "min(max(x, alpha), beta)",
+                         &kClipDefaults),
     binary(PHX_OP_POW, "pow", kFloatDtypes, "a^b, broadcast"),
     binary(PHX_OP_MAX, "max", kAllDtypes, "the larger of a and b, broadcast; NaN if either is"),
     binary(PHX_OP_MIN, "min", kAllDtypes, "the smaller of a and b, broadcast; NaN if either is"),
@@ -413,115 +432,6 @@ bool is_quantized_op(const OpSchema& schema) {
       return false;
   }
   return false;
-}
-
-size_t params_struct_size(ParamsKind params) {
-  switch (params) {
-    case ParamsKind::none:
-      return 0;
-    case ParamsKind::matmul:
-      return sizeof(phx_matmul_params);
-    case ParamsKind::softmax:
-      return sizeof(phx_softmax_params);
-    case ParamsKind::norm:
-      return sizeof(phx_norm_params);
-    case ParamsKind::transpose:
-      return sizeof(phx_transpose_params);
-    case ParamsKind::reduce:
-      return sizeof(phx_reduce_params);
-    case ParamsKind::conv2d:
-      return sizeof(phx_conv2d_params);
-    case ParamsKind::attention:
-      return sizeof(phx_attention_params);
-    case ParamsKind::rope:
-      return sizeof(phx_rope_params);
-    case ParamsKind::quantize:
-      return sizeof(phx_quantize_params);
-    case ParamsKind::elementwise:
-      return sizeof(phx_elementwise_params);
-    case ParamsKind::argmax:
-      return sizeof(phx_argmax_params);
-    case ParamsKind::reshape:
-      return sizeof(phx_reshape_params);
-    case ParamsKind::axis:
-      return sizeof(phx_axis_params);
-    case ParamsKind::slice:
-      return sizeof(phx_slice_params);
-    case ParamsKind::tile:
-      return sizeof(phx_tile_params);
-    case ParamsKind::pad:
-      return sizeof(phx_pad_params);
-    case ParamsKind::pool:
-      return sizeof(phx_pool_params);
-    case ParamsKind::conv_transpose2d:
-      return sizeof(phx_conv_transpose2d_params);
-    case ParamsKind::resize:
-      return sizeof(phx_resize_params);
-  }
-  return 0;
-}
-
-const char* params_struct_name(ParamsKind params) {
-  switch (params) {
-    case ParamsKind::none:
-      return "";
-    case ParamsKind::matmul:
-      return "phx_matmul_params";
-    case ParamsKind::softmax:
-      return "phx_softmax_params";
-    case ParamsKind::norm:
-      return "phx_norm_params";
-    case ParamsKind::transpose:
-      return "phx_transpose_params";
-    case ParamsKind::reduce:
-      return "phx_reduce_params";
-    case ParamsKind::conv2d:
-      return "phx_conv2d_params";
-    case ParamsKind::attention:
-      return "phx_attention_params";
-    case ParamsKind::rope:
-      return "phx_rope_params";
-    case ParamsKind::quantize:
-      return "phx_quantize_params";
-    case ParamsKind::elementwise:
-      return "phx_elementwise_params";
-    case ParamsKind::argmax:
-      return "phx_argmax_params";
-    case ParamsKind::reshape:
-      return "phx_reshape_params";
-    case ParamsKind::axis:
-      return "phx_axis_params";
-    case ParamsKind::slice:
-      return "phx_slice_params";
-    case ParamsKind::tile:
-      return "phx_tile_params";
-    case ParamsKind::pad:
-      return "phx_pad_params";
-    case ParamsKind::pool:
-      return "phx_pool_params";
-    case ParamsKind::conv_transpose2d:
-      return "phx_conv_transpose2d_params";
-    case ParamsKind::resize:
-      return "phx_resize_params";
-  }
-  return "";
-}
-
-phx_elementwise_params default_elementwise_params(phx_op_id op) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  switch (op) {
-    case PHX_OP_LEAKY_RELU:
-      return {sizeof(phx_elementwise_params), 0.01f, 0.0f};
-    case PHX_OP_ELU:
-      return {sizeof(phx_elementwise_params), 1.0f, 0.0f};
-    case PHX_OP_SELU:  // ONNX's Selu: the constants of Klambauer et al., rounded to f32
-      return {sizeof(phx_elementwise_params), 1.67326319217681884765625f,
-              1.05070102214813232421875f};
-    case PHX_OP_CLIP:
-      return {sizeof(phx_elementwise_params), -kMax, kMax};
-    default:
-      return {sizeof(phx_elementwise_params), 0.0f, 0.0f};
-  }
 }
 
 }  // namespace phx

@@ -170,7 +170,7 @@ uint64_t NativePart::run(Stream& stream, const std::vector<Step>& steps,
     record.op = step.op;
     describe_operands(record, in, step.inputs.size(), out, step.outputs.size());
     record.node = step.name;
-    const OpFigures figures =
+    const OpCounts figures =
         op_figures(step.op, step.params_ptr(), in, step.inputs.size(), out, step.outputs.size());
     record.flops = figures.flops;
     record.bytes = figures.bytes;

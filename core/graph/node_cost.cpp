@@ -1,5 +1,7 @@
 #include "node_cost.h"
 
+#include <phx/op_counts.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -14,34 +16,10 @@ constexpr double kNominalLaunchNs = 1000;     // one op's dispatch
 constexpr double kHostCopyLatencyNs = 20000;  // the deterministic copy model
 constexpr double kHostCopyBytesPerNs = 4;
 
-double elements(const Operand& operand) { return double(element_count(operand)); }
-
-double flops(const Node& node, const std::vector<Operand>& operands) {
-  const Operand& out = operands[node.outputs[0]];
-  const Operand& a = operands[node.inputs[0]];
-  switch (node.op) {
-    case PHX_OP_MATMUL:
-    case PHX_OP_QMATMUL: {  // both take phx_matmul_params
-      const bool transposed = node.params.matmul.transpose_a != 0;
-      const int64_t k = a.rank < 2 ? 1 : a.shape[a.rank - (transposed ? 2 : 1)];
-      return 2 * elements(out) * double(k);
-    }
-    case PHX_OP_CONV2D:
-    case PHX_OP_QCONV2D: {  // the weight [C_out, C_in / groups, kh, kw] is input 1 of both
-      const Operand& w = operands[node.inputs[1]];
-      return 2 * elements(out) * double(w.shape[1] * w.shape[2] * w.shape[3]);
-    }
-    case PHX_OP_CONV_TRANSPOSE2D: {  // each input pixel meets C_out / groups kernels
-      const Operand& w = operands[node.inputs[1]];
-      return 2 * elements(a) * double(w.shape[1] * w.shape[2] * w.shape[3]);
-    }
-    case PHX_OP_ATTENTION: {
-      const Operand& k = operands[node.inputs[1]];
-      return 4 * elements(out) * double(k.shape[k.rank - 2]);
-    }
-    default:
-      return 4 * elements(out);
-  }
+OperandView view_of(const std::vector<Operand>& operands, phx_value v) {
+  if (v == PHX_VALUE_NONE) return {};
+  const Operand& o = operands[v];
+  return {o.dtype, o.rank, o.shape};
 }
 
 double nanoseconds_of(const std::function<void()>& work) {
@@ -55,14 +33,12 @@ double nanoseconds_of(const std::function<void()>& work) {
 }  // namespace
 
 uint64_t roofline_ns(const Node& node, const std::vector<Operand>& operands) {
-  double bytes = 0;
-  auto add = [&](phx_value v) {
-    if (v != PHX_VALUE_NONE) bytes += elements(operands[v]) * phx_dtype_size(operands[v].dtype);
-  };
-  std::for_each(node.inputs.begin(), node.inputs.end(), add);
-  std::for_each(node.outputs.begin(), node.outputs.end(), add);
-  return uint64_t(kNominalLaunchNs + flops(node, operands) / kNominalFlopsPerNs +
-                  bytes / kNominalBytesPerNs);
+  std::vector<OperandView> in, out;
+  for (phx_value v : node.inputs) in.push_back(view_of(operands, v));
+  for (phx_value v : node.outputs) out.push_back(view_of(operands, v));
+  const OpCounts counts = op_counts(node.op, node.params_ptr(), in, out);
+  return uint64_t(kNominalLaunchNs + counts.flops / kNominalFlopsPerNs +
+                  double(counts.bytes) / kNominalBytesPerNs);
 }
 
 CopyCost copy_cost(Context& context, Device& from, Device& to, bool deterministic) {

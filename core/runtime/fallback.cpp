@@ -88,7 +88,7 @@ uint64_t run_on_fallback_device(Stream& stream, phx_op_id op, const void* params
     record.ticket = ticket;
     record.op = op;
     describe_operands(record, inputs, input_count, outputs, output_count);
-    const OpFigures figures = op_figures(op, params, inputs, input_count, outputs, output_count);
+    const OpCounts figures = op_figures(op, params, inputs, input_count, outputs, output_count);
     record.flops = figures.flops;
     record.bytes = figures.bytes;
     record.start_ns = start;

@@ -1,6 +1,7 @@
 #include "op_rules.h"
 
 #include <phx/abi_structs.h>
+#include <phx/op_params.h>
 
 #include <algorithm>
 #include <charconv>
@@ -75,11 +76,6 @@ std::string dtype_list(uint32_t mask) {
     s += phx_dtype_name(static_cast<phx_dtype>(d));
   }
   return s;
-}
-
-void check_activation(phx_op_id op, const phx_activation& activation) {
-  if (enum_value(activation) < PHX_ACTIVATION_NONE || enum_value(activation) > PHX_ACTIVATION_SILU)
-    broken(op, "unknown activation " + std::to_string(enum_value(activation)));
 }
 
 void same_dtype(phx_op_id op, phx_dtype a, phx_dtype b, const char* what) {
@@ -227,22 +223,13 @@ void check_dtypes(const OpSchema& schema, const OpVariant& v) {
   if (schema.shape_rule == ShapeRule::concat) check_no_gaps(schema, v);
 }
 
-// What the rules say of a parameter struct's values, whatever the shapes (an unknown
-// activation is refused earlier, by normalize_params).
+// What the rules say of a parameter struct's values, whatever the shapes (an enum member
+// outside its enum is refused earlier, by normalize_params).
 void check_params(phx_op_id op, ParamsKind kind, const void* params) {
   switch (kind) {
-    case ParamsKind::conv2d: {
-      auto& p = *static_cast<const phx_conv2d_params*>(params);
-      if (enum_value(p.layout) != PHX_LAYOUT_NCHW && enum_value(p.layout) != PHX_LAYOUT_NHWC)
-        broken(op, "unknown layout " + std::to_string(enum_value(p.layout)));
-      break;
-    }
     case ParamsKind::attention: {
       auto& p = *static_cast<const phx_attention_params*>(params);
-      const int mask = enum_value(p.mask);
-      if (mask < PHX_ATTENTION_MASK_NONE || mask > PHX_ATTENTION_MASK_SLIDING_WINDOW)
-        broken(op, "unknown mask " + std::to_string(mask));
-      if (mask == PHX_ATTENTION_MASK_SLIDING_WINDOW && p.window < 1)
+      if (p.mask == PHX_ATTENTION_MASK_SLIDING_WINDOW && p.window < 1)
         broken(op, "a sliding window needs window >= 1");
       if (!std::isfinite(p.scale)) broken(op, "scale must be finite");
       break;
@@ -535,18 +522,16 @@ Shape check_qconv2d(const phx_conv2d_params& p, const Operand* const* in, size_t
   return expected;
 }
 
-template <typename Params>
-const void* copy_params(const void* user, Params& params, const Params& defaults, phx_op_id op) {
-  params = defaults;
-  if (user == nullptr) return &params;
-  size_t size;
-  std::memcpy(&size, user, sizeof size);
-  // Smaller than its size field, or absurdly large: not a parameter struct at all.
-  if (size < sizeof(size_t) || size > 65536)
-    broken(op, "the parameter struct's struct_size " + std::to_string(size) + " is not valid");
-  std::memcpy(&params, user, std::min(size, sizeof params));
-  params.struct_size = sizeof params;
-  return &params;
+// Every enum member of a normalized struct within its enum (the one rule that holds of
+// every struct alike, read from its description).
+void check_enum_fields(phx_op_id op, const ParamsDescription& description, const void* params) {
+  for (const phx_param_field& f : description.fields) {
+    if (f.type != PHX_PARAM_ENUM) continue;
+    int32_t value;
+    std::memcpy(&value, static_cast<const char*>(params) + f.offset, sizeof value);
+    if (value < 0 || size_t(value) >= f.enum_count)
+      broken(op, std::string("unknown ") + f.name + " " + std::to_string(value));
+  }
 }
 
 }  // namespace
@@ -555,74 +540,30 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
                              OpParams& params) {
   const OpSchema* schema = find_op_schema(op);
   if (schema == nullptr) broken(op, "unknown op");
+  const ParamsDescription& description = params_description(schema->params);
   if (schema->params_required && user == nullptr)
-    broken(op, std::string("needs its parameters (") + params_struct_name(schema->params) +
-                   "); got null");
-  switch (schema->params) {
-    case ParamsKind::none:
-      return nullptr;
-    case ParamsKind::matmul: {
-      auto* p = copy_params(user, params.matmul, phx_matmul_params PHX_MATMUL_PARAMS_INIT, op);
-      check_activation(op, params.matmul.activation);
-      return p;
-    }
-    case ParamsKind::softmax:
-      return copy_params(user, params.softmax, phx_softmax_params PHX_SOFTMAX_PARAMS_INIT, op);
-    case ParamsKind::norm:
-      return copy_params(user, params.norm, phx_norm_params PHX_NORM_PARAMS_INIT, op);
-    case ParamsKind::transpose: {
-      // The default reverses the dimensions, as NumPy's transpose does.
-      phx_transpose_params reverse{sizeof(phx_transpose_params), {}};
-      for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
-        reverse.perm[i] = input_rank - 1 - i;
-      return copy_params(user, params.transpose, reverse, op);
-    }
-    case ParamsKind::reduce:
-      return copy_params(user, params.reduce, phx_reduce_params PHX_REDUCE_PARAMS_INIT, op);
-    case ParamsKind::conv2d: {
-      auto* p = copy_params(user, params.conv2d, phx_conv2d_params PHX_CONV2D_PARAMS_INIT, op);
-      check_activation(op, params.conv2d.activation);
-      return p;
-    }
-    case ParamsKind::attention:
-      return copy_params(user, params.attention, phx_attention_params PHX_ATTENTION_PARAMS_INIT,
-                         op);
-    case ParamsKind::rope:
-      return copy_params(user, params.rope, phx_rope_params PHX_ROPE_PARAMS_INIT, op);
-    case ParamsKind::quantize:
-      return copy_params(user, params.quantize, phx_quantize_params PHX_QUANTIZE_PARAMS_INIT, op);
-    case ParamsKind::elementwise:
-      return copy_params(user, params.elementwise, default_elementwise_params(op), op);
-    case ParamsKind::argmax:
-      return copy_params(user, params.argmax, phx_argmax_params PHX_ARGMAX_PARAMS_INIT, op);
-    case ParamsKind::reshape:  // required: the zeros are never used
-      return copy_params(user, params.reshape,
-                         phx_reshape_params{sizeof(phx_reshape_params), 0, {}}, op);
-    case ParamsKind::axis:
-      return copy_params(user, params.axis, phx_axis_params PHX_AXIS_PARAMS_INIT, op);
-    case ParamsKind::slice:
-      return copy_params(user, params.slice, phx_slice_params PHX_SLICE_PARAMS_INIT, op);
-    case ParamsKind::tile:
-      return copy_params(user, params.tile, phx_tile_params PHX_TILE_PARAMS_INIT, op);
-    case ParamsKind::pad:
-      return copy_params(user, params.pad, phx_pad_params PHX_PAD_PARAMS_INIT, op);
-    case ParamsKind::pool:
-      return copy_params(user, params.pool, phx_pool_params PHX_POOL_PARAMS_INIT, op);
-    case ParamsKind::conv_transpose2d:
-      return copy_params(user, params.conv_transpose2d,
-                         phx_conv_transpose2d_params PHX_CONV_TRANSPOSE2D_PARAMS_INIT, op);
-    case ParamsKind::resize:  // required: the zeros are never used
-      return copy_params(user, params.resize,
-                         phx_resize_params{sizeof(phx_resize_params),
-                                           PHX_RESIZE_NEAREST,
-                                           PHX_RESIZE_HALF_PIXEL,
-                                           PHX_RESIZE_ROUND_PREFER_FLOOR,
-                                           0,
-                                           {},
-                                           {}},
-                         op);
+    broken(op, std::string("needs its parameters (") + description.struct_name + "); got null");
+  if (description.size == 0) return nullptr;
+
+  // What null stands for, then as much of the caller's struct as it and ours both cover
+  // (an older header's smaller struct keeps our defaults for the members it lacks).
+  std::memset(&params, 0, sizeof params);
+  if (const void* defaults = default_params(*schema))
+    std::memcpy(&params, defaults, description.size);
+  if (schema->params == ParamsKind::transpose)  // NumPy's default: the dimensions reversed
+    for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
+      params.transpose.perm[i] = input_rank - 1 - i;
+  if (user != nullptr) {
+    size_t size;
+    std::memcpy(&size, user, sizeof size);
+    // Smaller than its size field, or absurdly large: not a parameter struct at all.
+    if (size < sizeof(size_t) || size > 65536)
+      broken(op, "the parameter struct's struct_size " + std::to_string(size) + " is not valid");
+    std::memcpy(&params, user, std::min(size, description.size));
   }
-  return nullptr;
+  std::memcpy(&params, &description.size, sizeof description.size);  // struct_size: ours
+  check_enum_fields(op, description, &params);
+  return &params;
 }
 
 void check_variant(const OpVariant& v) {

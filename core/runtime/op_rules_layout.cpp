@@ -209,17 +209,9 @@ Shape check_resize(const phx_resize_params& p, const Operand& x) {
   return bounded(op, Shape(p.shape, p.shape + p.rank));
 }
 
-// Resize's enums, output dimensions and scales, whatever x is.
+// Resize's output dimensions and scales, whatever x is (its enums: normalize_params).
 void check_resize_params(const phx_resize_params& p) {
   const phx_op_id op = PHX_OP_RESIZE;
-  const int mode = enum_value(p.mode), coordinates = enum_value(p.coordinates),
-            nearest = enum_value(p.nearest);
-  if (mode < PHX_RESIZE_NEAREST || mode > PHX_RESIZE_LINEAR)
-    broken(op, "unknown mode " + std::to_string(mode));
-  if (coordinates < PHX_RESIZE_HALF_PIXEL || coordinates > PHX_RESIZE_PYTORCH_HALF_PIXEL)
-    broken(op, "unknown coordinates " + std::to_string(coordinates));
-  if (nearest < PHX_RESIZE_ROUND_PREFER_FLOOR || nearest > PHX_RESIZE_CEIL)
-    broken(op, "unknown nearest rounding " + std::to_string(nearest));
   if (p.rank < 1 || p.rank > PHX_MAX_RANK)
     broken(op, "rank " + std::to_string(p.rank) + " must be 1 to PHX_MAX_RANK");
   for (uint32_t d = 0; d < p.rank; ++d) {
@@ -256,12 +248,6 @@ void check_layout_params(phx_op_id op, ParamsKind kind, const void* params) {
                          "; it must be >= " + (op == PHX_OP_EXPAND ? "1" : "-1"));
         if (d == -1 && ++inferred > 1) broken(op, "the shape has more than one -1");
       }
-      break;
-    }
-    case ParamsKind::pad: {
-      const int mode = enum_value(static_cast<const phx_pad_params*>(params)->mode);
-      if (mode < PHX_PAD_CONSTANT || mode > PHX_PAD_EDGE)
-        broken(op, "unknown pad mode " + std::to_string(mode));
       break;
     }
     case ParamsKind::resize:

@@ -273,7 +273,7 @@ uint64_t Stream::submit(phx_op_id op, const void* params, const Tensor* const* i
     entry.op = op;
     describe_operands(entry, inputs, input_count, outputs, output_count);
     if (node != nullptr) entry.node = node;
-    const OpFigures figures = op_figures(op, params, inputs, input_count, outputs, output_count);
+    const OpCounts figures = op_figures(op, params, inputs, input_count, outputs, output_count);
     entry.flops = figures.flops;
     entry.bytes = figures.bytes;
   }

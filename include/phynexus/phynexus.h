@@ -624,6 +624,34 @@ typedef enum phx_op_id {
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
 
+/* The type of one member of an op's parameter struct (phx_param_field). Every type but
+ * INT64 is 4 bytes; the enums of this header are 4 bytes too. */
+typedef enum phx_param_type {
+  PHX_PARAM_INT32 = 1,     /* int32_t (or int) */
+  PHX_PARAM_UINT32 = 2,    /* uint32_t */
+  PHX_PARAM_INT64 = 3,     /* int64_t */
+  PHX_PARAM_FLOAT32 = 4,   /* float */
+  PHX_PARAM_BOOL = 5,      /* int: zero or non-zero */
+  PHX_PARAM_ENUM = 6,      /* an enum of this header, its values 0 to enum_count - 1 */
+  PHX_PARAM_AXES = 7,      /* uint32_t: bit i names dimension i of the first input */
+  PHX_PARAM_DIMENSION = 8, /* uint32_t: a dimension of the first input, 0 to rank - 1 */
+  PHX_PARAM_LENGTH = 9     /* uint32_t: how many leading entries of the next member hold
+                              values (reshape's rank before its shape) */
+} phx_param_type;
+
+/* One member of a parameter struct after its struct_size, described as data: enough to
+ * fill, copy, print or hash the struct without knowing it (a binding's keyword arguments,
+ * a cache key). Travels in arrays: fixed within the major, never appended to. */
+typedef struct phx_param_field {
+  const char* name; /* the member's name in this header: "transpose_a", "stride" */
+  phx_param_type type;
+  size_t offset;                 /* offsetof(the struct, the member) */
+  size_t count;                  /* 1, or the array's length (stride: 2, perm: PHX_MAX_RANK) */
+  const char* const* enum_names; /* ENUM: enum_count names of the values 0, 1, ...
+                                    ("none", "relu", "gelu", "silu"); NULL otherwise */
+  size_t enum_count;
+} phx_param_field;
+
 /* What the library's op table says of an op (since API 0.3): the table that phx_op_run
  * checks every op against (docs/ops.md). For tools and bindings that build ops without
  * knowing each one: a generic op builder, a model importer, the generated docs. */
@@ -640,10 +668,19 @@ typedef struct phx_op_info {
   const char* const* output_names;
   uint32_t dtype_mask; /* PHX_DTYPE_BIT of each dtype of its first input it is
                           defined for; a device may run fewer (phx_device_supports) */
+  /* The parameter struct as data; 0 and NULL for an op without parameters. */
+  size_t params_size;       /* sizeof the struct */
+  size_t param_field_count; /* its members after struct_size, in order */
+  const phx_param_field* param_fields;
+  /* params_size bytes, struct_size set: the parameters a null params pointer stands for
+   * (leaky_relu's alpha 0.01, conv2d's stride 1). NULL where the op has parameters but no
+   * such struct: it refuses null (reshape, expand, resize), or its default depends on
+   * the input (transpose: x's dimensions reversed). */
+  const void* default_params;
 } phx_op_info;
 
 #define PHX_OP_INFO_INIT \
-  { sizeof(phx_op_info), NULL, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0 }
+  { sizeof(phx_op_info), NULL, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL }
 
 /* Fills *out_info (its struct_size set by the caller, e.g. with PHX_OP_INFO_INIT; a
  * smaller one from an older header gets the fields it covers). The strings and arrays

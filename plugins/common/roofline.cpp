@@ -8,10 +8,6 @@
 namespace phx::plugin_common {
 namespace {
 
-double elements(const phx_plugin_value& v) {
-  return double(phx_plugin_element_count(v.rank, v.shape));
-}
-
 // What fills the probe's buffers, a chunk at a time: no staging memory to touch first.
 constexpr uint8_t kZeros[64 << 10] = {};
 
@@ -92,50 +88,21 @@ phx_plugin_op make_op(phx_op_id id, const void* params, const phx_plugin_tensor*
 
 }  // namespace
 
-NodeWork node_work(const phx_plugin_graph& graph, const phx_plugin_node& node) {
-  NodeWork work;
-  double largest = 0;
-  auto count = [&](uint32_t index) {
-    if (index == PHX_PLUGIN_NO_VALUE) return;
+OpCounts node_work(const phx_plugin_graph& graph, const phx_plugin_node& node) {
+  auto view = [&](uint32_t index) {
+    if (index == PHX_PLUGIN_NO_VALUE) return OperandView{};
     const phx_plugin_value& v = graph.values[index];
-    work.bytes += elements(v) * double(phx_plugin_dtype_size(v.dtype));
-    largest = std::max(largest, elements(v));
+    return OperandView{v.dtype, v.rank, v.shape};
   };
-  for (size_t i = 0; i < node.input_count; ++i) count(node.inputs[i]);
-  for (size_t i = 0; i < node.output_count; ++i) count(node.outputs[i]);
-  const phx_plugin_value& out = graph.values[node.outputs[0]];
-  const phx_plugin_value& in = graph.values[node.inputs[0]];
-  switch (node.op) {
-    case PHX_OP_MATMUL: {
-      const auto* p = static_cast<const phx_matmul_params*>(node.params);
-      const bool transposed = p != nullptr && p->transpose_a;
-      const int64_t k = in.shape[in.rank - (transposed ? 2 : 1)];
-      work.flops = 2.0 * double(k) * elements(out);
-      break;
-    }
-    case PHX_OP_CONV2D: {
-      const auto* p = static_cast<const phx_conv2d_params*>(node.params);
-      const bool nhwc = p != nullptr && p->layout == PHX_LAYOUT_NHWC;
-      const double c_out = double(out.shape[nhwc ? 3 : 1]);
-      const double per_output = elements(graph.values[node.inputs[1]]) / std::max(c_out, 1.0);
-      work.flops = 2.0 * per_output * elements(out);
-      break;
-    }
-    case PHX_OP_ATTENTION: {
-      const phx_plugin_value& k = graph.values[node.inputs[1]];
-      work.flops = 2.0 * double(k.shape[k.rank - 2]) * (elements(in) + elements(out));
-      break;
-    }
-    default:
-      work.flops = largest;
-      break;
-  }
-  return work;
+  std::vector<OperandView> in, out;
+  for (size_t i = 0; i < node.input_count; ++i) in.push_back(view(node.inputs[i]));
+  for (size_t i = 0; i < node.output_count; ++i) out.push_back(view(node.outputs[i]));
+  return op_counts(node.op, node.params, in, out);
 }
 
-uint64_t roofline_time_ns(const NodeWork& work, const Throughput& t) {
+uint64_t roofline_time_ns(const OpCounts& work, const Throughput& t) {
   const double time =
-      t.op_overhead_ns + std::max(work.flops / t.flops_per_ns, work.bytes / t.bytes_per_ns);
+      t.op_overhead_ns + std::max(work.flops / t.flops_per_ns, double(work.bytes) / t.bytes_per_ns);
   return time >= double(UINT64_MAX) ? UINT64_MAX - 1 : uint64_t(std::ceil(time));
 }
 

@@ -6,6 +6,7 @@
 // fixed nominal figures where the consumer asked for determinism.
 #pragma once
 
+#include <phx/op_counts.h>
 #include <phynexus/plugin.h>
 
 #include <cstdint>
@@ -14,17 +15,10 @@
 
 namespace phx::plugin_common {
 
-// What a node does: its arithmetic and the bytes it moves (every present input read once,
-// every output written once).
-//   matmul: 2 K per output element; conv2d: 2 C_in / groups * KH * KW per output element;
-//   attention: 2 Skv (D + Dv) per query row and head; every other op: 1 per element of its
-//   largest tensor (they are bound by their bytes).
-struct NodeWork {
-  double flops = 0;
-  double bytes = 0;
-};
-// node is one of graph's, with its first input present and at least one output.
-NodeWork node_work(const phx_plugin_graph& graph, const phx_plugin_node& node);
+// What a node does: its arithmetic and the bytes it moves, as phx/op_counts.h counts
+// every op (profiles and the core's cost model count alike). node is one of graph's,
+// with its first input present and at least one output.
+OpCounts node_work(const phx_plugin_graph& graph, const phx_plugin_node& node);
 
 struct Throughput {
   double flops_per_ns = 0;    // an f32 GEMM's
@@ -33,7 +27,7 @@ struct Throughput {
 };
 
 // The node's time on a device of these throughputs, rounded up to whole ns.
-uint64_t roofline_time_ns(const NodeWork& work, const Throughput& throughput);
+uint64_t roofline_time_ns(const OpCounts& work, const Throughput& throughput);
 
 // How big the measuring ops are: an f32 GEMM of gemm_size^3, a relu over copy_elements
 // f32 values, each run repeats times after one untimed run (which makes a device's

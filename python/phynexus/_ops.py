@@ -1,9 +1,9 @@
 """Every op of the library's op table as a function: phynexus.matmul(a, b, bias=None, *,
 transpose_b=False, activation="none"), phynexus.softmax(x, axis=-1), ...
 
-The functions are made at import from phx_op_info_get (names, inputs, parameter struct),
-so an op added to the library appears here with no change; its keyword parameters need
-the struct's entry in _params.py when the struct is new.
+The functions are made at import from phx_op_info_get (names, inputs, parameter struct
+and its members), so an op added to the library appears here, keywords and all, with no
+change.
 """
 
 from . import _dtypes, _params, _phynexus
@@ -28,10 +28,13 @@ class Op:
         self.optional = info["optional_inputs"]
         self.outputs = tuple(info["outputs"])
         self.params_struct = info["params_struct"]
+        self.params_size = info["params_size"]
+        self.param_fields = info["param_fields"]
+        self.default_params = info["default_params"]
         self.dtype_mask = info["dtype_mask"]
         self.__name__ = self.name
         self.__qualname__ = self.name
-        params = _params.keywords(self.params_struct)
+        params = _params.keywords(self)
         self.__doc__ = (
             f"{self.name}({', '.join(self._input_spelling())}"
             f"{', *, ' + ', '.join(params) if params else ''}, dtype=None, stream=None)\n\n"
@@ -74,7 +77,7 @@ class Op:
         symbol = next((a for a in list(args) + list(kwargs.values()) if isinstance(a, Symbol)),
                       None)
         inputs = self.tensors(args, kwargs, convert=symbol is None)
-        params = _params.pack(self.params_struct, kwargs, inputs, self.name)
+        params = _params.pack(self, kwargs, inputs)
         output_dtypes = []
         if dtype is not None:
             chosen = _dtypes.dtype(dtype)

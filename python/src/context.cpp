@@ -118,7 +118,32 @@ py::list name_list(const char* const* names, size_t count) {
   return out;
 }
 
-// Every op of the library's op table, as phx_op_info_get describes it.
+const char* param_type_name(phx_param_type type) {
+  switch (type) {
+    case PHX_PARAM_INT32:
+      return "int32";
+    case PHX_PARAM_UINT32:
+      return "uint32";
+    case PHX_PARAM_INT64:
+      return "int64";
+    case PHX_PARAM_FLOAT32:
+      return "float32";
+    case PHX_PARAM_BOOL:
+      return "bool";
+    case PHX_PARAM_ENUM:
+      return "enum";
+    case PHX_PARAM_AXES:
+      return "axes";
+    case PHX_PARAM_DIMENSION:
+      return "dimension";
+    case PHX_PARAM_LENGTH:
+      return "length";
+  }
+  return "unknown";
+}
+
+// Every op of the library's op table, as phx_op_info_get describes it, its parameter
+// struct's members by name, their types as param_type_name spells them.
 py::list op_table() {
   py::list out;
   for (uint32_t op = 1;; ++op) {
@@ -134,6 +159,24 @@ py::list op_table() {
     entry["optional_inputs"] = info.optional_inputs;
     entry["outputs"] = name_list(info.output_names, info.output_count);
     entry["dtype_mask"] = info.dtype_mask;
+    entry["params_size"] = info.params_size;
+    py::list fields;
+    for (size_t f = 0; f < info.param_field_count; ++f) {
+      const phx_param_field& field = info.param_fields[f];
+      py::dict described;
+      described["name"] = field.name;
+      described["type"] = param_type_name(field.type);
+      described["offset"] = field.offset;
+      described["count"] = field.count;
+      described["enum_names"] = name_list(field.enum_names, field.enum_count);
+      fields.append(described);
+    }
+    entry["param_fields"] = fields;
+    entry["default_params"] =
+        info.default_params == nullptr
+            ? py::object(py::none())
+            : py::object(
+                  py::bytes(static_cast<const char*>(info.default_params), info.params_size));
     out.append(entry);
   }
   return out;
@@ -155,23 +198,6 @@ bool supports_op(const ContextPtr& context, size_t device, uint32_t op, py::obje
   int supported = 0;
   check(phx_device_supports_op(context->context, device, &variant, &supported));
   return supported != 0;
-}
-
-// sizeof of the parameter structs this build's header has: tests check that the layouts
-// of phynexus/_params.py give the same sizes (a struct missing here is not checked).
-py::dict params_struct_sizes() {
-  py::dict sizes;
-  sizes["phx_matmul_params"] = sizeof(phx_matmul_params);
-  sizes["phx_softmax_params"] = sizeof(phx_softmax_params);
-  sizes["phx_norm_params"] = sizeof(phx_norm_params);
-  sizes["phx_transpose_params"] = sizeof(phx_transpose_params);
-  sizes["phx_reduce_params"] = sizeof(phx_reduce_params);
-  sizes["phx_conv2d_params"] = sizeof(phx_conv2d_params);
-  sizes["phx_attention_params"] = sizeof(phx_attention_params);
-  sizes["phx_rope_params"] = sizeof(phx_rope_params);
-  sizes["phx_quantize_params"] = sizeof(phx_quantize_params);
-  sizes["phx_resize_params"] = sizeof(phx_resize_params);
-  return sizes;
 }
 
 }  // namespace
@@ -198,7 +224,6 @@ void bind_context(py::module_& module) {
   module.def("dtype_name", [](int dtype) { return phx_dtype_name(static_cast<phx_dtype>(dtype)); });
   module.def("dtype_size", [](int dtype) { return phx_dtype_size(static_cast<phx_dtype>(dtype)); });
   module.def("op_table", &op_table);
-  module.def("params_struct_sizes", &params_struct_sizes);
   module.def("set_log_threshold", [](int level) { log_threshold.store(level); });
   module.def("log_threshold", [] { return log_threshold.load(); });
 

@@ -16,6 +16,7 @@ of the table shows up in the report until it has one.
 """
 
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -179,7 +180,7 @@ def test_op_against_float64(context, all_devices, op_name, dtype, device_index, 
         pytest.skip(f"{device.name} holds no {in_dtypes}")
     inputs = [None if a is None else phynexus.tensor(a, device=device, dtype=d)
               for a, d in zip(arrays, in_dtypes)]
-    params = _params.pack(op.params_struct, dict(kwargs), inputs, op_name)
+    params = _params.pack(op, dict(kwargs), inputs)
     variant = [0 if d is None else phynexus.dtype(d).id for d in in_dtypes]
     if not context.supports_op(device.index, op.id, params, variant,
                                [phynexus.dtype(out_dtype).id] * len(op.outputs)):
@@ -213,13 +214,56 @@ def test_dynamic_quantize_recovers_its_input(context, rng):
         assert np.max(np.abs(q.numpy() * s - x)) <= s / 2 * (1 + 1e-5)
 
 
-def test_parameter_struct_layouts_match_the_header():
-    sizes = phynexus._phynexus.params_struct_sizes()
-    for name, size in sizes.items():
-        assert _params.struct_size(name) == size, name
+def test_parameter_structs_are_described_member_by_member():
+    # The library's description (phx_op_info) is all the package knows of a struct: its
+    # members lie in order inside it, after struct_size, each within its size.
+    sizes = {"int64": 8}
     for op in (getattr(phynexus.ops, n) for n in phynexus.ops.names()):
-        if op.params_struct not in _params.STRUCTS and op.params_struct:
-            pytest.fail(f"{op.name}: {op.params_struct} has no entry in phynexus/_params.py")
+        if not op.params_struct:
+            assert op.params_size == 0 and op.param_fields == [] and op.default_params is None
+            continue
+        end = 8
+        for field in op.param_fields:
+            assert field["offset"] >= end, (op.name, field["name"])
+            end = field["offset"] + field["count"] * sizes.get(field["type"], 4)
+            assert (field["type"] == "enum") == bool(field["enum_names"]), field["name"]
+        assert end <= op.params_size <= end + 7, op.name
+        if op.default_params is not None:
+            assert len(op.default_params) == op.params_size
+            assert struct.unpack_from("@N", op.default_params)[0] == op.params_size
+
+
+def test_keywords_at_the_defaults_pack_the_default_struct():
+    # Every member given its default value by keyword packs the very bytes a null params
+    # pointer stands for: the keywords reach each member, at its offset, in its type.
+    checked = 0
+    for op in (getattr(phynexus.ops, n) for n in phynexus.ops.names()):
+        if op.default_params is None:
+            continue
+        values = {}
+        for field in op.param_fields:
+            fmt = _params._FORMATS[field["type"]]
+            entries = struct.unpack_from(f"@{field['count']}{fmt}", op.default_params,
+                                         field["offset"])
+            if field["type"] == "axes":
+                values[_params.keyword(field)] = [d for d in range(32) if entries[0] >> d & 1]
+            elif field["type"] == "enum":
+                values[_params.keyword(field)] = field["enum_names"][entries[0]]
+            else:
+                values[_params.keyword(field)] = entries[0] if field["count"] == 1 else entries
+        assert _params.pack(op, values, []) == op.default_params, op.name
+        checked += 1
+    assert checked >= 15
+
+
+def test_op_defaults_come_from_the_library():
+    leaky_relu = phynexus.ops.leaky_relu
+    alpha, beta = struct.unpack_from("@ff", leaky_relu.default_params, 8)
+    assert alpha == pytest.approx(0.01) and beta == 0
+    x = phynexus.tensor(np.array([[-2.0, 3.0]], np.float32))
+    np.testing.assert_allclose(leaky_relu(x).numpy(), [[-0.02, 3.0]], rtol=1e-6)
+    # A keyword given for one member keeps the op's defaults in the others.
+    np.testing.assert_allclose(phynexus.clip(x, alpha=0.0).numpy(), [[0.0, 3.0]])
 
 
 def test_ops_are_tensor_methods_too():
@@ -228,10 +272,21 @@ def test_ops_are_tensor_methods_too():
     assert x.transpose().shape == (2, 1)
 
 
-def test_an_op_whose_struct_is_not_mapped_runs_with_its_defaults(monkeypatch):
-    softmax = phynexus.ops.softmax
-    monkeypatch.setattr(softmax, "params_struct", "phx_future_params")
-    x = phynexus.tensor(np.array([[0.0, 0.0]], np.float32))
-    np.testing.assert_allclose(softmax(x).numpy(), [[0.5, 0.5]])
-    with pytest.raises(phynexus.InvalidArgumentError, match="_params.py"):
-        softmax(x, axis=0)
+def test_bad_keywords_name_the_op_and_the_member():
+    x = phynexus.tensor(np.ones((2, 3), np.float32))
+    w = phynexus.tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(phynexus.InvalidArgumentError, match=r"matmul: no parameter axis"):
+        phynexus.matmul(x, w, axis=1)
+    with pytest.raises(phynexus.InvalidArgumentError, match=r"activation='tanh' is none of"):
+        phynexus.matmul(x, w, activation="tanh")
+    with pytest.raises(phynexus.InvalidArgumentError, match=r"shape takes at most 8 entries"):
+        phynexus.reshape(x, shape=[1] * 9)
+    with pytest.raises(phynexus.InvalidArgumentError, match=r"relu: no parameter alpha"):
+        phynexus.relu(x, alpha=1.0)
+    # Sequences, negative dimensions and axes, enum names and a length member all reach
+    # the library as the struct's bytes.
+    np.testing.assert_array_equal(phynexus.transpose(x, perm=(-1, 0)).numpy(), np.ones((3, 2)))
+    np.testing.assert_array_equal(phynexus.reduce_sum(x, axes=-1).numpy(), [3.0, 3.0])
+    assert phynexus.reshape(x, shape=(3, 2)).shape == (3, 2)
+    np.testing.assert_allclose(phynexus.matmul(x - 2, w, activation="relu").numpy(),
+                               np.zeros((2, 4)))

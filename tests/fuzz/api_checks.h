@@ -51,67 +51,11 @@ inline size_t dtype_bytes(int dtype) {
   return dtype > 0 && dtype < PHX_DTYPE_COUNT ? kBytes[dtype] : 0;
 }
 
-// sizeof the op's parameter struct; 0 for an op without one.
+// sizeof the op's parameter struct, as the library's op table describes it; 0 for an op
+// without one, or an id that is no op.
 inline size_t params_size(int op) {
-  switch (op) {
-    case PHX_OP_MATMUL:
-    case PHX_OP_QMATMUL:
-      return sizeof(phx_matmul_params);
-    case PHX_OP_SOFTMAX:
-    case PHX_OP_LOG_SOFTMAX:
-      return sizeof(phx_softmax_params);
-    case PHX_OP_LAYER_NORM:
-    case PHX_OP_RMS_NORM:
-    case PHX_OP_BATCH_NORM:
-    case PHX_OP_INSTANCE_NORM:
-      return sizeof(phx_norm_params);
-    case PHX_OP_TRANSPOSE:
-      return sizeof(phx_transpose_params);
-    case PHX_OP_REDUCE_SUM:
-    case PHX_OP_REDUCE_MAX:
-    case PHX_OP_REDUCE_MEAN:
-    case PHX_OP_REDUCE_MIN:
-    case PHX_OP_REDUCE_PROD:
-      return sizeof(phx_reduce_params);
-    case PHX_OP_CONV2D:
-    case PHX_OP_QCONV2D:
-      return sizeof(phx_conv2d_params);
-    case PHX_OP_ATTENTION:
-      return sizeof(phx_attention_params);
-    case PHX_OP_ROPE:
-      return sizeof(phx_rope_params);
-    case PHX_OP_QUANTIZE:
-    case PHX_OP_DEQUANTIZE:
-      return sizeof(phx_quantize_params);
-    case PHX_OP_LEAKY_RELU:
-    case PHX_OP_ELU:
-    case PHX_OP_SELU:
-    case PHX_OP_CLIP:
-      return sizeof(phx_elementwise_params);
-    case PHX_OP_ARGMAX:
-      return sizeof(phx_argmax_params);
-    case PHX_OP_RESHAPE:
-    case PHX_OP_EXPAND:
-      return sizeof(phx_reshape_params);
-    case PHX_OP_CONCAT:
-    case PHX_OP_GATHER:
-      return sizeof(phx_axis_params);
-    case PHX_OP_SLICE:
-      return sizeof(phx_slice_params);
-    case PHX_OP_TILE:
-      return sizeof(phx_tile_params);
-    case PHX_OP_PAD:
-      return sizeof(phx_pad_params);
-    case PHX_OP_MAX_POOL:
-    case PHX_OP_AVG_POOL:
-      return sizeof(phx_pool_params);
-    case PHX_OP_CONV_TRANSPOSE2D:
-      return sizeof(phx_conv_transpose2d_params);
-    case PHX_OP_RESIZE:
-      return sizeof(phx_resize_params);
-    default:
-      return 0;
-  }
+  phx_op_info info = PHX_OP_INFO_INIT;
+  return phx_op_info_get(raw_enum<phx_op_id>(op), &info) == PHX_STATUS_OK ? info.params_size : 0;
 }
 
 // The environment a fuzzer runs in, whatever the caller's: no PHX_* setting of theirs,

@@ -1,5 +1,6 @@
 // run_op and op_supported: which ops and dtypes the host kernels implement, and the
 // dispatch of each op to its family (ops_*.cpp), once per op.
+#include <phx/op_params.h>
 #include <phx/op_table.h>
 
 #include <new>
@@ -33,6 +34,14 @@ HostTensor input_or_absent(const HostTensor* inputs, size_t count, size_t index)
 template <class Params>
 Params params_or(const void* params, Params defaults) {
   return params != nullptr ? *static_cast<const Params*>(params) : defaults;
+}
+
+// alpha and beta of the unary math ops: the core's, the op's defaults, or zeros for an op
+// that takes none.
+phx_elementwise_params elementwise_params(phx_op_id op, const void* params) {
+  const void* given = params != nullptr ? params : default_params(*find_op_schema(op));
+  return given != nullptr ? *static_cast<const phx_elementwise_params*>(given)
+                          : phx_elementwise_params PHX_ELEMENTWISE_PARAMS_INIT(0.0f, 0.0f);
 }
 
 // NumPy's default permutation: the dimensions reversed.
@@ -138,7 +147,7 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
     case PHX_OP_ELU:
     case PHX_OP_SELU:
     case PHX_OP_CLIP:
-      ops::run_unary_math(op, params_or(params, default_elementwise_params(op)), x, out, pool);
+      ops::run_unary_math(op, elementwise_params(op, params), x, out, pool);
       break;
     case PHX_OP_POW:
     case PHX_OP_MAX:

@@ -62,8 +62,8 @@ TEST(CpuEstimate, DeterministicEstimatesAreTheNominalRoofline) {
 // The roofline's arithmetic on its own: the larger of the two times, plus the overhead.
 TEST(Roofline, TakesTheBoundThatDominates) {
   const phx::plugin_common::Throughput t = {10.0, 2.0, 100.0};
-  EXPECT_EQ(phx::plugin_common::roofline_time_ns({1000.0, 10.0}, t), 200u);  // compute
-  EXPECT_EQ(phx::plugin_common::roofline_time_ns({10.0, 1000.0}, t), 600u);  // memory
+  EXPECT_EQ(phx::plugin_common::roofline_time_ns({1000.0, 10}, t), 200u);  // compute
+  EXPECT_EQ(phx::plugin_common::roofline_time_ns({10.0, 1000}, t), 600u);  // memory
 }
 
 TEST(Roofline, CountsAMatmulsFlopsAndBytes) {
@@ -74,9 +74,9 @@ TEST(Roofline, CountsAMatmulsFlopsAndBytes) {
   const phx_matmul_params params PHX_MATMUL_PARAMS_INIT;
   g.node(PHX_OP_MATMUL, &params, {a, b, PHX_PLUGIN_NO_VALUE}, c, "mm");
   const phx_plugin_graph graph = g.graph();
-  const phx::plugin_common::NodeWork work = phx::plugin_common::node_work(graph, graph.nodes[0]);
+  const phx::OpCounts work = phx::plugin_common::node_work(graph, graph.nodes[0]);
   EXPECT_EQ(work.flops, 2.0 * 32 * (2 * 8 * 16));
-  EXPECT_EQ(work.bytes, 2.0 * (2 * 8 * 32) + 2.0 * (32 * 16) + 4.0 * (2 * 8 * 16));
+  EXPECT_EQ(work.bytes, 2u * (2 * 8 * 32) + 2u * (32 * 16) + 4u * (2 * 8 * 16));
 }
 
 }  // namespace

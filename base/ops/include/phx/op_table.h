@@ -111,6 +111,9 @@ struct OpSchema {
   DtypeRule dtype_rule = DtypeRule::same;
   ShapeRule shape_rule = ShapeRule::same;
   const char* summary = nullptr;  // one line: what the op computes
+  // What null params stand for where the op's defaults are not its struct's (leaky_relu's
+  // alpha); null: the struct's (op_params.h, default_params).
+  const void* default_params = nullptr;
 
   size_t input_count() const;      // the most inputs it takes
   size_t min_input_count() const;  // through the last required one
@@ -126,7 +129,7 @@ const OpSchema* find_op_schema(int op);
 // model declines them by this rather than by a list of its own.
 bool is_quantized_op(const OpSchema& schema);
 
-// "phx_matmul_params", "" for ParamsKind::none.
+// "phx_matmul_params", "" for ParamsKind::none (op_params.h describes the struct whole).
 const char* params_struct_name(ParamsKind params);
 
 // sizeof that struct; 0 for ParamsKind::none.
@@ -155,10 +158,6 @@ union OpParams {
   phx_conv_transpose2d_params conv_transpose2d;
   phx_resize_params resize;
 };
-
-// What leaky_relu, elu, selu and clip take for a null parameter pointer (phynexus.h);
-// {0, 0} for other ops.
-phx_elementwise_params default_elementwise_params(phx_op_id op);
 
 // Whether a table indexed by op (an entry per op, each with a member op) holds every op
 // in phx_op_id order, for a static_assert beside the table.
