@@ -85,6 +85,13 @@ void main() {
   // A NaN stays NaN (both comparisons are false); alpha > beta gives beta.
   const X_C low = v < ALPHA ? ALPHA : v;
   const X_C r = low > BETA ? BETA : low;
+#elif defined(OP_HARD_SIGMOID)
+  // A NaN stays NaN (both comparisons are false).
+  const X_C t = ALPHA * v + BETA;
+  const X_C r = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
+#elif defined(OP_HARD_SWISH)
+  const X_C t = v * (1.0 / 6.0) + 0.5;
+  const X_C r = v * (t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t);
 #elif defined(OP_NOT)
   const X_C r = v == 0u ? 1u : 0u;
 #endif

@@ -1,8 +1,8 @@
 // The op conformance suite for the ops added in API 0.3 (the unary math functions,
-// pow, max, min, prelu, the comparisons, where, not, reduce_mean, reduce_min,
-// reduce_prod, argmax, log_softmax, batch_norm, instance_norm), on every device found at
-// run time, against float64 references computed from the same dtype-rounded inputs. A
-// device that does not claim an (op, dtype) must answer PHX_STATUS_UNSUPPORTED.
+// hard_sigmoid, hard_swish, pow, max, min, prelu, the comparisons, where, not, reduce_mean,
+// reduce_min, reduce_prod, argmax, log_softmax, batch_norm, instance_norm), on every device found
+// at run time, against float64 references computed from the same dtype-rounded inputs. A device
+// that does not claim an (op, dtype) must answer PHX_STATUS_UNSUPPORTED.
 //
 // Tolerances (op_suite.h has the shared ones; final(dt, ref) is the final rounding):
 //   - neg, abs, sign, floor, ceil, clip, max, min, the comparisons, where, not,
@@ -189,6 +189,56 @@ TEST_P(UnaryMathTest, LeakyReluEluSeluWithDefaultsAndGivenParameters) {
   check(PHX_OP_LEAKY_RELU, &given, floats(), -8, 8, 1, leaky(0.25), 133);
   check(PHX_OP_ELU, &given, floats(), -8, 8, 4, elu(0.25), 134);
   check(PHX_OP_SELU, &given, floats(), -8, 8, 4, selu(0.25, 2.0), 135);
+}
+
+// hard_sigmoid max(0, min(1, t)), t = alpha x + beta, and hard_swish x max(0, min(1, x / 6
+// + 1/2)), in f32 (u = 2^-24), the clamp adding no error (it is 1-Lipschitz):
+//   - hard_sigmoid: alpha x and the sum round once each (or once, fused): |t error| <=
+//     u (|alpha x| + |t|) <= u (2 |alpha x| + |beta|); tolerance that plus final.
+//   - hard_swish: 1/6 rounded to f32, the product by it and the sum: |t error| <=
+//     u (|x| / 6 + |x| / 6 + |t|) <= u (|x| / 2 + 1/2); then the product by x, once
+//     more: tolerance |x| u (|x| / 2 + 1/2) + u |ref| + final.
+// Absolute, not relative to the result: t cancels near the clamp's lower corner.
+TEST_P(UnaryMathTest, HardSigmoidAndHardSwish) {
+  struct Case {
+    phx_op_id op;
+    const phx_elementwise_params* params;
+    double alpha, beta;
+  };
+  const phx_elementwise_params given = PHX_ELEMENTWISE_PARAMS_INIT(0.25f, 0.25f);
+  const Case cases[] = {{PHX_OP_HARD_SIGMOID, nullptr, double{0.2f}, double{0.5f}},
+                        {PHX_OP_HARD_SIGMOID, &given, 0.25, 0.25},
+                        {PHX_OP_HARD_SWISH, nullptr, 0, 0}};
+  auto clamp01 = [](double t) { return t < 0 ? 0.0 : t > 1 ? 1.0 : t; };
+  Random rng(150);
+  for (const Case& c : cases) {
+    for (phx_dtype dt : floats()) {
+      std::vector<HostTensor> inputs;
+      for (const Shape& shape : unary_shapes()) inputs.push_back(rng.tensor(dt, shape, -8, 8));
+      std::vector<double> special = special_values(dt);
+      inputs.push_back(HostTensor{dt, {int64_t(special.size())}, std::move(special)});
+      for (const HostTensor& x : inputs) {
+        Expected expected;
+        for (double v : x.values) {
+          double ref, tol;
+          if (c.op == PHX_OP_HARD_SIGMOID) {
+            ref = std::isnan(v) ? v : clamp01(c.alpha * v + c.beta);
+            tol = kF32Epsilon * (2 * std::fabs(c.alpha * v) + std::fabs(c.beta));
+          } else {
+            ref = v * clamp01(v / 6 + 0.5);  // NaN at -inf: -inf times 0
+            tol = std::fabs(v) * kF32Epsilon * (std::fabs(v) / 2 + 0.5) +
+                  kF32Epsilon * std::fabs(ref);
+          }
+          if (!std::isfinite(ref))
+            expected.add(ref, 0.0);
+          else
+            expected.add(ref, tol + final_rounding(dt, ref));
+        }
+        check_op(std::string(phx_dtype_name(dt)) + shape_string(x.shape), c.op, c.params, {&x}, dt,
+                 x.shape, expected);
+      }
+    }
+  }
 }
 
 // Float bounds as given; integer bounds rounded toward the inside and saturated; alpha >

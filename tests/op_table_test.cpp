@@ -119,6 +119,8 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
       {PHX_OP_ELU, 38, "elu", "phx_elementwise_params", {"x"}, f},
       {PHX_OP_SELU, 39, "selu", "phx_elementwise_params", {"x"}, f},
       {PHX_OP_CLIP, 40, "clip", "phx_elementwise_params", {"x"}, all},
+      {PHX_OP_HARD_SIGMOID, 68, "hard_sigmoid", "phx_elementwise_params", {"x"}, f},
+      {PHX_OP_HARD_SWISH, 69, "hard_swish", "", {"x"}, f},
       {PHX_OP_POW, 41, "pow", "", {"a", "b"}, f},
       {PHX_OP_MAX, 42, "max", "", {"a", "b"}, all},
       {PHX_OP_MIN, 43, "min", "", {"a", "b"}, all},
@@ -141,7 +143,7 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
        f},
       {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
   };
-  EXPECT_EQ(PHX_OP_COUNT, 68);
+  EXPECT_EQ(PHX_OP_COUNT, 70);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     EXPECT_EQ(int{row.op}, row.id);

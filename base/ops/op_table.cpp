@@ -67,6 +67,7 @@ constexpr phx_elementwise_params kEluDefaults PHX_ELEMENTWISE_PARAMS_INIT(1.0f, 
 constexpr phx_elementwise_params kSeluDefaults
     PHX_ELEMENTWISE_PARAMS_INIT(1.67326319217681884765625f, 1.05070102214813232421875f);
 constexpr phx_elementwise_params kClipDefaults PHX_ELEMENTWISE_PARAMS_INIT(-kFloatMax, kFloatMax);
+constexpr phx_elementwise_params kHardSigmoidDefaults PHX_ELEMENTWISE_PARAMS_INIT(0.2f, 0.5f);
 
 // equal, less, greater: a u8 0 or 1 per element of the broadcast shape.
 constexpr OpSchema comparison(phx_op_id op, const char* name, const char* summary) {
@@ -388,6 +389,9 @@ constexpr OpSchema kOps[] = {
      .dtypes = kFloatDtypes,
      .shape_rule = ShapeRule::resize,
      .summary = "x resampled to another shape, nearest or N-linear, as ONNX's Resize"},
+    scalar_parameterized(PHX_OP_HARD_SIGMOID, "hard_sigmoid", kFloatDtypes,
+                         "max(0, min(1, alpha x + beta))", &kHardSigmoidDefaults),
+    unary(PHX_OP_HARD_SWISH, "hard_swish", kFloatDtypes, "x max(0, min(1, x / 6 + 1 / 2))"),
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");

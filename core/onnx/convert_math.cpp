@@ -107,6 +107,15 @@ void convert_selu(Importer& im, const onnx::NodeProto& node) {
                   attr_float(node, "gamma", 1.05070102214813232421875f));
 }
 
+void convert_hard_sigmoid(Importer& im, const onnx::NodeProto& node) {
+  with_alpha_beta(im, node, PHX_OP_HARD_SIGMOID, attr_float(node, "alpha", 0.2f),
+                  attr_float(node, "beta", 0.5f));
+}
+
+void convert_hard_swish(Importer& im, const onnx::NodeProto& node) {
+  unary(im, node, PHX_OP_HARD_SWISH);
+}
+
 // The bounds: attributes before opset 11, optional inputs known at import from it on.
 void convert_clip(Importer& im, const onnx::NodeProto& node) {
   float low = -FLT_MAX, high = FLT_MAX;

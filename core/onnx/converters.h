@@ -35,6 +35,8 @@ void convert_not(Importer&, const onnx::NodeProto&);
 void convert_leaky_relu(Importer&, const onnx::NodeProto&);
 void convert_elu(Importer&, const onnx::NodeProto&);
 void convert_selu(Importer&, const onnx::NodeProto&);
+void convert_hard_sigmoid(Importer&, const onnx::NodeProto&);
+void convert_hard_swish(Importer&, const onnx::NodeProto&);
 void convert_clip(Importer&, const onnx::NodeProto&);
 void convert_pow(Importer&, const onnx::NodeProto&);
 void convert_max(Importer&, const onnx::NodeProto&);

@@ -44,6 +44,8 @@ constexpr OperatorEntry kOperators[] = {
     {"GlobalMaxPool", convert_global_max_pool},
     {"Greater", convert_greater},
     {"GreaterOrEqual", convert_greater_or_equal},
+    {"HardSigmoid", convert_hard_sigmoid},
+    {"HardSwish", convert_hard_swish},
     {"Identity", convert_identity},
     {"InstanceNormalization", convert_instance_normalization},
     {"LayerNormalization", convert_layer_normalization},

@@ -617,9 +617,16 @@ typedef enum phx_op_id {
    * out: params.shape, x's dtype: x resampled as ONNX's Resize (opsets 11 to 17) with
    * its nearest or linear mode (N-linear: the weights of every dimension multiplied,
    * rounded to f32, the source coordinate clamped to x's extent). */
-  PHX_OP_RESIZE = 67
+  PHX_OP_RESIZE = 67,
+  /* ---- Since API 0.3: the activations of mobile networks (ONNX's HardSigmoid and
+   * HardSwish). A NaN x gives NaN. */
+  /* float, phx_elementwise_params: max(0, min(1, alpha * x + beta)); defaults alpha 0.2,
+   * beta 0.5 (ONNX's) */
+  PHX_OP_HARD_SIGMOID = 68,
+  /* float, no parameters: x * max(0, min(1, x / 6 + 1 / 2)), as ONNX's and PyTorch's */
+  PHX_OP_HARD_SWISH = 69
 } phx_op_id;
-#define PHX_OP_COUNT 68
+#define PHX_OP_COUNT 70
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);

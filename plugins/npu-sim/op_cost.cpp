@@ -29,7 +29,8 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 // division, instance_norm layer_norm's passes; batch_norm, with 1 / sqrt(var + epsilon)
 // taken once per channel, a subtraction, two multiplies and an add. A compare or multiply
 // and a select (leaky_relu, prelu, sign, clip's max and min, argmax's value and index) is
-// 2. The rest (relu, add, sub, mul, neg, abs, floor, ceil, max, min, the comparisons,
+// 2; hard_sigmoid a multiply-add and a clamp's two selects, 3, and hard_swish one more
+// multiply, 4. The rest (relu, add, sub, mul, neg, abs, floor, ceil, max, min, the comparisons,
 // where, not, transpose, cast, the reductions, reduce_mean's mean once per output) are
 // one operation per element.
 uint32_t ops_per_element(phx_op_id op) {
@@ -45,12 +46,14 @@ uint32_t ops_per_element(phx_op_id op) {
     case PHX_OP_DYNAMIC_QUANTIZE:
     case PHX_OP_ROPE:
     case PHX_OP_RECIPROCAL:
+    case PHX_OP_HARD_SIGMOID:
       return 3;
     case PHX_OP_DIV:
     case PHX_OP_SQRT:
     case PHX_OP_EXP:
     case PHX_OP_LOG:
     case PHX_OP_BATCH_NORM:
+    case PHX_OP_HARD_SWISH:
       return 4;
     case PHX_OP_RMS_NORM:
     case PHX_OP_ELU:

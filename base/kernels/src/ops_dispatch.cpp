@@ -147,6 +147,8 @@ void dispatch(phx_op_id op, const void* params, const HostTensor* in, size_t in_
     case PHX_OP_ELU:
     case PHX_OP_SELU:
     case PHX_OP_CLIP:
+    case PHX_OP_HARD_SIGMOID:
+    case PHX_OP_HARD_SWISH:
       ops::run_unary_math(op, elementwise_params(op, params), x, out, pool);
       break;
     case PHX_OP_POW:

@@ -196,6 +196,12 @@ float sigmoid(float x) {
 // keeps the digits of the small term. NaN stays NaN through both.
 float softplus(float x) { return std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
 
+// max(0, min(1, alpha x + beta)) with a NaN kept (both comparisons are false).
+float hard_sigmoid(float x, float alpha, float beta) {
+  const float t = alpha * x + beta;
+  return t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+}
+
 // -1, 0 or 1; NaN stays NaN.
 float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
 
@@ -236,6 +242,10 @@ void unary_math_f32(phx_op_id op, float alpha, float beta, const float* x, float
       return map_f32(x, y, n, [alpha, beta](float v) {
         return beta * (v <= 0.0f ? alpha * std::expm1(v) : v);
       });
+    case PHX_OP_HARD_SIGMOID:
+      return map_f32(x, y, n, [alpha, beta](float v) { return hard_sigmoid(v, alpha, beta); });
+    case PHX_OP_HARD_SWISH:
+      return map_f32(x, y, n, [](float v) { return v * hard_sigmoid(v, 1.0f / 6.0f, 0.5f); });
     default:  // PHX_OP_CLIP; a NaN x stays NaN (both comparisons are false)
       return map_f32(x, y, n, [alpha, beta](float v) {
         const float low = v < alpha ? alpha : v;

@@ -86,6 +86,8 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_AVG_POOL, ops::record_pool},
     {PHX_OP_CONV_TRANSPOSE2D, ops::record_conv_transpose2d},
     {PHX_OP_RESIZE, ops::record_resize},
+    {PHX_OP_HARD_SIGMOID, ops::record_unary},
+    {PHX_OP_HARD_SWISH, ops::record_unary},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");
