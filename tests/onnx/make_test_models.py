@@ -85,6 +85,20 @@ def node_test(folder, name, nodes, inputs, outputs, initializers=(), opset=17):
          [tensor(n, a) for n, a, *_ in inputs], [tensor(n, a) for n, a, *_ in outputs])
 
 
+def hard_activations(folder, rng):
+    """HardSigmoid with attributes of its own and HardSwish at opset 17, as MobileNetV3's
+    export holds them (ONNX's own HardSigmoid tests are opset 6)."""
+    x = rng.uniform(-6, 6, (3, 16)).astype(np.float32)
+    alpha, beta = np.float32(0.25), np.float32(0.375)
+    sigmoid = np.clip(np.float64(alpha) * x + np.float64(beta), 0, 1)
+    node_test(folder, "hard_sigmoid_attributes",
+              [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=float(alpha), beta=float(beta))],
+              [("x", x)], [("y", sigmoid.astype(np.float32))])
+    swish = x * np.clip(x.astype(np.float64) / 6 + 0.5, 0, 1)
+    node_test(folder, "hard_swish_opset_17", [helper.make_node("HardSwish", ["x"], ["y"])],
+              [("x", x)], [("y", swish.astype(np.float32))])
+
+
 def bf16_tensor(name, values, as_uint16=False):
     """values rounded to bfloat16 (to nearest even, as ONNX's helper does) as a BFLOAT16
     TensorProto, or as ONNX 1.12's test data stores bfloat16 (numpy has none): UINT16
@@ -434,6 +448,7 @@ def main():
     empty_axes(folder, rng)
     bfloat16(folder, rng)
     range_of_inputs(folder)
+    hard_activations(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
