@@ -1,6 +1,7 @@
 #include <phx/op_params.h>
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 namespace phx {
@@ -194,6 +195,18 @@ const void* default_params(const OpSchema& schema) {
   if (schema.params_required) return nullptr;
   return schema.default_params != nullptr ? schema.default_params
                                           : params_description(schema.params).defaults;
+}
+
+void fill_default_params(const OpSchema& schema, uint32_t input_rank, OpParams& params) {
+  std::memset(&params, 0, sizeof params);
+  const ParamsDescription& description = params_description(schema.params);
+  if (const void* defaults = default_params(schema))
+    std::memcpy(&params, defaults, description.size);
+  if (schema.params == ParamsKind::transpose) {  // NumPy's default: the dimensions reversed
+    params.transpose.struct_size = sizeof params.transpose;
+    for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
+      params.transpose.perm[i] = input_rank - 1 - i;
+  }
 }
 
 }  // namespace phx

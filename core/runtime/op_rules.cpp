@@ -547,12 +547,7 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
 
   // What null stands for, then as much of the caller's struct as it and ours both cover
   // (an older header's smaller struct keeps our defaults for the members it lacks).
-  std::memset(&params, 0, sizeof params);
-  if (const void* defaults = default_params(*schema))
-    std::memcpy(&params, defaults, description.size);
-  if (schema->params == ParamsKind::transpose)  // NumPy's default: the dimensions reversed
-    for (uint32_t i = 0; i < input_rank && i < PHX_MAX_RANK; ++i)
-      params.transpose.perm[i] = input_rank - 1 - i;
+  fill_default_params(*schema, input_rank, params);
   if (user != nullptr) {
     size_t size;
     std::memcpy(&size, user, sizeof size);

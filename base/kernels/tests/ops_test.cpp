@@ -383,6 +383,68 @@ TEST(OpsSupport, MatchesThePluginsClaims) {
   EXPECT_EQ(run(PHX_OP_GELU, nullptr, {&x}, y), PHX_STATUS_UNSUPPORTED);
 }
 
+// ---- null parameters ----
+
+// A caller without a host (a plugin's own tests) may pass null parameters: the op runs with
+// the defaults docs/ops.md gives, the bits of a run with them spelled out. Required
+// parameters (reshape's, resize's) are refused, as the core refuses them.
+TEST(OpsParams, NullTakesTheOpsDefaults) {
+  const Tensor x = random_tensor(PHX_DTYPE_F32, {3, 4, 5});
+  const Tensor b = random_tensor(PHX_DTYPE_F32, {5, 6});
+  const Tensor image = random_tensor(PHX_DTYPE_F32, {1, 2, 5, 5});
+  const Tensor weight = random_tensor(PHX_DTYPE_F32, {3, 2, 3, 3});
+  const phx_matmul_params matmul PHX_MATMUL_PARAMS_INIT;
+  const phx_softmax_params softmax PHX_SOFTMAX_PARAMS_INIT;
+  const phx_norm_params norm PHX_NORM_PARAMS_INIT;
+  const phx_transpose_params reversed = {sizeof(phx_transpose_params), {2, 1, 0}};
+  const phx_reduce_params reduce PHX_REDUCE_PARAMS_INIT;
+  const phx_conv2d_params conv2d PHX_CONV2D_PARAMS_INIT;
+  const phx_elementwise_params leaky_relu PHX_ELEMENTWISE_PARAMS_INIT(0.01f, 0.0f);
+  const phx_elementwise_params elu PHX_ELEMENTWISE_PARAMS_INIT(1.0f, 0.0f);
+  const phx_elementwise_params selu PHX_ELEMENTWISE_PARAMS_INIT(1.67326319217681884765625f,
+                                                                1.05070102214813232421875f);
+  const float max = std::numeric_limits<float>::max();
+  const phx_elementwise_params clip PHX_ELEMENTWISE_PARAMS_INIT(-max, max);
+  const phx_argmax_params argmax PHX_ARGMAX_PARAMS_INIT;
+  const phx_axis_params axis PHX_AXIS_PARAMS_INIT;
+  const phx_slice_params slice PHX_SLICE_PARAMS_INIT;
+  const phx_tile_params tile PHX_TILE_PARAMS_INIT;
+  const phx_pad_params pad PHX_PAD_PARAMS_INIT;
+  struct Case {
+    phx_op_id op;
+    const void* params;
+    std::vector<const Tensor*> in;
+    phx_dtype out_dtype;
+    std::vector<int64_t> out_shape;
+  };
+  const Case cases[] = {
+      {PHX_OP_MATMUL, &matmul, {&x, &b}, PHX_DTYPE_F32, {3, 4, 6}},
+      {PHX_OP_SOFTMAX, &softmax, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_LAYER_NORM, &norm, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_TRANSPOSE, &reversed, {&x}, PHX_DTYPE_F32, {5, 4, 3}},
+      {PHX_OP_REDUCE_SUM, &reduce, {&x}, PHX_DTYPE_F32, {}},
+      {PHX_OP_CONV2D, &conv2d, {&image, &weight}, PHX_DTYPE_F32, {1, 3, 3, 3}},
+      {PHX_OP_LEAKY_RELU, &leaky_relu, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_ELU, &elu, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_SELU, &selu, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_CLIP, &clip, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_ARGMAX, &argmax, {&x}, PHX_DTYPE_I32, {1, 4, 5}},
+      {PHX_OP_CONCAT, &axis, {&x, &x}, PHX_DTYPE_F32, {6, 4, 5}},
+      {PHX_OP_SLICE, &slice, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_TILE, &tile, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+      {PHX_OP_PAD, &pad, {&x}, PHX_DTYPE_F32, {3, 4, 5}},
+  };
+  for (const Case& c : cases) {
+    Tensor spelled_out(c.out_dtype, c.out_shape), defaulted(c.out_dtype, c.out_shape);
+    ASSERT_EQ(run(c.op, c.params, c.in, spelled_out), PHX_STATUS_OK) << c.op;
+    ASSERT_EQ(run(c.op, nullptr, c.in, defaulted), PHX_STATUS_OK) << c.op;
+    EXPECT_EQ(defaulted.bytes, spelled_out.bytes) << c.op;
+  }
+  Tensor same(PHX_DTYPE_F32, {3, 4, 5});
+  EXPECT_EQ(run(PHX_OP_RESHAPE, nullptr, {&x}, same), PHX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(run(PHX_OP_RESIZE, nullptr, {&x}, same), PHX_STATUS_INVALID_ARGUMENT);
+}
+
 // ---- add, sub, mul, div ----
 
 double binary_ref(phx_op_id op, phx_dtype d, double a, double b) {

@@ -31,4 +31,10 @@ size_t param_type_size(phx_param_type type);
 // one that requires them, and transpose (its default depends on x's rank).
 const void* default_params(const OpSchema& schema);
 
+// What a null params pointer means for a first input of input_rank, written whole into
+// params: default_params, or transpose's reversed dimensions; zeros for an op without
+// defaults. The one place the core's copy of a caller's struct and the host kernels'
+// plugin-facing entry take them from.
+void fill_default_params(const OpSchema& schema, uint32_t input_rank, OpParams& params);
+
 }  // namespace phx

@@ -27,12 +27,12 @@ int64_t element_count(const HostTensor& t);
 // Whether run_op implements op for inputs of dtype (the CPU plugin's op_supported).
 bool op_supported(phx_op_id op, phx_dtype dtype);
 
-// Runs op. params is the op's parameter struct (current layout, defaults already filled
-// by the core) or null for ops without params; inputs/outputs follow the op's rules (an
-// absent optional input has data == nullptr). Returns PHX_STATUS_OK or
-// PHX_STATUS_UNSUPPORTED (op/dtype not implemented); also PHX_STATUS_OUT_OF_MEMORY when
-// a scratch buffer (im2col, a converted bias, the GEMM's packing) cannot be allocated,
-// on any of the pool's threads. Never throws.
+// Runs op. params is the op's parameter struct (current layout, defaults filled in, as the
+// core passes it) or null: an op with parameters then takes its defaults (docs/ops.md); one
+// whose parameters are required is refused (PHX_STATUS_INVALID_ARGUMENT). inputs/outputs
+// follow the op's rules (an absent optional input has data == nullptr). Returns PHX_STATUS_OK
+// or PHX_STATUS_UNSUPPORTED (op/dtype not implemented); PHX_STATUS_OUT_OF_MEMORY when a
+// scratch buffer (im2col, the GEMM's packing) fails, on any pool thread. Never throws.
 // The operands are trusted: the core has checked shapes, dtypes and counts. Outputs
 // must not overlap inputs, except that an elementwise op may write over an input of
 // its own shape and dtype.
