@@ -314,7 +314,10 @@ void convert_slice(Importer& im, const onnx::NodeProto& node) {
   phx_slice_params params = PHX_SLICE_PARAMS_INIT;
   for (size_t d = 0; d < ranges.size(); ++d) {
     params.starts[d] = ranges[d].start;
-    params.ends[d] = ranges[d].end;
+    // A negative step's end clamped to -1 means "past the first element"; the op reads a
+    // negative end as counting from the end (-1 is the last element), and says "to the
+    // very start" with INT64_MIN (phx_slice_params).
+    params.ends[d] = ranges[d].end < 0 ? std::numeric_limits<int64_t>::min() : ranges[d].end;
     params.steps[d] = ranges[d].step;
   }
   im.define(node, 0, im.add_node(node, PHX_OP_SLICE, &params, {in.graph})[0], in.elem_type);

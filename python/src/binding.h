@@ -30,6 +30,16 @@ void check(phx_status status);
 // Registers phynexus.Error and one subclass per status in module.
 void register_errors(py::module_& module);
 
+// *object, or raises InvalidArgumentError "phynexus: <what> is None". pybind11 hands None
+// to a shared_ptr parameter as null: every such parameter that the binding dereferences
+// goes through this (docs/python.md promises an error, never a crash, for None).
+template <typename T>
+T& require(const std::shared_ptr<T>& object, const char* what) {
+  if (object == nullptr)
+    raise_error(PHX_STATUS_INVALID_ARGUMENT, std::string("phynexus: ") + what + " is None");
+  return *object;
+}
+
 struct StreamState;
 
 // A context and what its objects share. Every Tensor, Stream, Graph and Executable holds

@@ -22,7 +22,8 @@ struct Communicator {
         rank_mutexes(std::make_unique<std::mutex[]>(devices.size())) {
     phx_comm_options options = PHX_COMM_OPTIONS_INIT;
     options.timeout_ms = timeout_ms;
-    check(phx_comm_create(context->context, devices.data(), devices.size(), &options, &comm));
+    check(phx_comm_create(require(context, "Communicator: the context").context, devices.data(),
+                          devices.size(), &options, &comm));
   }
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -138,7 +139,9 @@ void bind_comm(py::module_& module) {
       .def_property_readonly("closed",
                              [](const Communicator& self) { return self.comm == nullptr; })
       .def_property_readonly("context", [](const Communicator& self) { return self.owner; })
-      .def("close", &Communicator::close)
+      // A lambda taking a reference: pybind11 passes None as null to a member function
+      // pointer's self, and refuses it for a reference.
+      .def("close", [](Communicator& self) { self.close(); })
       .def("_all_reduce", &all_reduce)
       .def("all_gather", &all_gather)
       .def("_reduce_scatter", &reduce_scatter)

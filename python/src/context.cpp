@@ -51,9 +51,9 @@ py::list properties_of(const phx_device_info& info) {
   return properties;
 }
 
-py::dict device_info(const ContextPtr& context, size_t device) {
+py::dict device_info(const ContextState& context, size_t device) {
   phx_device_info info = PHX_DEVICE_INFO_INIT;
-  check(phx_device_get(context->context, device, &info));
+  check(phx_device_get(context.context, device, &info));
   py::dict out;
   out["index"] = info.index;
   out["plugin"] = info.plugin;
@@ -69,13 +69,13 @@ py::dict device_info(const ContextPtr& context, size_t device) {
   return out;
 }
 
-py::list plugins(const ContextPtr& context) {
+py::list plugins(const ContextState& context) {
   size_t count = 0;
-  check(phx_plugin_count(context->context, &count));
+  check(phx_plugin_count(context.context, &count));
   py::list out;
   for (size_t i = 0; i < count; ++i) {
     phx_plugin_info info = PHX_PLUGIN_INFO_INIT;
-    check(phx_plugin_get(context->context, i, &info));
+    check(phx_plugin_get(context.context, i, &info));
     py::dict plugin;
     plugin["name"] = info.name;
     plugin["version"] = info.version;
@@ -90,9 +90,9 @@ py::list plugins(const ContextPtr& context) {
   return out;
 }
 
-py::dict memory_stats(const ContextPtr& context, size_t device) {
+py::dict memory_stats(const ContextState& context, size_t device) {
   phx_memory_stats stats = PHX_MEMORY_STATS_INIT;
-  check(phx_memory_stats_get(context->context, device, &stats));
+  check(phx_memory_stats_get(context.context, device, &stats));
   py::dict out;
   out["bytes_in_use"] = stats.bytes_in_use;
   out["peak_bytes_in_use"] = stats.peak_bytes_in_use;
@@ -102,11 +102,11 @@ py::dict memory_stats(const ContextPtr& context, size_t device) {
   return out;
 }
 
-py::dict device_stats(const ContextPtr& context, size_t device) {
+py::dict device_stats(const ContextState& context, size_t device) {
   size_t count = 0;
-  check(phx_device_stats(context->context, device, nullptr, 0, &count));
+  check(phx_device_stats(context.context, device, nullptr, 0, &count));
   std::vector<phx_metric> metrics(count);
-  check(phx_device_stats(context->context, device, metrics.data(), metrics.size(), &count));
+  check(phx_device_stats(context.context, device, metrics.data(), metrics.size(), &count));
   py::dict out;
   for (size_t i = 0; i < count && i < metrics.size(); ++i) out[metrics[i].name] = metrics[i].value;
   return out;
@@ -182,7 +182,7 @@ py::list op_table() {
   return out;
 }
 
-bool supports_op(const ContextPtr& context, size_t device, uint32_t op, py::object params,
+bool supports_op(const ContextState& context, size_t device, uint32_t op, py::object params,
                  const std::vector<int>& input_dtypes, const std::vector<int>& output_dtypes) {
   std::vector<uint64_t> aligned = params_from_bytes(params);
   std::vector<phx_dtype> inputs, outputs;
@@ -196,7 +196,7 @@ bool supports_op(const ContextPtr& context, size_t device, uint32_t op, py::obje
                             outputs.data(),
                             outputs.size()};
   int supported = 0;
-  check(phx_device_supports_op(context->context, device, &variant, &supported));
+  check(phx_device_supports_op(context.context, device, &variant, &supported));
   return supported != 0;
 }
 
@@ -240,9 +240,9 @@ void bind_context(py::module_& module) {
       .def_property_readonly("closed",
                              [](const ContextState& self) { return self.context == nullptr; })
       .def("device_count",
-           [](const ContextPtr& self) {
+           [](const ContextState& self) {
              size_t count = 0;
-             check(phx_device_count(self->context, &count));
+             check(phx_device_count(self.context, &count));
              return count;
            })
       .def("device_info", &device_info)
@@ -250,31 +250,31 @@ void bind_context(py::module_& module) {
       .def("memory_stats", &memory_stats)
       .def("device_stats", &device_stats)
       .def("set_memory_limit",
-           [](const ContextPtr& self, size_t device, uint64_t limit) {
-             check(phx_memory_set_limit(self->context, device, limit));
+           [](const ContextState& self, size_t device, uint64_t limit) {
+             check(phx_memory_set_limit(self.context, device, limit));
            })
       .def("release_cached",
-           [](const ContextPtr& self, size_t device) {
-             check(phx_memory_release_cached(self->context, device));
+           [](const ContextState& self, size_t device) {
+             check(phx_memory_release_cached(self.context, device));
            })
       .def("supports_op", &supports_op)
       .def("trace_begin",
-           [](const ContextPtr& self, const std::string& path) {
-             check(phx_trace_begin(self->context, path.c_str()));
+           [](const ContextState& self, const std::string& path) {
+             check(phx_trace_begin(self.context, path.c_str()));
            })
       .def("trace_end",
-           [](const ContextPtr& self) {
+           [](const ContextState& self) {
              // Waits for the queued work of every stream: other Python threads go on.
              phx_status status;
              {
                py::gil_scoped_release release;
-               status = phx_trace_end(self->context);
+               status = phx_trace_end(self.context);
              }
              check(status);
            })
-      .def("supports", [](const ContextPtr& self, size_t device, uint32_t op, int dtype) {
+      .def("supports", [](const ContextState& self, size_t device, uint32_t op, int dtype) {
         int supported = 0;
-        check(phx_device_supports(self->context, device, static_cast<phx_op_id>(op),
+        check(phx_device_supports(self.context, device, static_cast<phx_op_id>(op),
                                   static_cast<phx_dtype>(dtype), &supported));
         return supported != 0;
       });

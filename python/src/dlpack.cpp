@@ -98,7 +98,7 @@ void* download_copy(const Tensor& self) {
 // copy: True always copies; False refuses (BufferError) where a copy is needed; None
 // copies only where the memory cannot be shared.
 py::capsule to_dlpack(const TensorPtr& self, std::optional<bool> copy) {
-  const DLDataType dtype = dl_dtype(self->desc.dtype);
+  const DLDataType dtype = dl_dtype(require(self, "to_dlpack: the tensor").desc.dtype);
   auto exported = std::make_unique<Exported>();
   exported->shape.assign(self->desc.shape, self->desc.shape + self->desc.rank);
   if (copy != true) exported->view = view_host_memory(self);
@@ -146,6 +146,7 @@ void release_producer(void* managed) {
 // producer's data is aligned to its element size.
 TensorPtr from_dlpack_capsule(const ContextPtr& context, size_t device, const py::capsule& capsule,
                               std::optional<bool> copy) {
+  require(context, "from_dlpack: the context");
   if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName))
     raise_error(PHX_STATUS_INVALID_ARGUMENT,
                 "phynexus.from_dlpack: not an unconsumed \"dltensor\" capsule");

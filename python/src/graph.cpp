@@ -38,7 +38,7 @@ using ExecutablePtr = std::shared_ptr<Executable>;
 GraphPtr new_graph(const ContextPtr& context) {
   auto graph = std::make_shared<Graph>();
   graph->owner = context;
-  check(phx_graph_create(context->context, &graph->graph));
+  check(phx_graph_create(require(context, "Graph: the context").context, &graph->graph));
   return graph;
 }
 
@@ -223,14 +223,15 @@ py::bytes save(Executable& self) {
 }
 
 ExecutablePtr load(const ContextPtr& context, const py::bytes& data) {
+  phx_context handle = require(context, "Executable.load: the context").context;
   std::string bytes = data;
   auto executable = std::make_shared<Executable>();
   executable->owner = context;
   phx_status status;
   {
     py::gil_scoped_release release;
-    status = phx_executable_load(context->context, bytes.data(), bytes.size(), nullptr,
-                                 &executable->executable);
+    status =
+        phx_executable_load(handle, bytes.data(), bytes.size(), nullptr, &executable->executable);
   }
   check(status);
   return executable;
@@ -240,6 +241,7 @@ ExecutablePtr load(const ContextPtr& context, const py::bytes& data) {
 // An ONNX model as a graph (onnx.h); dims gives sizes to the model's named dimensions.
 GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
                    const std::map<std::string, int64_t>& dims) {
+  phx_context handle = require(context, "load_onnx: the context").context;
   auto graph = std::make_shared<Graph>();
   graph->owner = context;
   std::vector<const char*> names;
@@ -255,7 +257,7 @@ GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
   phx_status status;
   {
     py::gil_scoped_release release;
-    status = phx_model_load_onnx(context->context, path.c_str(), &options, &graph->graph);
+    status = phx_model_load_onnx(handle, path.c_str(), &options, &graph->graph);
   }
   check(status);
   return graph;

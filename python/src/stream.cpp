@@ -189,9 +189,10 @@ py::list profile_records(Stream& self) {
 }
 
 Stream new_stream(const ContextPtr& context, size_t device) {
+  phx_context handle = require(context, "Stream: the context").context;
   auto state = std::make_shared<StreamState>();
   state->device = device;
-  check(phx_stream_create(context->context, device, &state->stream));
+  check(phx_stream_create(handle, device, &state->stream));
   return Stream{context, state, 0};
 }
 
@@ -202,7 +203,7 @@ StreamState::~StreamState() {
 }
 
 StreamPtr default_stream(const ContextPtr& context, size_t device) {
-  std::lock_guard<std::mutex> lock(context->mutex);
+  std::lock_guard<std::mutex> lock(require(context, "Stream.default: the context").mutex);
   StreamPtr& slot = context->default_streams[device];
   if (slot == nullptr) {
     auto state = std::make_shared<StreamState>();
@@ -222,6 +223,9 @@ std::unique_lock<std::mutex> lock_without_gil(std::mutex& mutex) {
 
 std::vector<uint64_t> params_from_bytes(const py::object& params) {
   if (params.is_none()) return {};
+  // Checked here: a cast of another type would raise pybind11's bare RuntimeError.
+  if (!py::isinstance<py::bytes>(params))
+    raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: a parameter struct must be bytes or None");
   std::string bytes = params.cast<std::string>();
   // The library reads struct_size bytes: they must all be here.
   size_t struct_size = 0;

@@ -111,7 +111,8 @@ phx_tensor handle_or_null(const TensorPtr& tensor) {
 TensorPtr create_tensor(const ContextPtr& context, size_t device, phx_dtype dtype,
                         const std::vector<int64_t>& shape) {
   phx_tensor handle = nullptr;
-  check(phx_tensor_create(context->context, device, dtype, shape.size(), shape.data(), &handle));
+  check(phx_tensor_create(require(context, "Tensor: the context").context, device, dtype,
+                          shape.size(), shape.data(), &handle));
   auto tensor = std::make_shared<Tensor>(context, handle);
   check(phx_tensor_describe(handle, &tensor->desc));
   return tensor;
@@ -143,7 +144,7 @@ HostView::~HostView() {
 }
 
 std::unique_ptr<HostView> view_host_memory(const TensorPtr& self) {
-  phx_tensor handle = handle_of(*self);
+  phx_tensor handle = handle_of(require(self, "the tensor"));
   void* data = nullptr;
   phx_status status;
   {
@@ -180,7 +181,8 @@ void bind_tensor(py::module_& module) {
            })
       .def("host_array", &host_array)
       .def_property_readonly("closed", [](const Tensor& self) { return self.tensor == nullptr; })
-      .def_property_readonly("shape", &Tensor::shape)
+      // Not &Tensor::shape: pybind11 would pass None to a member pointer as a null self.
+      .def_property_readonly("shape", [](const Tensor& self) { return self.shape(); })
       .def_property_readonly("dtype_id",
                              [](const Tensor& self) { return static_cast<int>(self.desc.dtype); })
       .def_property_readonly("device_index", [](const Tensor& self) { return self.desc.device; })

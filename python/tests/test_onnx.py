@@ -88,3 +88,44 @@ def test_a_broken_file_is_refused(tmp_path):
         phynexus.onnx.load(path)
     with pytest.raises(phynexus.NotFoundError):
         phynexus.onnx.load(tmp_path / "missing.onnx")
+
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+# Slices of an [8, 8] input backwards, as exporters write x[::-1] and torch.flip (ends =
+# INT64_MIN): (starts, ends, axes, steps), starts and ends at the bounds and beyond them.
+BACKWARD_SLICES = [
+    ([-1], [INT64_MIN], [1], [-1]),
+    ([7], [INT64_MIN], [1], [-1]),
+    ([INT64_MAX], [INT64_MIN], [1], [-1]),
+    ([100], [-100], [1], [-1]),
+    ([7], [-9], [1], [-1]),  # -9 + 8 = -1: just before the first element
+    ([5], [0], [1], [-1]),  # stops at the first element, excluded
+    ([-3], [-8], [1], [-1]),
+    ([7], [INT64_MIN], [1], [-2]),
+    ([-2], [INT64_MIN], [1], [-2]),
+    ([100], [-100], [1], [-2]),
+    ([INT64_MAX], [-9], [1], [-2]),
+    ([6], [1], [1], [-2]),
+    ([-1, 7], [INT64_MIN, INT64_MIN], [0, 1], [-1, -2]),
+]
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps", BACKWARD_SLICES)
+def test_a_slice_backwards_reaches_the_start(tmp_path, rng, starts, ends, axes, steps):
+    x = rng.uniform(-1, 1, (8, 8)).astype(np.float32)
+    index = [slice(None)] * 2
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        index[axis] = slice(start, end, step)
+    want = x[tuple(index)]  # Python's slicing clamps as ONNX's Slice does
+    assert want.size > 0  # Phynexus has no empty tensors: every case here has elements
+    inputs = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for v, n in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))]
+    path = save(tmp_path,
+                [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"],
+                                  name="flip")],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape)], inputs)
+    got = phynexus.onnx.load(path, device="cpu")(x).numpy()
+    np.testing.assert_array_equal(got, want)

@@ -3,10 +3,13 @@
 // the run. docs/onnx.md, "phx-run-onnx".
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,28 +20,53 @@ using namespace phx_tools;
 
 namespace {
 
+// The exit statuses (docs/onnx.md, "phx-run-onnx"), for scripts that tell a wrong result
+// from a model this build cannot run.
+enum ExitStatus : int {
+  kExitOk = 0,
+  kExitMismatch = 1,     // --expect: an output differs
+  kExitUsage = 2,        // bad command line
+  kExitError = 3,        // any other failure: a missing or broken file, a device error...
+  kExitUnsupported = 4,  // refused as PHX_STATUS_UNSUPPORTED: an operator or setting not taken
+};
+
 constexpr const char* kUsage =
     "usage: phx-run-onnx MODEL.onnx [--device D | --devices D,D,...] [--inputs DIR]\n"
-    "                    [--expect DIR] [--save DIR] [--bench [RUNS]]\n"
+    "                    [--expect DIR [--rtol R] [--atol A]] [--save DIR] [--bench [RUNS]]\n"
     "  D: a device index or name (cpu, tpu-sim, npu-sim, vulkan: plugin, type or device\n"
     "     name). --device D runs on D with the CPU device for the nodes D lacks;\n"
     "     --devices takes the list as is, the first the model's device. Default: device 0.\n"
     "  --inputs DIR  input_<i>.pb files (ONNX TensorProto); random inputs when absent\n"
-    "  --expect DIR  compares the outputs with output_<i>.pb; exits 1 on a mismatch\n"
+    "  --expect DIR  compares the outputs with output_<i>.pb, within |got - e| <= atol +\n"
+    "                rtol |e| at the precision the devices compute in (docs/onnx.md)\n"
+    "  --rtol R, --atol A  replace the derived rtol, atol\n"
     "  --save DIR    writes the outputs as output_<i>.pb\n"
-    "  --bench RUNS  prints the mean time of RUNS runs (default 20) after a warm-up\n";
+    "  --bench RUNS  times RUNS runs (default 20) after one untimed warm-up run and\n"
+    "                prints their median, p10, p90, min and max\n"
+    "exit status: 0 ok, 1 a mismatch, 2 usage, 3 an error, 4 a model or device refused\n"
+    "             as unsupported\n";
 
 struct Options {
   std::string model;
   std::vector<std::string> devices;
   bool add_cpu = true;
   std::string inputs, expect, save;
+  std::optional<double> rtol, atol;
   int bench_runs = 0;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "phx-run-onnx: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
+  std::exit(kExitUsage);
+}
+
+// A tolerance given on the command line: a finite number >= 0.
+double tolerance_value(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+    usage_error(option + " needs a number >= 0, not '" + text + "'");
+  return v;
 }
 
 std::vector<std::string> split(const std::string& list) {
@@ -70,6 +98,10 @@ Options parse(int argc, char** argv) {
       o.inputs = value();
     } else if (arg == "--expect") {
       o.expect = value();
+    } else if (arg == "--rtol") {
+      o.rtol = tolerance_value(arg, value());
+    } else if (arg == "--atol") {
+      o.atol = tolerance_value(arg, value());
     } else if (arg == "--save") {
       o.save = value();
     } else if (arg == "--bench") {
@@ -78,7 +110,7 @@ Options parse(int argc, char** argv) {
       if (o.bench_runs < 1) usage_error("--bench RUNS must be at least 1");
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
-      std::exit(0);
+      std::exit(kExitOk);
     } else if (!arg.empty() && arg[0] == '-') {
       usage_error("unknown option " + arg);
     } else if (o.model.empty()) {
@@ -88,6 +120,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.model.empty()) usage_error("no model given");
+  if ((o.rtol || o.atol) && o.expect.empty()) usage_error("--rtol and --atol go with --expect");
   if (o.devices.empty()) o.devices = {"0"};
   return o;
 }
@@ -148,6 +181,23 @@ void print_placement(phx_context context, const OnnxSession& session) {
   }
 }
 
+// The value at fraction q (0 to 1) of sorted times, by nearest rank.
+double percentile(const std::vector<double>& sorted, double q) {
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+void print_bench(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  const double median = n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  std::printf(
+      "run time over %zu runs (after 1 untimed warm-up run): median %.3f ms, p10 %.3f ms, "
+      "p90 %.3f ms, min %.3f ms, max %.3f ms\n",
+      n, median / 1e6, percentile(times, 0.1) / 1e6, percentile(times, 0.9) / 1e6,
+      times.front() / 1e6, times.back() / 1e6);
+}
+
 int run(phx_context context, const Options& o) {
   const std::vector<size_t> devices = resolve_devices(context, o);
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "loading and compiling %s...\n", o.model.c_str());
@@ -155,6 +205,12 @@ int run(phx_context context, const Options& o) {
   print_placement(context, session);
   const std::vector<HostTensor> inputs = model_inputs(session, o);
   const std::vector<HostTensor> outputs = session.run(inputs);
+  ComputePrecision precision;
+  if (!o.expect.empty()) {
+    precision = session.compute_precision();
+    std::printf("comparing at %s precision, reduction length %lld\n", precision.name.c_str(),
+                static_cast<long long>(precision.reduction_length));
+  }
   int mismatches = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const HostTensor& out = outputs[i];
@@ -162,9 +218,13 @@ int run(phx_context context, const Options& o) {
     if (!o.expect.empty()) {
       const HostTensor expected =
           read_tensor_file(o.expect + "/output_" + std::to_string(i) + ".pb", out.dtype);
+      Tolerance tolerance = precision_tolerance(out.dtype, precision, largest_magnitude(expected));
+      tolerance.rtol = o.rtol.value_or(tolerance.rtol);
+      tolerance.atol = o.atol.value_or(tolerance.atol);
       std::string why;
-      const bool ok = outputs_match(out, expected, &why);
-      std::printf(": %s%s", ok ? "matches" : "MISMATCH: ", why.c_str());
+      const bool ok = outputs_match(out, expected, tolerance, &why);
+      std::printf(" (rtol %.3g, atol %.3g): %s%s", tolerance.rtol, tolerance.atol,
+                  ok ? "matches" : "MISMATCH: ", why.c_str());
       mismatches += ok ? 0 : 1;
     }
     std::printf("\n");
@@ -173,10 +233,8 @@ int run(phx_context context, const Options& o) {
       write_tensor_file(o.save + "/output_" + std::to_string(i) + ".pb", out);
     }
   }
-  if (o.bench_runs > 0)
-    std::printf("mean run time: %.3f ms over %d runs\n",
-                session.time_runs(inputs, o.bench_runs) / 1e6, o.bench_runs);
-  return mismatches == 0 ? 0 : 1;
+  if (o.bench_runs > 0) print_bench(session.time_runs(inputs, o.bench_runs));
+  return mismatches == 0 ? kExitOk : kExitMismatch;
 }
 
 }  // namespace
@@ -186,11 +244,14 @@ int main(int argc, char** argv) {
   phx_context context = nullptr;
   if (phx_context_create(nullptr, &context) != PHX_STATUS_OK) {
     std::fprintf(stderr, "phx-run-onnx: %s\n", phx_last_error());
-    return 3;
+    return kExitError;
   }
-  int rc = 3;
+  int rc = kExitError;
   try {
     rc = run(context, options);
+  } catch (const PhxError& e) {
+    std::fprintf(stderr, "phx-run-onnx: %s\n", e.what());
+    if (e.status == PHX_STATUS_UNSUPPORTED) rc = kExitUnsupported;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "phx-run-onnx: %s\n", e.what());
   }

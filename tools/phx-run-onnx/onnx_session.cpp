@@ -2,6 +2,7 @@
 
 #include <phx/progress.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -83,22 +84,44 @@ double element(const HostTensor& t, size_t i) {
   return 0;
 }
 
-// The tolerance of an element expected to be e: the ONNX backend test runner's own
-// for f32 (rtol 1e-3, atol 1e-7: its reference implementations compute in float64 and
-// the models are single ops); for the 16-bit floats the same relative part widened to a
-// few units of their last place (2^-11 for f16, 2^-8 for bf16, times 4) with an absolute
-// part for values near zero; integers exact.
-double tolerance(phx_dtype dtype, double e) {
+// The tolerance of the dtype: the ONNX backend test runner's own for f32 (rtol 1e-3,
+// atol 1e-7: its reference implementations compute in float64 and the models are single
+// ops); for the 16-bit floats a few units of their last place (2^-11 for f16, 2^-8 for
+// bf16, times 4) with an absolute part for values near zero; integers exact.
+Tolerance dtype_tolerance(phx_dtype dtype) {
   switch (dtype) {
     case PHX_DTYPE_F32:
-      return 1e-7 + 1e-3 * std::fabs(e);
+      return {1e-3, 1e-7};
     case PHX_DTYPE_F16:
-      return 1e-3 + 4 * std::ldexp(1.0, -11) * std::fabs(e);
+      return {4 * std::ldexp(1.0, -11), 1e-3};
     case PHX_DTYPE_BF16:
-      return 1e-2 + 4 * std::ldexp(1.0, -8) * std::fabs(e);
+      return {4 * std::ldexp(1.0, -8), 1e-2};
+    default:
+      return {};
+  }
+}
+
+// The unit roundoff of a float dtype (half its epsilon); 0 for the others.
+double unit_roundoff(phx_dtype dtype) {
+  switch (dtype) {
+    case PHX_DTYPE_F32:
+      return std::ldexp(1.0, -24);
+    case PHX_DTYPE_F16:
+      return std::ldexp(1.0, -11);
+    case PHX_DTYPE_BF16:
+      return std::ldexp(1.0, -8);
     default:
       return 0;
   }
+}
+
+// The value of property key of device, or "" when it has none.
+std::string device_property(phx_context context, size_t device, const char* key) {
+  phx_device_info info = PHX_DEVICE_INFO_INIT;
+  check(phx_device_get(context, device, &info), "describing a device");
+  for (size_t i = 0; i < info.property_count; ++i)
+    if (std::strcmp(info.properties[i].key, key) == 0) return info.properties[i].value;
+  return "";
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -276,22 +299,103 @@ std::vector<HostTensor> OnnxSession::run(const std::vector<HostTensor>& inputs) 
   return results;
 }
 
-double OnnxSession::time_runs(const std::vector<HostTensor>& inputs, int repeats) {
+std::vector<double> OnnxSession::time_runs(const std::vector<HostTensor>& inputs, int repeats) {
   const TensorList in = upload(inputs);
   const TensorList out = make_outputs(in);
-  run_once(in, out);  // the warm-up
-  // A terminal sees how far the runs are; drawing costs a clock read per run.
+  // The warm-up, not timed: the first run pays for first-touch allocations and caches.
+  run_once(in, out);
+  // A terminal sees how far the runs are; drawing costs a clock read per run, outside
+  // the timed part.
   phx::Progress progress(static_cast<size_t>(repeats), "runs");
-  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
     progress.update(static_cast<size_t>(i));
+    const auto start = std::chrono::steady_clock::now();
     run_once(in, out);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    times.push_back(std::chrono::duration<double, std::nano>(elapsed).count());
   }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  return std::chrono::duration<double, std::nano>(elapsed).count() / repeats;
+  return times;
+}
+
+ComputePrecision OnnxSession::compute_precision() const {
+  ComputePrecision p;
+  p.name = "f32";
+  auto coarser = [&p](double u, const std::string& name) {
+    if (u <= p.unit_roundoff) return;
+    p.unit_roundoff = u;
+    p.name = name;
+  };
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  check(phx_executable_describe(executable_, &info), "describing the executable");
+  for (size_t i = 0; i < info.node_count; ++i) {
+    phx_executable_node_info node = PHX_EXECUTABLE_NODE_INFO_INIT;
+    check(phx_executable_describe_node(executable_, i, &node), "describing a node");
+    // The dtype a node computes in is its first input's: f16 and bf16 nodes round there.
+    if (node.compute_dtype == PHX_DTYPE_F16 || node.compute_dtype == PHX_DTYPE_BF16)
+      coarser(unit_roundoff(node.compute_dtype), phx_dtype_name(node.compute_dtype));
+    // What a device's matrix unit does to f32 inputs (docs/tpu-sim.md, "Numerics"):
+    // matmul, conv2d and conv_transpose2d.
+    if (node.op != PHX_OP_MATMUL && node.op != PHX_OP_CONV2D && node.op != PHX_OP_CONV_TRANSPOSE2D)
+      continue;
+    const std::string products = device_property(context_, node.device, "matmul_precision");
+    if (products == "bf16") coarser(std::ldexp(1.0, -8), "bf16 products");
+    if (products == "bf16x3") coarser(std::ldexp(1.0, -16), "bf16x3 products");
+  }
+  // The graph numbers its values from 0 as they are added, so the first number not found
+  // ends them (graph.h does not promise it: were there gaps, K would come out smaller and
+  // the tolerance tighter, never looser).
+  for (phx_value v = 0;; ++v) {
+    phx_value_info value = PHX_VALUE_INFO_INIT;
+    if (phx_graph_value_info(graph_, v, &value) != PHX_STATUS_OK) break;
+    int64_t count = 1;
+    for (uint32_t d = 0; d < value.rank; ++d) {
+      if (value.shape[d] == PHX_DIM_DYNAMIC) continue;
+      p.reduction_length = std::max(p.reduction_length, value.shape[d]);
+      count *= value.shape[d];
+    }
+    if (value.kind == PHX_VALUE_CONSTANT && value.rank >= 2 && value.shape[0] > 0)
+      p.reduction_length = std::max(p.reduction_length, count / value.shape[0]);
+  }
+  return p;
+}
+
+// For a float output (integers stay exact) with S = max(1, scale), u_out the unit
+// roundoff of its dtype, u the precision's and K its reduction length:
+//   rtol = 4 (u_out + u)              the rounding of the inputs of the products and of
+//                                     the output, a few units each
+//   atol = (K 2^-23 + 4 u) S          a sum of K terms accumulated in f32, each term off
+//                                     by u of its size, which S stands for (a sum that
+//                                     cancels is far smaller than its terms)
+// each at least the dtype's own tolerance (dtype_tolerance), so that a model computed
+// in f32 is held to ONNX's rtol 1e-3 as the node tests are.
+Tolerance precision_tolerance(phx_dtype dtype, const ComputePrecision& precision, double scale) {
+  const Tolerance floor = dtype_tolerance(dtype);
+  const double u_out = unit_roundoff(dtype);
+  if (u_out == 0) return floor;
+  const double u = precision.unit_roundoff;
+  const double s = std::max(1.0, scale);
+  const double k = static_cast<double>(precision.reduction_length);
+  return {std::max(floor.rtol, 4 * (u_out + u)),
+          std::max(floor.atol, (k * std::ldexp(1.0, -23) + 4 * u) * s)};
+}
+
+double largest_magnitude(const HostTensor& t) {
+  double largest = 0;
+  const size_t n = t.bytes.size() / phx_dtype_size(t.dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = std::fabs(element(t, i));
+    if (std::isfinite(v)) largest = std::max(largest, v);
+  }
+  return largest;
 }
 
 bool outputs_match(const HostTensor& got, const HostTensor& expected, std::string* why) {
+  return outputs_match(got, expected, dtype_tolerance(got.dtype), why);
+}
+
+bool outputs_match(const HostTensor& got, const HostTensor& expected, const Tolerance& tolerance,
+                   std::string* why) {
   if (got.dtype != expected.dtype) {
     *why = std::string("dtype ") + phx_dtype_name(got.dtype) + ", expected " +
            phx_dtype_name(expected.dtype);
@@ -308,7 +412,7 @@ bool outputs_match(const HostTensor& got, const HostTensor& expected, std::strin
     const double g = element(got, i), e = element(expected, i);
     if (std::isnan(e) && std::isnan(g)) continue;
     if (std::isinf(e) && g == e) continue;
-    const double excess = std::fabs(g - e) - tolerance(got.dtype, e);
+    const double excess = std::fabs(g - e) - (tolerance.atol + tolerance.rtol * std::fabs(e));
     if (!(excess <= 0) && (worst_excess == 0 || !(excess <= worst_excess))) {
       worst_excess = std::isnan(excess) ? INFINITY : excess;
       worst = i;
@@ -317,9 +421,9 @@ bool outputs_match(const HostTensor& got, const HostTensor& expected, std::strin
   if (worst_excess == 0) return true;
   std::ostringstream s;
   s.precision(9);
-  s << "element " << worst << " is " << element(got, worst) << ", expected "
-    << element(expected, worst) << " (tolerance " << tolerance(got.dtype, element(expected, worst))
-    << ")";
+  const double e = element(expected, worst);
+  s << "element " << worst << " is " << element(got, worst) << ", expected " << e << " (tolerance "
+    << tolerance.atol + tolerance.rtol * std::fabs(e) << ")";
   *why = s.str();
   return false;
 }

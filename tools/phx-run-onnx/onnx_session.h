@@ -50,6 +50,30 @@ struct TensorList {
   std::vector<phx_tensor> items;
 };
 
+// Per element e expected: |got - e| <= atol + rtol |e|.
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+// What an executable's arithmetic loses, for the tolerance of its float outputs.
+struct ComputePrecision {
+  // The unit roundoff of the values its products take, where that is coarser than their
+  // dtype's: 2^-8 where a device rounds f32 matmul inputs to bf16 (its matmul_precision
+  // property "bf16", tpu-sim's default), 2^-16 for "bf16x3", 2^-11 or 2^-8 for float
+  // nodes computed in f16 or bf16; 0 when every product is of f32 values.
+  double unit_roundoff = 0;
+  std::string name;  // "f32", "bf16 products", ...
+  // An upper bound of the longest sum an output element takes (a matmul's K, a
+  // convolution's fan-in): the largest dimension of any value of the graph, or of any
+  // constant's element count over its first dimension (a weight's fan-in).
+  int64_t reduction_length = 1;
+};
+
+// The tolerance of an output of dtype computed at precision, whose largest expected
+// magnitude is scale (onnx_session.cpp says how it is derived).
+Tolerance precision_tolerance(phx_dtype dtype, const ComputePrecision& precision, double scale);
+
 struct NodePlacement {
   std::string name;
   std::string op;
@@ -74,9 +98,13 @@ class OnnxSession {
 
   // Runs the executable on inputs (one per input, of its dtype) and returns the outputs.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
-  // The mean time of a run (inputs and outputs on the device, uploads excluded) over
-  // repeats runs after one warm-up, in ns; a progress line on a terminal (phx/progress.h).
-  double time_runs(const std::vector<HostTensor>& inputs, int repeats);
+  // The time of each of repeats runs (inputs and outputs on the device, uploads
+  // excluded) after one warm-up run, which is not timed, in ns; a progress line on a
+  // terminal (phx/progress.h).
+  std::vector<double> time_runs(const std::vector<HostTensor>& inputs, int repeats);
+
+  // How precisely the executable computes (the tolerance of --expect, onnx_session.cpp).
+  ComputePrecision compute_precision() const;
 
  private:
   TensorList upload(const std::vector<HostTensor>& inputs);
@@ -93,8 +121,12 @@ class OnnxSession {
 };
 
 // Whether got matches expected: the same dtype and shape, and every element within
-// the dtype's tolerance (onnx_session.cpp says which). On a mismatch, *why says what
-// differs (the worst element for values).
+// tolerance, by default the dtype's (onnx_session.cpp says which). On a mismatch, *why
+// says what differs (the worst element for values).
 bool outputs_match(const HostTensor& got, const HostTensor& expected, std::string* why);
+bool outputs_match(const HostTensor& got, const HostTensor& expected, const Tolerance& tolerance,
+                   std::string* why);
+// The largest |element| of t (0 for an empty one).
+double largest_magnitude(const HostTensor& t);
 
 }  // namespace phx_tools
