@@ -309,7 +309,8 @@ uint64_t Executable::run(Stream& stream, const Tensor* const* run_inputs,
         if (devices[d] == src.device || devices[d] == dst.device) stream_of(d).wait(UINT64_MAX);
       const uint64_t copy_start = trace_start != 0 ? trace::now_ns() : 0;
       copy_tensor(dst, src);
-      if (copy_start != 0) tracer.copy(dst, src, copy_start);
+      if (copy_start != 0)
+        tracer.copy(dst.device->index, src.device->index, src.byte_size, copy_start);
       last_is_copy = true;
       continue;
     }

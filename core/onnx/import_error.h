@@ -4,12 +4,13 @@
 // own, through phx_set_last_error).
 #pragma once
 
+#include <phx/abi_guard.h>
 #include <phx/error.h>
 #include <phynexus/phynexus.h>
 
-#include <new>
-#include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace phx::onnx_import {
 
@@ -33,21 +34,14 @@ inline phx_status report(phx_status status, const char* function, const char* de
   }
 }
 
-// Runs body, the whole of one C API function named function; nothing escapes.
+// Runs body, the whole of one C API function named function: an exception becomes its
+// status (abi_guard) and "function: message" as the last error; nothing escapes.
 template <typename Body>
 phx_status guard(const char* function, Body&& body) noexcept {
-  try {
-    body();
-    return PHX_STATUS_OK;
-  } catch (const Error& e) {
-    return report(e.status(), function, e.what());
-  } catch (const std::bad_alloc&) {
-    return report(PHX_STATUS_OUT_OF_MEMORY, function, "out of host memory");
-  } catch (const std::exception& e) {
-    return report(PHX_STATUS_INTERNAL, function, e.what());
-  } catch (...) {
-    return report(PHX_STATUS_INTERNAL, function, "internal error");
-  }
+  static_assert(std::is_void_v<std::invoke_result_t<Body&>>, "a C API body returns nothing");
+  return abi_guard(std::forward<Body>(body), [function](phx_status status, const char* message) {
+    return report(status, function, message);
+  });
 }
 
 }  // namespace phx::onnx_import

@@ -31,7 +31,7 @@ PHX_API phx_status phx_stream_synchronize(phx_stream handle) {
     Stream& stream = lookup(handle);
     const uint64_t start = stream.context->tracer.active() ? trace::now_ns() : 0;
     stream.wait(UINT64_MAX);
-    if (start != 0) stream.context->tracer.stream_wait(stream, UINT64_MAX, start);
+    if (start != 0) stream.context->tracer.stream_wait(stream.trace_track(), UINT64_MAX, start);
   });
 }
 
@@ -41,7 +41,7 @@ PHX_API phx_status phx_stream_wait(phx_stream handle, uint64_t ticket) {
     stream.check_issued(ticket);
     const uint64_t start = stream.context->tracer.active() ? trace::now_ns() : 0;
     stream.wait(ticket);
-    if (start != 0) stream.context->tracer.stream_wait(stream, ticket, start);
+    if (start != 0) stream.context->tracer.stream_wait(stream.trace_track(), ticket, start);
   });
 }
 

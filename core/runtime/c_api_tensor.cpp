@@ -159,7 +159,7 @@ PHX_API phx_status phx_tensor_upload(phx_tensor handle, size_t offset, const voi
     plugin.call("buffer_write", tensor.device->index, [&] {
       return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
     });
-    if (start != 0) tracer.transfer("upload", tensor, size, start);
+    if (start != 0) tracer.transfer("upload", tensor.device->index, size, start);
   });
 }
 
@@ -176,7 +176,7 @@ PHX_API phx_status phx_tensor_download(phx_tensor handle, size_t offset, void* d
     plugin.call("buffer_read", tensor.device->index, [&] {
       return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
     });
-    if (start != 0) tracer.transfer("download", tensor, size, start);
+    if (start != 0) tracer.transfer("download", tensor.device->index, size, start);
   });
 }
 
@@ -190,7 +190,7 @@ PHX_API phx_status phx_tensor_copy(phx_tensor dst_handle, phx_tensor src_handle)
     src.device->wait_for_streams();
     dst.device->wait_for_streams();
     copy_tensor(dst, src);
-    if (start != 0) tracer.copy(dst, src, start);
+    if (start != 0) tracer.copy(dst.device->index, src.device->index, src.byte_size, start);
   });
 }
 
@@ -210,7 +210,7 @@ PHX_API phx_status phx_tensor_upload_async(phx_stream stream_handle, phx_tensor 
       plugin.call("buffer_write", tensor.device->index, [&] {
         return plugin.api().buffer_write(plugin.instance(), tensor.buffer, offset, src, size);
       });
-      if (start != 0) tracer.transfer("upload", tensor, size, start);
+      if (start != 0) tracer.transfer("upload", tensor.device->index, size, start);
     });
     if (out_ticket != nullptr) *out_ticket = ticket;
   });
@@ -233,7 +233,7 @@ PHX_API phx_status phx_tensor_download_async(phx_stream stream_handle, phx_tenso
       plugin.call("buffer_read", tensor.device->index, [&] {
         return plugin.api().buffer_read(plugin.instance(), tensor.buffer, offset, dst, size);
       });
-      if (start != 0) tracer.transfer("download", tensor, size, start);
+      if (start != 0) tracer.transfer("download", tensor.device->index, size, start);
     });
     if (out_ticket != nullptr) *out_ticket = ticket;
   });
@@ -256,7 +256,7 @@ PHX_API phx_status phx_tensor_copy_async(phx_stream stream_handle, phx_tensor ds
       trace::Writer& tracer = dst.context->tracer;
       const uint64_t start = tracer.active() ? trace::now_ns() : 0;
       copy_tensor(dst, src);
-      if (start != 0) tracer.copy(dst, src, start);
+      if (start != 0) tracer.copy(dst.device->index, src.device->index, src.byte_size, start);
     });
     if (out_ticket != nullptr) *out_ticket = ticket;
   });

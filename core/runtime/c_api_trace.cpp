@@ -13,7 +13,7 @@ PHX_API phx_status phx_trace_begin(phx_context handle, const char* path) {
     Context& context = lookup(handle);
     require(path != nullptr, "path is null");
     require(path[0] != '\0', "path is empty");
-    context.tracer.begin(path, context.devices);
+    context.begin_trace(path);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "calibrator_object.h"
 #include "errors.h"
 #include "logging.h"
+#include "op_rules.h"
 #include "plugin_loader.h"
 
 namespace phx {
@@ -150,7 +151,8 @@ void Device::wait_for_streams() {
   if (first_error != nullptr) std::rethrow_exception(first_error);
 }
 
-Context::Context(const phx_context_options& options) {
+// The trace writes an op's signature from its operands' shapes with the op rules' text.
+Context::Context(const phx_context_options& options) : tracer(append_signature) {
   phx_log_level level = parse_log_level(env_value("PHX_LOG_LEVEL"), options.log_level);
   if (env_is_one("PHX_LOADER_DEBUG")) level = std::min(level, PHX_LOG_DEBUG);
   logger = make_logger(level, options.log_callback, options.log_user_data);
@@ -183,7 +185,7 @@ Context::Context(const phx_context_options& options) {
 
   if (const char* path = env_value("PHX_TRACE"); path != nullptr && path[0] != '\0') {
     try {
-      tracer.begin(path, devices);
+      begin_trace(path);
     } catch (const Error& e) {
       logger->warn("PHX_TRACE: no trace is written: {}", e.what());
     }
@@ -271,6 +273,14 @@ Device& Context::device(size_t index) {
     fail(PHX_STATUS_NOT_FOUND, "no device " + std::to_string(index) + " (the context has " +
                                    std::to_string(devices.size()) + ")");
   return *devices[index];
+}
+
+void Context::begin_trace(const std::string& path) {
+  std::vector<std::string> names;
+  names.reserve(devices.size());
+  for (const auto& device : devices)
+    names.push_back(device->name + " (" + device->plugin->name + ")");
+  tracer.begin(path, names);
 }
 
 Tensor& Context::create_tensor(Device& device, phx_dtype dtype, size_t rank, const int64_t* shape,
@@ -371,7 +381,7 @@ void Context::trace_memory(Device& device) noexcept {
     plugin.call("memory_stats", device.index, [&] {
       return plugin.api().memory_stats(plugin.instance(), device.local_index, &stats);
     });
-    tracer.memory(device, stats.bytes_in_use);
+    tracer.memory(device.index, stats.bytes_in_use);
   } catch (const std::exception& e) {
     // A trace without this sample is still a trace; the tensor's call goes on.
     logger->debug("trace: no memory sample of device {}: {}", device.index, e.what());

@@ -49,6 +49,10 @@ class Context {
 
   Device& device(size_t index);  // NOT_FOUND past the end
 
+  // Starts the context's trace (tracer.begin), naming each device's process after the
+  // device and its plugin.
+  void begin_trace(const std::string& path);
+
   // Counts the calling thread's running C API call as a user of the context until the
   // call returns (CallScope in errors.h), once however many of its handles the call
   // looks up; destroy_context waits for every such call. INVALID_ARGUMENT once

@@ -2,12 +2,12 @@
 // error message, and the guard that turns exceptions into statuses at the C ABI.
 #pragma once
 
+#include <phx/abi_guard.h>
 #include <phx/error.h>
 #include <phynexus/phynexus.h>
 
-#include <exception>
-#include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace phx {
@@ -38,26 +38,15 @@ class CallScope {
 };
 
 // Runs body, the whole of one C API function named function. An exception becomes
-// its status and "function: message" as the last error; nothing escapes.
+// its status (abi_guard) and "function: message" as the last error; nothing escapes.
 template <typename Body>
 phx_status guard(const char* function, Body&& body) noexcept {
+  static_assert(std::is_void_v<std::invoke_result_t<Body&>>, "a C API body returns nothing");
   const CallScope scope;
-  try {
-    body();
-    return PHX_STATUS_OK;
-  } catch (const Error& e) {
-    set_last_error(std::string(function) + ": " + e.what());
-    return e.status();
-  } catch (const std::bad_alloc&) {
-    set_last_error(std::string(function) + ": out of host memory");
-    return PHX_STATUS_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    set_last_error(std::string(function) + ": internal error: " + e.what());
-    return PHX_STATUS_INTERNAL;
-  } catch (...) {
-    set_last_error(std::string(function) + ": internal error: unknown exception");
-    return PHX_STATUS_INTERNAL;
-  }
+  return abi_guard(std::forward<Body>(body), [function](phx_status status, const char* message) {
+    set_last_error(std::string(function) + ": " + message);
+    return status;
+  });
 }
 
 }  // namespace phx

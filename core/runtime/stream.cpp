@@ -178,6 +178,8 @@ void Stream::run_held() {
   }
 }
 
+trace::StreamTrack Stream::trace_track() const { return {device->index, trace_id}; }
+
 bool Stream::keeps_records() const { return profiling || (!internal && context->tracer.active()); }
 
 void Stream::add_finished_record(ProfileEntry&& record) {
@@ -203,7 +205,7 @@ void Stream::write_finished(uint64_t done) {
   // A run's span follows the records of its nodes, whose ticket it shares or precedes.
   auto write_runs_before = [&](uint64_t ticket) {
     while (!run_spans.empty() && run_spans.front().ticket < ticket) {
-      if (tracer.active() && !internal) tracer.executable_run(*this, run_spans.front());
+      if (tracer.active() && !internal) tracer.executable_run(trace_track(), run_spans.front());
       run_spans.pop_front();
     }
   };
@@ -214,7 +216,8 @@ void Stream::write_finished(uint64_t done) {
       written_through_ = record.ticket;
       if (!flows_.empty()) write_flows(record);
       // A record the profile API still reads is copied; any other is handed over.
-      tracer.op(*this, profiling ? ProfileEntry(record) : std::move(record), simulated_end_ns);
+      tracer.op(trace_track(), profiling ? ProfileEntry(record) : std::move(record),
+                simulated_end_ns);
     }
     if (profiling) {
       ++traced;
@@ -236,7 +239,7 @@ bool Stream::add_flow(trace::FlowEnd end) {
 void Stream::write_flows(const ProfileEntry& record) {
   std::erase_if(flows_, [&](const trace::FlowEnd& end) {
     if (end.after ? record.ticket > end.ticket : record.ticket == end.ticket) {
-      context->tracer.flow(*this, record, end);
+      context->tracer.flow(trace_track(), record, end);
       return true;
     }
     // Its ticket's record was never kept (the op ran before the trace began): no arrow.

@@ -83,6 +83,9 @@ struct Stream {
   uint64_t simulated_end_ns = 0;         // where the modelled device's timeline has got to
   std::shared_ptr<StreamLink> link = std::make_shared<StreamLink>();
 
+  // Where the stream's events are drawn in its context's traces.
+  trace::StreamTrack trace_track() const;
+
   // Throws INVALID_ARGUMENT for a ticket the stream has not given out (0 included).
   void check_issued(uint64_t ticket) const;
   void wait(uint64_t ticket);  // UINT64_MAX: everything

@@ -1,6 +1,8 @@
 #include "trace_writer.h"
 
 #include <fcntl.h>
+#include <phx/error.h>
+#include <phynexus/phynexus.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,14 +16,6 @@
 #include <type_traits>
 #include <variant>
 
-#include "device.h"
-#include "errors.h"
-#include "loaded_plugin.h"
-#include "op_rules.h"
-#include "profile_entry.h"
-#include "stream.h"
-#include "tensor.h"
-
 namespace phx::trace {
 namespace {
 
@@ -31,7 +25,7 @@ namespace {
 // pid then tid as numbers, sort indices ignored, and shows the first; Perfetto orders
 // processes by process_sort_index, written equal to the pid. Stream n draws on thread 2n
 // of its device, its simulated time on 2n + 1.
-uint32_t device_pid(const Device& device) { return device.index + 1; }
+uint32_t device_pid(uint32_t device) { return device + 1; }
 
 constexpr size_t kFlushBytes = 32 * 1024;
 constexpr uint64_t kFlushIntervalNs = 100'000'000;
@@ -129,7 +123,7 @@ std::string expand_pid(const std::string& path) {
   return out;
 }
 
-double metric(const ProfileEntry& record, const char* name, double absent) {
+double metric(const OpRecord& record, const char* name, double absent) {
   const size_t count = std::min<size_t>(record.plugin.metric_count, PHX_PLUGIN_MAX_METRICS);
   for (size_t i = 0; i < count; ++i)
     if (record.plugin.metrics[i].name != nullptr &&
@@ -177,7 +171,7 @@ class OpenWriters {
 }  // namespace
 
 struct Writer::QueuedOp {
-  ProfileEntry record;
+  OpRecord record;
   uint32_t pid = 0;
   uint32_t stream_number = 0;
   bool simulated = false;  // drawn on the simulated track too, from simulated_start_ns
@@ -217,7 +211,8 @@ uint64_t now_ns() noexcept {
                                    .count());
 }
 
-Writer::Writer() : queue_(std::make_unique<Queue>()) {}
+Writer::Writer(AppendSignature append_signature)
+    : append_signature_(append_signature), queue_(std::make_unique<Queue>()) {}
 
 Writer::~Writer() {
   if (!active()) return;
@@ -228,19 +223,19 @@ Writer::~Writer() {
   }
 }
 
-void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<Device>>& devices) {
+void Writer::begin(const std::string& path, const std::vector<std::string>& device_names) {
   // Opened before the lock: OpenWriters is made once, before any writer may need it at exit.
   OpenWriters& open_writers = OpenWriters::get();
   std::lock_guard lifecycle(lifecycle_mutex_);
   std::lock_guard lock(mutex_);
   if (fd_ >= 0)
-    fail(PHX_STATUS_INVALID_ARGUMENT,
-         "a trace is already being written to '" + path_ + "' (phx_trace_end it first)");
+    throw Error(PHX_STATUS_INVALID_ARGUMENT,
+                "a trace is already being written to '" + path_ + "' (phx_trace_end it first)");
   const std::string expanded = expand_pid(path);
   const int fd = ::open(expanded.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    fail(PHX_STATUS_INVALID_ARGUMENT,
-         "cannot write the trace to '" + expanded + "': " + std::strerror(errno));
+    throw Error(PHX_STATUS_INVALID_ARGUMENT,
+                "cannot write the trace to '" + expanded + "': " + std::strerror(errno));
   fd_ = fd;
   path_ = expanded;
   buffer_ = "[\n";
@@ -249,7 +244,7 @@ void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<De
   origin_ns_ = now_ns();
   last_flush_ns_ = origin_ns_;
 
-  host_pid_ = static_cast<uint32_t>(devices.size()) + 1;
+  host_pid_ = static_cast<uint32_t>(device_names.size()) + 1;
   const std::string host = "host (pid " + std::to_string(::getpid()) + ")";
   auto process = [&](uint32_t pid, const std::string& name) {
     open_event("process_name", "__metadata", 'M', pid, 0, origin_ns_);
@@ -262,8 +257,8 @@ void Writer::begin(const std::string& path, const std::vector<std::unique_ptr<De
     buffer_ += "}}";
   };
   process(host_pid_, host);
-  for (const auto& device : devices)
-    process(device_pid(*device), device->name + " (" + device->plugin->name + ")");
+  for (size_t i = 0; i < device_names.size(); ++i)
+    process(device_pid(static_cast<uint32_t>(i)), device_names[i]);
   flush(origin_ns_, true);
   {
     std::lock_guard queue_lock(queue_->mutex);
@@ -281,7 +276,7 @@ void Writer::end() {
   std::thread thread;
   {
     std::lock_guard lock(mutex_);
-    if (fd_ < 0) fail(PHX_STATUS_INVALID_ARGUMENT, "no trace is being written");
+    if (fd_ < 0) throw Error(PHX_STATUS_INVALID_ARGUMENT, "no trace is being written");
     active_.store(false, std::memory_order_relaxed);
     OpenWriters::get().remove(this);
     write_queued();
@@ -423,8 +418,8 @@ void Writer::host_event(uint32_t tid, const char* name, uint64_t start_ns, uint6
   append_microseconds(buffer_, end_ns - start_ns);
 }
 
-void Writer::op(const Stream& stream, ProfileEntry&& record, uint64_t& simulated_end_ns) {
-  QueuedOp op{std::move(record), device_pid(*stream.device), stream.trace_id};
+void Writer::op(StreamTrack stream, OpRecord&& record, uint64_t& simulated_end_ns) {
+  QueuedOp op{std::move(record), device_pid(stream.device), stream.stream};
   const double simulated = metric(op.record, kSimulatedTimeMetric, -1);
   if (simulated >= 0) {
     // The device's own timeline: an op starts when submitted or when the one before it
@@ -438,7 +433,7 @@ void Writer::op(const Stream& stream, ProfileEntry&& record, uint64_t& simulated
 }
 
 void Writer::write_op(const QueuedOp& op) {
-  const ProfileEntry& record = op.record;
+  const OpRecord& record = op.record;
   if (record.start_ns < origin_ns_) return;  // begun before the trace
   const char* name = record.collective != nullptr ? record.collective : phx_op_name(record.op);
   const uint32_t pid = op.pid;
@@ -450,7 +445,7 @@ void Writer::write_op(const QueuedOp& op) {
     if (record.signature.empty()) {
       // Written from the shapes: dtype names, digits and punctuation, nothing to escape.
       buffer_ += '"';
-      append_signature(buffer_, record);
+      append_signature_(buffer_, record);
       buffer_ += '"';
     } else {
       append_string(buffer_, record.signature);
@@ -504,7 +499,7 @@ uint64_t Writer::new_flow_ids(uint64_t count) noexcept {
   return next.fetch_add(count, std::memory_order_relaxed);
 }
 
-void Writer::flow(const Stream& stream, const ProfileEntry& record, const FlowEnd& end) {
+void Writer::flow(StreamTrack stream, const OpRecord& record, const FlowEnd& end) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || record.start_ns < origin_ns_) return;
   write_queued();
@@ -515,14 +510,14 @@ void Writer::flow(const Stream& stream, const ProfileEntry& record, const FlowEn
   uint64_t ts = end_ns - std::min<uint64_t>(record.host_time_ns, 1);
   if (end.leaves && end.departs_after_ns != 0)
     ts = std::min(std::max(record.start_ns, end.departs_after_ns) + 1, end_ns);
-  open_event(end.name, "flow", end.leaves ? 's' : 'f', device_pid(*stream.device),
-             2 * stream.trace_id, ts);
+  open_event(end.name, "flow", end.leaves ? 's' : 'f', device_pid(stream.device), 2 * stream.stream,
+             ts);
   append_key(buffer_, "id");
   append_number(buffer_, end.id);
   buffer_ += end.leaves ? "}" : ",\"bp\":\"e\"}";
 }
 
-void Writer::pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid) {
+void Writer::pipeline_compile(const OpRecord& record, uint32_t pid, uint32_t tid) {
   const double compile_ns = metric(record, "pipeline_compile_ns", 0);
   if (compile_ns <= 0) return;
   // The compile ran inside the submission: its span starts with the op's and ends within
@@ -539,7 +534,7 @@ void Writer::pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t
   buffer_ += "}}";
 }
 
-void Writer::compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint32_t tid,
+void Writer::compile_cache_lookup(const OpRecord& record, uint32_t pid, uint32_t tid,
                                   uint64_t ts_ns) {
   const double hit = metric(record, "compile_cache_hit", -1);
   if (hit < 0) return;
@@ -550,12 +545,12 @@ void Writer::compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint
   buffer_ += "}}";
 }
 
-void Writer::executable_run(const Stream& stream, const RunSpan& run) {
+void Writer::executable_run(StreamTrack stream, const RunSpan& run) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || run.start_ns < origin_ns_) return;
   write_queued();  // its nodes first
-  stream_track(device_pid(*stream.device), stream.trace_id, false);
-  open_event("executable run", "executable", 'X', device_pid(*stream.device), 2 * stream.trace_id,
+  stream_track(device_pid(stream.device), stream.stream, false);
+  open_event("executable run", "executable", 'X', device_pid(stream.device), 2 * stream.stream,
              run.start_ns);
   append_key(buffer_, "dur");
   append_microseconds(buffer_, run.end_ns - run.start_ns);
@@ -567,9 +562,8 @@ void Writer::executable_run(const Stream& stream, const RunSpan& run) {
   flush(run.end_ns, false);
 }
 
-void Writer::stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns) {
-  const QueuedWait wait{host_tid(),           start_ns,        now_ns(),
-                        stream.device->index, stream.trace_id, ticket};
+void Writer::stream_wait(StreamTrack stream, uint64_t ticket, uint64_t start_ns) {
+  const QueuedWait wait{host_tid(), start_ns, now_ns(), stream.device, stream.stream, ticket};
   if (ticket != UINT64_MAX) {
     enqueue(wait);
     return;
@@ -599,32 +593,32 @@ void Writer::write_wait(const QueuedWait& wait) {
   buffer_ += "}}";
 }
 
-void Writer::transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns) {
+void Writer::transfer(const char* name, uint32_t device, uint64_t bytes, uint64_t start_ns) {
   const uint64_t end = now_ns();
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || start_ns < origin_ns_) return;
   write_queued();
   host_event(host_tid(), name, start_ns, end);
   buffer_ += ",\"args\":{\"device\":";
-  append_number(buffer_, uint64_t{tensor.device->index});
+  append_number(buffer_, uint64_t{device});
   append_key(buffer_, "bytes");
   append_number(buffer_, bytes);
   buffer_ += "}}";
   flush(end, std::strcmp(name, "download") == 0);
 }
 
-void Writer::copy(const Tensor& dst, const Tensor& src, uint64_t start_ns) {
+void Writer::copy(uint32_t dst_device, uint32_t src_device, uint64_t bytes, uint64_t start_ns) {
   const uint64_t end = now_ns();
   std::lock_guard lock(mutex_);
   if (fd_ < 0 || start_ns < origin_ns_) return;
   write_queued();
   host_event(host_tid(), "copy", start_ns, end);
   buffer_ += ",\"args\":{\"src_device\":";
-  append_number(buffer_, uint64_t{src.device->index});
+  append_number(buffer_, uint64_t{src_device});
   append_key(buffer_, "dst_device");
-  append_number(buffer_, uint64_t{dst.device->index});
+  append_number(buffer_, uint64_t{dst_device});
   append_key(buffer_, "bytes");
-  append_number(buffer_, src.byte_size);
+  append_number(buffer_, bytes);
   buffer_ += "}}";
   flush(end, false);
 }
@@ -643,7 +637,7 @@ void Writer::graph_compile(size_t node_count, size_t device_count, uint64_t star
   flush(end, false);
 }
 
-void Writer::memory(const Device& device, uint64_t bytes_in_use) {
+void Writer::memory(uint32_t device, uint64_t bytes_in_use) {
   std::lock_guard lock(mutex_);
   if (fd_ < 0) return;
   write_queued();

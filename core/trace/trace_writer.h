@@ -5,6 +5,8 @@
 // every op (ops and the waits for them) are queued as they are and formatted by a thread
 // of the writer's own, so that an op pays for a copy, not for its JSON; every other event
 // is written in place, after what is queued, so that the file keeps the order of calls.
+// A leaf of the core: it takes plain records (op_record.h, and the ids and numbers below)
+// that the runtime builds, and knows none of the runtime's objects.
 #pragma once
 
 #include <atomic>
@@ -15,17 +17,21 @@
 #include <unordered_set>
 #include <vector>
 
-namespace phx {
+#include "op_record.h"
 
-struct Device;
-struct ProfileEntry;
-struct Stream;
-struct Tensor;
-
-namespace trace {
+namespace phx::trace {
 
 // The steady clock in nanoseconds: the time base of every event.
 uint64_t now_ns() noexcept;
+
+// Where a stream's events are drawn: its device's process, its own track there.
+struct StreamTrack {
+  uint32_t device = 0;  // the device's index in the context
+  uint32_t stream = 0;  // the stream's number in the context's traces
+};
+
+// Appends a record's signature to out: its text, or the text of its operands' shapes.
+using AppendSignature = void (*)(std::string& out, const OpRecord& record);
 
 // An executable's run on one stream, drawn as a span around the nodes it submitted there.
 struct RunSpan {
@@ -52,7 +58,8 @@ struct FlowEnd {
 
 class Writer {
  public:
-  Writer();
+  // append_signature writes the signature of an op's event, on the writer's thread.
+  explicit Writer(AppendSignature append_signature);
   ~Writer();  // ends a trace still open
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -61,9 +68,10 @@ class Writer {
   bool active() const noexcept { return active_.load(std::memory_order_relaxed); }
 
   // Starts writing to path ("%p" there becomes the process id), truncating the file, and
-  // names a process per device. Throws INVALID_ARGUMENT when a trace is already being
-  // written or the file cannot be opened for writing.
-  void begin(const std::string& path, const std::vector<std::unique_ptr<Device>>& devices);
+  // names a process per device: device i of the context is device_names[i]. Throws
+  // INVALID_ARGUMENT when a trace is already being written or the file cannot be opened
+  // for writing.
+  void begin(const std::string& path, const std::vector<std::string>& device_names);
   // Writes what is buffered, closes the array and the file. Throws INVALID_ARGUMENT when
   // no trace is being written.
   void end();
@@ -72,24 +80,26 @@ class Writer {
   // An op that finished on stream: a complete event on the stream's track, and on its
   // simulated-time track when the plugin reported a modelled time (estimated_time_ns);
   // simulated_end_ns is the stream's simulated clock, which it advances. Queued.
-  void op(const Stream& stream, ProfileEntry&& record, uint64_t& simulated_end_ns);
+  void op(StreamTrack stream, OpRecord&& record, uint64_t& simulated_end_ns);
   // An executable's run on stream, after its nodes there were written.
-  void executable_run(const Stream& stream, const RunSpan& run);
+  void executable_run(StreamTrack stream, const RunSpan& run);
   // An end of a flow arrow, bound to record on stream's track.
-  void flow(const Stream& stream, const ProfileEntry& record, const FlowEnd& end);
+  void flow(StreamTrack stream, const OpRecord& record, const FlowEnd& end);
   // count new flow ids, the first returned; never 0, never given twice in a process.
   static uint64_t new_flow_ids(uint64_t count) noexcept;
   // A blocking wait for stream's work (ticket UINT64_MAX: all of it) on the host track.
   // Queued, but for a synchronize, after which everything before is in the file.
-  void stream_wait(const Stream& stream, uint64_t ticket, uint64_t start_ns);
-  // phx_tensor_upload ("upload") or _download ("download") of bytes, on the host track.
-  void transfer(const char* name, const Tensor& tensor, uint64_t bytes, uint64_t start_ns);
-  // A copy between two tensors (phx_tensor_copy, an executable's copy step).
-  void copy(const Tensor& dst, const Tensor& src, uint64_t start_ns);
+  void stream_wait(StreamTrack stream, uint64_t ticket, uint64_t start_ns);
+  // phx_tensor_upload ("upload") or _download ("download") of bytes of a tensor on device,
+  // on the host track.
+  void transfer(const char* name, uint32_t device, uint64_t bytes, uint64_t start_ns);
+  // A copy of bytes between two tensors (phx_tensor_copy, an executable's copy step), from
+  // one on src_device to one on dst_device.
+  void copy(uint32_t dst_device, uint32_t src_device, uint64_t bytes, uint64_t start_ns);
   // phx_graph_compile of a graph of node_count nodes for device_count devices.
   void graph_compile(size_t node_count, size_t device_count, uint64_t start_ns);
   // The bytes live tensors hold on device now: a counter on the device's process.
-  void memory(const Device& device, uint64_t bytes_in_use);
+  void memory(uint32_t device, uint64_t bytes_in_use);
 
  private:
   struct Queue;  // the queued events and the thread that formats them
@@ -117,14 +127,15 @@ class Writer {
   // submission created (pipeline_compile_ns, pipelines_created, pipeline_cache_hits: the
   // Vulkan plugin), a span on its track; and the lookup in a simulated chip's compile cache
   // (compile_cache_hit, compile_time_ns: tpu-sim), an instant on its simulated track.
-  void pipeline_compile(const ProfileEntry& record, uint32_t pid, uint32_t tid);
-  void compile_cache_lookup(const ProfileEntry& record, uint32_t pid, uint32_t tid, uint64_t ts_ns);
+  void pipeline_compile(const OpRecord& record, uint32_t pid, uint32_t tid);
+  void compile_cache_lookup(const OpRecord& record, uint32_t pid, uint32_t tid, uint64_t ts_ns);
   void stream_track(uint32_t pid, uint32_t stream_number, bool simulated);
   // Hands the buffer to the file when it is full, when force is set, or every 100 ms, so
   // that a killed process loses at most that much.
   void flush(uint64_t now, bool force);
   void close_file();
 
+  const AppendSignature append_signature_;
   std::atomic<bool> active_{false};
   std::mutex lifecycle_mutex_;  // begin and end, which start and stop the thread
   std::unique_ptr<Queue> queue_;
@@ -139,5 +150,4 @@ class Writer {
   std::unordered_set<uint64_t> named_tracks_;
 };
 
-}  // namespace trace
-}  // namespace phx
+}  // namespace phx::trace

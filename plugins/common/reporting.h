@@ -1,16 +1,15 @@
 // How an entry reports to the host: a failure as its status plus a message through
 // set_error, a note through log, an op's figures in its profile record, a device's figures through
-// device_stats. No C++ exception may cross the plugin ABI: guarded() turns the ones an
-// entry can meet into a status and a message, a phx::Error (phx/error.h) into its own.
+// device_stats. No C++ exception may cross the plugin ABI: guarded() turns every one
+// into a status and a message (phx/abi_guard.h), a phx::Error (phx/error.h) into its own.
 #pragma once
 
-#include <phx/error.h>
+#include <phx/abi_guard.h>
 #include <phynexus/plugin.h>
 
 #include <cstdio>
-#include <exception>
-#include <new>
 #include <string>
+#include <utility>
 
 namespace phx::plugin_common {
 
@@ -27,18 +26,13 @@ inline void host_log(const phx_plugin_host& host, phx_log_level level, const std
 
 // Runs body (returning a phx_status): a phx::Error is its status and message, out of
 // host memory OUT_OF_MEMORY, any other exception (e.g. the system refusing a thread
-// pool's threads) INTERNAL.
+// pool's threads) INTERNAL; the message goes to the host (abi_guard).
 template <class Body>
 phx_status guarded(const phx_plugin_host& host, Body&& body) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    return fail(host, e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(host, PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(host, PHX_STATUS_INTERNAL, e.what());
-  }
+  return abi_guard(std::forward<Body>(body), [&host](phx_status status, const char* message) {
+    host.set_error(host.host_data, message);
+    return status;
+  });
 }
 
 // Appends a metric to an op's profile record while it has room; name must be a literal.

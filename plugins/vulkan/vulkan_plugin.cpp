@@ -3,6 +3,7 @@
 // results) of the layers below into a status and a message, marks a device lost for
 // good when Vulkan says so, and fails a stream call when the validation layer has
 // reported something since the last one.
+#include <phx/abi_guard.h>
 #include <phynexus/plugin.h>
 
 #include <cstring>
@@ -83,23 +84,17 @@ Allocation& allocation(void* buffer) { return *static_cast<Allocation*>(buffer);
 // The plugin's own table, which the measurement runs its probe ops through.
 const phx_plugin_api& api_table();
 
-// Runs body for device d; a lost device fails fast, and a loss seen now is remembered.
+// Runs body for device d (abi_guard); a lost device fails fast, and a loss seen now
+// (DEVICE_UNAVAILABLE, which only an Error of the device's carries) is remembered.
 template <typename Body>
 phx_status guarded(Plugin& p, Device& d, Body&& body) {
   if (d.lost())
     return p.error(PHX_STATUS_DEVICE_UNAVAILABLE,
                    d.name() + " was lost earlier (VK_ERROR_DEVICE_LOST)");
-  try {
-    body();
-    return PHX_STATUS_OK;
-  } catch (const Error& e) {
-    if (e.status() == PHX_STATUS_DEVICE_UNAVAILABLE) d.mark_lost();
-    return p.error(e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    return p.error(PHX_STATUS_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return p.error(PHX_STATUS_INTERNAL, e.what());
-  }
+  return abi_guard(std::forward<Body>(body), [&](phx_status status, const char* message) {
+    if (status == PHX_STATUS_DEVICE_UNAVAILABLE) d.mark_lost();
+    return p.error(status, message);
+  });
 }
 
 // What the validation layer reported since the last stream call, as that call's error.

@@ -96,9 +96,9 @@ TEST_F(MpiTransport, AMessageOfAnotherLengthIsRefusedAndDiscarded) {
   try {
     transport_->recv(recv.data(), 1024, previous);
     ADD_FAILURE() << "a message of 2500 bytes was received as 1024";
-  } catch (const phx::mpi::Failure& failure) {
-    EXPECT_EQ(failure.status, PHX_STATUS_INVALID_ARGUMENT);
-    EXPECT_NE(failure.message.find("2500 bytes"), std::string::npos) << failure.message;
+  } catch (const phx::Error& e) {
+    EXPECT_EQ(e.status(), PHX_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("2500 bytes"), std::string::npos) << e.what();
   }
   transport_->recv(recv.data(), 1024, previous);
   EXPECT_EQ(first_difference(recv, pattern(previous, 1024)), -1);

@@ -1,13 +1,13 @@
 // phx_comm_create_mpi (comm_mpi.h): checks the arguments and MPI's state, duplicates the
 // program's communicator and hands a transport over it to phx_comm_create_transport.
+#include <phx/abi_guard.h>
+#include <phx/abi_structs.h>
+#include <phx/error.h>
 #include <phynexus/comm_mpi.h>
-
-#include <algorithm>
-#include <cstring>
-#include <new>
 
 #include "mpi_transport.h"
 
+using namespace phx;
 using namespace phx::mpi;
 
 namespace {
@@ -15,18 +15,12 @@ namespace {
 constexpr std::chrono::milliseconds kDefaultTimeout{60000};
 
 void refuse(phx_status status, const std::string& why) {
-  throw Failure{status, "phx_comm_create_mpi: " + why};
+  throw Error(status, "phx_comm_create_mpi: " + why);
 }
 
 std::chrono::milliseconds read_timeout(const phx_comm_options* options) {
-  phx_comm_options read = PHX_COMM_OPTIONS_INIT;
-  if (options != nullptr) {
-    if (options->struct_size < sizeof(size_t))
-      refuse(PHX_STATUS_INVALID_ARGUMENT, "options->struct_size is " +
-                                              std::to_string(options->struct_size) +
-                                              "; set it with PHX_COMM_OPTIONS_INIT");
-    std::memcpy(&read, options, std::min(options->struct_size, sizeof read));
-  }
+  const phx_comm_options read =
+      read_struct(options, phx_comm_options PHX_COMM_OPTIONS_INIT, "phx_comm_create_mpi: options");
   return read.timeout_ms == 0 ? kDefaultTimeout : std::chrono::milliseconds(read.timeout_ms);
 }
 
@@ -93,51 +87,55 @@ MPI_Comm duplicate(MPI_Comm base, std::chrono::milliseconds timeout) {
   return dup;
 }
 
+// phx_comm_create_mpi's work; a failure throws.
+phx_status create(phx_context context, size_t device, const void* mpi_comm,
+                  const phx_comm_options* options, phx_comm* out_comm) {
+  if (context == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, "context is null");
+  if (out_comm == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, "out_comm is null");
+  // Refused here rather than by phx_comm_create_transport, before the duplicate that the
+  // other processes would wait for in vain.
+  size_t devices = 0;
+  if (const phx_status status = phx_device_count(context, &devices); status != PHX_STATUS_OK)
+    return status;
+  if (device >= devices)
+    refuse(PHX_STATUS_NOT_FOUND, "no device " + std::to_string(device) + " (the context has " +
+                                     std::to_string(devices) + ")");
+  const std::chrono::milliseconds timeout = read_timeout(options);
+  require_mpi();
+  const MPI_Comm base =
+      mpi_comm == nullptr ? MPI_COMM_WORLD : *static_cast<const MPI_Comm*>(mpi_comm);
+  require_intracommunicator(base);
+  MPI_Comm dup = duplicate(base, timeout);
+  MPI_Comm control = MPI_COMM_NULL;
+  std::unique_ptr<Transport> transport;
+  try {
+    control = duplicate(base, timeout);
+    transport = std::make_unique<Transport>(dup, control, timeout);
+  } catch (...) {
+    std::lock_guard lock(mpi_lock());
+    MPI_Comm_free(&dup);
+    if (control != MPI_COMM_NULL) MPI_Comm_free(&control);
+    throw;
+  }
+  const phx_comm_transport table = transport->table();
+  phx_comm comm = nullptr;
+  const phx_status status = phx_comm_create_transport(context, device, &table, &comm);
+  if (status != PHX_STATUS_OK) return status;
+  // The communicator owns it now, and calls table.destroy after its last collective.
+  static_cast<void>(transport.release());
+  *out_comm = comm;
+  return PHX_STATUS_OK;
+}
+
 }  // namespace
 
 extern "C" PHX_MPI_API phx_status phx_comm_create_mpi(phx_context context, size_t device,
                                                       const void* mpi_comm,
                                                       const phx_comm_options* options,
                                                       phx_comm* out_comm) {
-  try {
-    if (context == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, "context is null");
-    if (out_comm == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, "out_comm is null");
-    // Refused here rather than by phx_comm_create_transport, before the duplicate that the
-    // other processes would wait for in vain.
-    size_t devices = 0;
-    if (const phx_status status = phx_device_count(context, &devices); status != PHX_STATUS_OK)
-      return status;
-    if (device >= devices)
-      refuse(PHX_STATUS_NOT_FOUND, "no device " + std::to_string(device) + " (the context has " +
-                                       std::to_string(devices) + ")");
-    const std::chrono::milliseconds timeout = read_timeout(options);
-    require_mpi();
-    const MPI_Comm base =
-        mpi_comm == nullptr ? MPI_COMM_WORLD : *static_cast<const MPI_Comm*>(mpi_comm);
-    require_intracommunicator(base);
-    MPI_Comm dup = duplicate(base, timeout);
-    MPI_Comm control = MPI_COMM_NULL;
-    std::unique_ptr<Transport> transport;
-    try {
-      control = duplicate(base, timeout);
-      transport = std::make_unique<Transport>(dup, control, timeout);
-    } catch (...) {
-      std::lock_guard lock(mpi_lock());
-      MPI_Comm_free(&dup);
-      if (control != MPI_COMM_NULL) MPI_Comm_free(&control);
-      throw;
-    }
-    const phx_comm_transport table = transport->table();
-    phx_comm comm = nullptr;
-    const phx_status status = phx_comm_create_transport(context, device, &table, &comm);
-    if (status != PHX_STATUS_OK) return status;
-    // The communicator owns it now, and calls table.destroy after its last collective.
-    static_cast<void>(transport.release());
-    *out_comm = comm;
-    return PHX_STATUS_OK;
-  } catch (const Failure& failure) {
-    return phx_set_last_error(failure.status, failure.message.c_str());
-  } catch (const std::bad_alloc&) {
-    return phx_set_last_error(PHX_STATUS_OUT_OF_MEMORY, "phx_comm_create_mpi: out of host memory");
-  }
+  // The messages name the function (refuse) or the transport (check) already: the last
+  // error is each as it is.
+  return abi_guard(
+      [&] { return create(context, device, mpi_comm, options, out_comm); },
+      [](phx_status status, const char* message) { return phx_set_last_error(status, message); });
 }

@@ -1,7 +1,8 @@
 #include "mpi_transport.h"
 
+#include <phx/abi_guard.h>
+
 #include <cstring>
-#include <new>
 #include <thread>
 
 namespace phx::mpi {
@@ -41,8 +42,8 @@ class Bytes {
     const size_t pieces = bytes / limits.piece_bytes;
     const size_t rest = bytes % limits.piece_bytes;
     if (pieces > INT_MAX)
-      throw Failure{PHX_STATUS_INVALID_ARGUMENT,
-                    std::to_string(bytes) + " bytes are more than MPI can carry in one message"};
+      throw Error(PHX_STATUS_INVALID_ARGUMENT,
+                  std::to_string(bytes) + " bytes are more than MPI can carry in one message");
     std::lock_guard lock(mpi_lock());
     MPI_Datatype piece = MPI_DATATYPE_NULL;
     check(MPI_Type_contiguous(static_cast<int>(limits.piece_bytes), MPI_BYTE, &piece),
@@ -76,21 +77,16 @@ class Bytes {
   int count = 0;
 };
 
-// Entry<&Transport::f>::call is f as a phx_comm_transport entry: a Failure becomes the
-// thread's last error and the returned status.
+// Entry<&Transport::f>::call is f as a phx_comm_transport entry: an exception becomes
+// the returned status and the thread's last error (abi_guard).
 template <auto Method>
 struct Entry;
 template <typename... Args, void (Transport::*Method)(Args...)>
 struct Entry<Method> {
-  static phx_status call(void* user_data, Args... args) {
-    try {
-      (static_cast<Transport*>(user_data)->*Method)(args...);
-      return PHX_STATUS_OK;
-    } catch (const Failure& failure) {
-      return phx_set_last_error(failure.status, failure.message.c_str());
-    } catch (const std::bad_alloc&) {
-      return phx_set_last_error(PHX_STATUS_OUT_OF_MEMORY, "MPI transport: out of host memory");
-    }
+  static phx_status call(void* user_data, Args... args) noexcept {
+    return abi_guard(
+        [&] { (static_cast<Transport*>(user_data)->*Method)(args...); },
+        [](phx_status status, const char* message) { return phx_set_last_error(status, message); });
   }
 };
 
@@ -110,9 +106,9 @@ void check(int code, const char* what) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) std::strcpy(text, "unknown error");
   int error_class = MPI_ERR_OTHER;
   MPI_Error_class(code, &error_class);
-  throw Failure{
+  throw Error(
       error_class == MPI_ERR_NO_MEM ? PHX_STATUS_OUT_OF_MEMORY : PHX_STATUS_DEVICE_UNAVAILABLE,
-      "MPI transport: " + std::string(what) + " failed: " + text};
+      "MPI transport: " + std::string(what) + " failed: " + text);
 }
 
 bool wait_until(MPI_Request& request, Clock::time_point deadline, const char* what) {
@@ -151,7 +147,7 @@ Transport::~Transport() {
     bool done = false;
     try {
       done = wait_until(pending.request, until, "MPI_Isend");
-    } catch (const Failure&) {
+    } catch (const Error&) {
       done = true;  // failed, so MPI is done with the buffer; no caller is left to tell
     }
     if (!done) {
@@ -176,7 +172,7 @@ Transport::~Transport() {
       check(MPI_Ibarrier(control_, &request), "MPI_Ibarrier");
     }
     if (!wait_until(request, deadline(), "MPI_Ibarrier")) return;
-  } catch (const Failure&) {
+  } catch (const Error&) {
     return;
   }
   std::lock_guard lock(mpi_lock());
@@ -215,9 +211,9 @@ std::string Transport::other_ranks() const {
 
 void Transport::require_usable() const {
   if (!broken_.empty())
-    throw Failure{PHX_STATUS_DEVICE_UNAVAILABLE,
-                  "MPI transport: unusable since an earlier collective failed (" + broken_ +
-                      "); destroy the communicator"};
+    throw Error(PHX_STATUS_DEVICE_UNAVAILABLE,
+                "MPI transport: unusable since an earlier collective failed (" + broken_ +
+                    "); destroy the communicator");
 }
 
 void Transport::reap_sends() {
@@ -243,12 +239,12 @@ void Transport::finish_collective(MPI_Request request, const char* what,
                                   const std::string& waited_for) {
   try {
     if (!wait_until(request, deadline(), what))
-      throw Failure{PHX_STATUS_DEVICE_UNAVAILABLE,
-                    "MPI transport: " + std::string(what) + ", rank " + std::to_string(rank_) +
-                        " of " + std::to_string(ranks_) + ", waited " + milliseconds(timeout_) +
-                        " for " + waited_for + ", gone or not at this collective"};
-  } catch (const Failure& failure) {
-    broken_ = failure.message;
+      throw Error(PHX_STATUS_DEVICE_UNAVAILABLE,
+                  "MPI transport: " + std::string(what) + ", rank " + std::to_string(rank_) +
+                      " of " + std::to_string(ranks_) + ", waited " + milliseconds(timeout_) +
+                      " for " + waited_for + ", gone or not at this collective");
+  } catch (const Error& e) {
+    broken_ = e.what();
     throw;
   }
 }
@@ -321,9 +317,9 @@ void Transport::recv(void* buffer, size_t bytes, size_t peer) {
     }
     if (found) break;
     if (Clock::now() >= until)
-      throw Failure{PHX_STATUS_DEVICE_UNAVAILABLE, "MPI transport: waited " +
-                                                       milliseconds(timeout_) + " for " + from +
-                                                       ": the rank is gone or has not sent it"};
+      throw Error(PHX_STATUS_DEVICE_UNAVAILABLE, "MPI transport: waited " + milliseconds(timeout_) +
+                                                     " for " + from +
+                                                     ": the rank is gone or has not sent it");
     pause_since(start);
   }
   MPI_Count length = 0;
@@ -345,12 +341,12 @@ void Transport::recv(void* buffer, size_t bytes, size_t peer) {
   }
   if (!wait_until(request, until, "MPI_Imrecv")) {
     broken_ = "the rest of " + from + " did not arrive within " + milliseconds(timeout_);
-    throw Failure{PHX_STATUS_DEVICE_UNAVAILABLE, "MPI transport: " + broken_};
+    throw Error(PHX_STATUS_DEVICE_UNAVAILABLE, "MPI transport: " + broken_);
   }
   if (!fits)
-    throw Failure{PHX_STATUS_INVALID_ARGUMENT,
-                  "MPI transport: " + from + " has " + std::to_string(length) +
-                      " bytes; the receive expects " + std::to_string(bytes)};
+    throw Error(PHX_STATUS_INVALID_ARGUMENT,
+                "MPI transport: " + from + " has " + std::to_string(length) +
+                    " bytes; the receive expects " + std::to_string(bytes));
 }
 
 }  // namespace phx::mpi

@@ -1,8 +1,11 @@
 // The transport of comm.h (phx_comm_transport) over an MPI communicator: nonblocking MPI
-// collectives and buffered messages, every wait a polling loop with a deadline.
+// collectives and buffered messages, every wait a polling loop with a deadline. A failed
+// call throws a phx::Error (phx/error.h), which the transport's entries turn into the
+// calling thread's last error and status.
 #pragma once
 
 #include <mpi.h>
+#include <phx/error.h>
 #include <phynexus/comm.h>
 
 #include <chrono>
@@ -14,12 +17,6 @@
 #include <vector>
 
 namespace phx::mpi {
-
-// A failure of one transport call: becomes the calling thread's last error and status.
-struct Failure {
-  phx_status status;
-  std::string message;
-};
 
 // MPI counts are ints: a size above max_count bytes travels as one element of a derived
 // type, made of pieces of piece_bytes and the rest. Tests lower both, to take that path
@@ -33,7 +30,7 @@ struct ByteLimits {
 // may overlap, and the streams of two communicators may run collectives at once.
 std::mutex& mpi_lock();
 
-// Throws a Failure for an MPI error code (MPI_Error_string's text after what). Called
+// Throws an Error for an MPI error code (MPI_Error_string's text after what). Called
 // with mpi_lock() held, as it makes MPI calls.
 void check(int code, const char* what);
 

@@ -1,8 +1,7 @@
 // Reading and writing the C APIs' size-prefixed structs (phynexus.h, "Conventions"): a
 // caller built against an older header passes a smaller struct, a newer one a larger
-// struct, and both work. One reading for libphynexus and libphynexus_onnx (the MPI
-// library reads its one struct alike, with an error type of its own); a failure is an
-// Error (error.h) with INVALID_ARGUMENT.
+// struct, and both work. One reading for libphynexus, libphynexus_onnx and
+// libphynexus_mpi; a failure is an Error (error.h) with INVALID_ARGUMENT.
 #pragma once
 
 #include <algorithm>
