@@ -551,9 +551,7 @@ const void* normalize_params(phx_op_id op, const void* user, uint32_t input_rank
   if (user != nullptr) {
     size_t size;
     std::memcpy(&size, user, sizeof size);
-    // Smaller than its size field, or absurdly large: not a parameter struct at all.
-    if (size < sizeof(size_t) || size > 65536)
-      broken(op, "the parameter struct's struct_size " + std::to_string(size) + " is not valid");
+    check_struct_size(size, (std::string(schema->name) + ": params").c_str());
     std::memcpy(&params, user, std::min(size, description.size));
   }
   std::memcpy(&params, &description.size, sizeof description.size);  // struct_size: ours

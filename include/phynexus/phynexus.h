@@ -679,10 +679,10 @@ typedef struct phx_op_info {
   size_t params_size;       /* sizeof the struct */
   size_t param_field_count; /* its members after struct_size, in order */
   const phx_param_field* param_fields;
-  /* params_size bytes, struct_size set: the parameters a null params pointer stands for
-   * (leaky_relu's alpha 0.01, conv2d's stride 1). NULL where the op has parameters but no
-   * such struct: it refuses null (reshape, expand, resize), or its default depends on
-   * the input (transpose: x's dimensions reversed). */
+  /* params_size bytes (static, as the strings), struct_size set: the parameters a null
+   * params pointer stands for (leaky_relu's alpha 0.01, conv2d's stride 1). NULL where the
+   * op has parameters but no such struct: it refuses null (reshape, expand, resize), or
+   * its default depends on the input (transpose: x's dimensions reversed). */
   const void* default_params;
 } phx_op_info;
 
