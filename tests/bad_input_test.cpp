@@ -317,6 +317,36 @@ TEST(Context, DestroyedContextAndItsObjectsAreRejected) {
   EXPECT_TRUE(Fails(phx_stream_destroy(stream), kInvalid, {"phx_stream_destroy"}));
 }
 
+// phx_log_message reaches the context's callback at or above its level only, and refuses a
+// bad context, level or message without logging anything.
+TEST(Context, LogMessageGoesToTheCallbackAndRefusesBadInput) {
+  std::vector<std::pair<phx_log_level, std::string>> logged;
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  options.use_default_search_path = 0;
+  options.log_level = PHX_LOG_INFO;
+  options.log_callback = [](void* user_data, phx_log_level level, const char* message) {
+    static_cast<std::vector<std::pair<phx_log_level, std::string>>*>(user_data)->emplace_back(
+        level, message);
+  };
+  options.log_user_data = &logged;
+  phx_context context = new_context(&options);
+  logged.clear();  // whatever creating the context said
+  ASSERT_EQ(phx_log_message(context, PHX_LOG_DEBUG, "below the level"), PHX_STATUS_OK);
+  ASSERT_EQ(phx_log_message(context, PHX_LOG_WARN, "a warning"), PHX_STATUS_OK);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0].first, PHX_LOG_WARN);
+  EXPECT_NE(logged[0].second.find("a warning"), std::string::npos) << logged[0].second;
+
+  EXPECT_TRUE(Fails(phx_log_message(nullptr, PHX_LOG_WARN, "x"), kInvalid, {"phx_log_message"}));
+  EXPECT_TRUE(Fails(phx_log_message(context, PHX_LOG_OFF, "x"), kInvalid, {"level 5"}));
+  EXPECT_TRUE(
+      Fails(phx_log_message(context, static_cast<phx_log_level>(-1), "x"), kInvalid, {"level -1"}));
+  EXPECT_TRUE(Fails(phx_log_message(context, PHX_LOG_ERROR, nullptr), kInvalid, {"message"}));
+  EXPECT_EQ(logged.size(), 1u);
+  ASSERT_EQ(phx_context_destroy(context), PHX_STATUS_OK);
+  EXPECT_TRUE(Fails(phx_log_message(context, PHX_LOG_WARN, "x"), kInvalid, {"phx_log_message"}));
+}
+
 // A context may have no device; device indices are then all out of range.
 TEST(Context, WithoutDevicesEveryDeviceIsNotFound) {
   phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;

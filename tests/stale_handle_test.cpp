@@ -182,6 +182,10 @@ const std::vector<Row>& rows() {
   static const std::vector<Row> table = {
       {"phx_context_destroy", K::kContext, false,
        [](W, uintptr_t h) { return phx_context_destroy(as<phx_context>(h)); }},
+      {"phx_log_message", K::kContext, false,
+       [](W, uintptr_t h) {
+         return phx_log_message(as<phx_context>(h), PHX_LOG_WARN, "a stale handle's message");
+       }},
       {"phx_plugin_count", K::kContext, false,
        [](W, uintptr_t h) {
          size_t count = 0;

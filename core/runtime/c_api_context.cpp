@@ -4,6 +4,7 @@
 
 #include "context.h"
 #include "errors.h"
+#include "logging.h"
 
 using namespace phx;
 
@@ -36,6 +37,17 @@ PHX_API phx_status phx_context_create(const phx_context_options* options,
 
 PHX_API phx_status phx_context_destroy(phx_context handle) {
   return guard(__func__, [&] { destroy_context(lookup(handle)); });
+}
+
+PHX_API phx_status phx_log_message(phx_context handle, phx_log_level level, const char* message) {
+  return guard(__func__, [&] {
+    Context& context = lookup(handle);
+    if (enum_value(level) < PHX_LOG_TRACE || enum_value(level) > PHX_LOG_ERROR)
+      fail(PHX_STATUS_INVALID_ARGUMENT,
+           "level " + std::to_string(enum_value(level)) + " is not a phx_log_level to log at");
+    require(message != nullptr, "message is null");
+    context.logger->log(to_spdlog(level), "{}", message);
+  });
 }
 
 PHX_API phx_status phx_plugin_count(phx_context handle, size_t* out_count) {

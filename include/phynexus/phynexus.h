@@ -201,6 +201,14 @@ PHX_API phx_status phx_context_create(const phx_context_options* options, phx_co
  * but one when several threads destroy the same context at once. */
 PHX_API phx_status phx_context_destroy(phx_context context);
 
+/* Sends message to the context's log at level, where the library's own messages go (its
+ * callback, else standard error; dropped below the context's level): for what is built
+ * on this API, such as the ONNX importer and the language packages, to report in the
+ * same place. The message is copied. Returns INVALID_ARGUMENT (a null, destroyed or
+ * foreign context, a level outside PHX_LOG_TRACE to PHX_LOG_ERROR, a null message).
+ * Thread-safe. Since API 0.3. */
+PHX_API phx_status phx_log_message(phx_context context, phx_log_level level, const char* message);
+
 /* ---- Plugins ------------------------------------------------------------------------ */
 
 typedef enum phx_plugin_state {
