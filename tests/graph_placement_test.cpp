@@ -26,6 +26,11 @@ class GraphPlacement : public ::testing::Test {
     options.plugin_paths = paths;
     options.plugin_path_count = 3;
     options.use_default_search_path = 0;
+    options.log_callback = [](void* user_data, phx_log_level level, const char* message) {
+      if (level == PHX_LOG_WARN)
+        static_cast<std::vector<std::string>*>(user_data)->push_back(message);
+    };
+    options.log_user_data = &warnings_;
     ASSERT_EQ(phx_context_create(&options, &context_), PHX_STATUS_OK) << phx_last_error();
     size_t count = 0;
     ASSERT_EQ(phx_device_count(context_, &count), PHX_STATUS_OK);
@@ -156,6 +161,7 @@ class GraphPlacement : public ::testing::Test {
   size_t cpu_ = SIZE_MAX, tpu_ = SIZE_MAX, npu_ = SIZE_MAX;
   std::vector<float> w_, x_;
   phx_executable_info info_ = PHX_EXECUTABLE_INFO_INIT;
+  std::vector<std::string> warnings_;  // the context's warnings (compiles log on this thread)
 };
 
 void expect_same_bits(const std::vector<std::vector<float>>& got,
@@ -199,6 +205,20 @@ TEST_F(GraphPlacement, EveryNodeTheNpuLacksRunsOnTheCpu) {
   EXPECT_EQ(info_.device_count, 2u);
   EXPECT_EQ(info_.copies_per_run, 3u);
   expect_same_bits(got, run_eagerly(cpu_, cpu_));
+}
+
+// A compile that leaves most of the work (FLOPs) off its device says so, with the reason;
+// one whose other device takes a third (the f32 attention off tpu-sim: 4096 of 12288
+// FLOPs) says nothing.
+TEST_F(GraphPlacement, MostWorkOffTheDeviceIsAWarning) {
+  ASSERT_NO_FATAL_FAILURE(build());
+  run_executable(tpu_, cpu_);
+  EXPECT_TRUE(warnings_.empty()) << warnings_[0];
+  run_executable(npu_, cpu_);
+  ASSERT_EQ(warnings_.size(), 1u);
+  for (const char* part : {"3 of 3 nodes, 100% of the work", "no matmul (f32, f32 -> f32) (2)",
+                           "no attention (f32, f32, f32 -> f32) (1)"})
+    EXPECT_NE(warnings_[0].find(part), std::string::npos) << part << " in " << warnings_[0];
 }
 
 // The NPU runs the vector ops of API 0.3 in f16 and its integer widths, not on u8 beyond

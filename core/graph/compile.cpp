@@ -31,6 +31,7 @@ constexpr NamedPass kPasses[] = {
     {"assess_devices", assess_devices},
     {"place_nodes", place_nodes},
     {"fold_constants", fold_constants},
+    {"report_placement", report_placement},
 };
 
 // A new tensor of device holding a copy of source (whose device's work has finished).

@@ -30,13 +30,21 @@ double nanoseconds_of(const std::function<void()>& work) {
           .count());
 }
 
-}  // namespace
-
-uint64_t roofline_ns(const Node& node, const std::vector<Operand>& operands) {
+OpCounts counts_of(const Node& node, const std::vector<Operand>& operands) {
   std::vector<OperandView> in, out;
   for (phx_value v : node.inputs) in.push_back(view_of(operands, v));
   for (phx_value v : node.outputs) out.push_back(view_of(operands, v));
-  const OpCounts counts = op_counts(node.op, node.params_ptr(), in, out);
+  return op_counts(node.op, node.params_ptr(), in, out);
+}
+
+}  // namespace
+
+double node_flops(const Node& node, const std::vector<Operand>& operands) {
+  return counts_of(node, operands).flops;
+}
+
+uint64_t roofline_ns(const Node& node, const std::vector<Operand>& operands) {
+  const OpCounts counts = counts_of(node, operands);
   return uint64_t(kNominalLaunchNs + counts.flops / kNominalFlopsPerNs +
                   double(counts.bytes) / kNominalBytesPerNs);
 }

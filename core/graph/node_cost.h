@@ -15,6 +15,9 @@ namespace phx::graph {
 // the figures of a modest device (docs/graphs.md, "Placement").
 uint64_t roofline_ns(const Node& node, const std::vector<Operand>& operands);
 
+// A node's FLOPs with these value operands (phx/op_counts.h).
+double node_flops(const Node& node, const std::vector<Operand>& operands);
+
 // A copy's time: latency plus bytes times the inverse bandwidth.
 struct CopyCost {
   double latency_ns = 0;

@@ -11,11 +11,9 @@
 #include "passes.h"
 
 namespace phx::graph {
-namespace {
 
-// The sizes a device judges the program at: the first calibration sample's, else 1 for
-// every dynamic dimension, else (where 1 breaks a node's rule) the stand-ins graph.cpp
-// checked the nodes with, one per name from 4099 up.
+// Where 1 for every dynamic dimension breaks a node's rule, the stand-ins graph.cpp checked
+// the nodes with: one per name from 4099 up.
 std::vector<Operand> assessment_operands(const Program& program) {
   const Graph& graph = program.graph;
   auto shapes_with = [&](auto&& dynamic_size) {
@@ -43,6 +41,8 @@ std::vector<Operand> assessment_operands(const Program& program) {
         }));
   }
 }
+
+namespace {
 
 // The live nodes as a plugin's graph (plugin.h): every value they touch, constants
 // without their tensors.

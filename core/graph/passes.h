@@ -111,4 +111,15 @@ void place_nodes(Program& program);
 // or its device runs it only inside its compiled part (placed_by_claim).
 void fold_constants(Program& program);
 
+// pass_placement_report.cpp: when most of the work (FLOPs, at the sizes assessment_operands
+// gives; nodes where no FLOP is counted) of the live nodes not folded runs on other devices
+// than the executable's, a warning in the context's log names how many nodes and what
+// share, and the most frequent reasons (the op and dtypes the device does not implement,
+// or the cost placement's choice). Changes nothing.
+void report_placement(Program& program);
+
+// The sizes a device judges the program at (pass_device_assessment.cpp): the first
+// calibration sample's, else 1 for every dynamic dimension, else stand-ins.
+std::vector<Operand> assessment_operands(const Program& program);
+
 }  // namespace phx::graph
