@@ -24,6 +24,21 @@ phx_onnx_options options_or_defaults(const phx_onnx_options* given) {
     refuse(PHX_STATUS_INVALID_ARGUMENT, "options give dim_count but no dim_names or dim_sizes");
   if (options.input_value_count != 0 && options.input_values == nullptr)
     refuse(PHX_STATUS_INVALID_ARGUMENT, "options give input_value_count but no input_values");
+  if (options.input_shape_count != 0 && options.input_shapes == nullptr)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, "options give input_shape_count but no input_shapes");
+  for (size_t i = 0; i < options.input_shape_count; ++i) {
+    const phx_onnx_input_shape& given = options.input_shapes[i];
+    const std::string what = "options->input_shapes[" + std::to_string(i) + "]";
+    if (given.name == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, what + ".name is null");
+    if (given.rank > PHX_MAX_RANK || (given.rank != 0 && given.shape == nullptr))
+      refuse(PHX_STATUS_INVALID_ARGUMENT,
+             what + ": rank " + std::to_string(given.rank) +
+                 (given.rank > PHX_MAX_RANK ? " is above the largest" : " with a null shape"));
+    for (size_t d = 0; d < given.rank; ++d)
+      if (given.shape[d] < 1)
+        refuse(PHX_STATUS_INVALID_ARGUMENT, what + ".shape[" + std::to_string(d) + "] is " +
+                                                std::to_string(given.shape[d]) + ", below 1");
+  }
   for (size_t i = 0; i < options.dim_count; ++i)
     if (options.dim_sizes[i] < 1)
       refuse(PHX_STATUS_INVALID_ARGUMENT, "options->dim_sizes[" + std::to_string(i) + "] is " +

@@ -162,9 +162,18 @@ void convert_sum(Importer& im, const onnx::NodeProto& node) {
 }
 
 void convert_prelu(Importer& im, const onnx::NodeProto& node) {
-  im.define(node, 0,
-            im.add_node(node, PHX_OP_PRELU, nullptr,
-                        {im.graph_input(node, 0), im.graph_input(node, 1)})[0],
+  const phx_value x = im.graph_input(node, 0);
+  phx_value slope = im.graph_input(node, 1);
+  // Before opset 7 a slope of one dimension held one value per channel (dimension 1),
+  // where numpy broadcasting, taken since, lines it up with the last dimension.
+  const phx_value_info x_info = im.info(x), slope_info = im.info(slope);
+  if (im.model_opset() < 7 && slope_info.rank == 1 && x_info.rank >= 2 &&
+      slope_info.shape[0] == x_info.shape[1] && slope_info.shape[0] != 1) {
+    std::vector<int64_t> per_channel(x_info.rank - 1, 1);
+    per_channel[0] = slope_info.shape[0];
+    slope = reshape_to(im, node, slope, per_channel, "slope");
+  }
+  im.define(node, 0, im.add_node(node, PHX_OP_PRELU, nullptr, {x, slope})[0],
             im.input(node, 0).elem_type);
 }
 

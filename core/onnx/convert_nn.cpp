@@ -166,6 +166,7 @@ void convert_conv(Importer& im, const onnx::NodeProto& node) {
   if (xi.rank == 5) return convert_conv3d(im, node);
   if (xi.rank != 4 && xi.rank != 3)
     im.unsupported(node, std::to_string(static_cast<int>(xi.rank) - 2) + "-D convolution");
+  if (wi.rank != xi.rank) im.invalid(node, "the weight's rank differs from the input's");
   const size_t k = xi.rank - 2, o = 2 - k;  // o: the dimensions added in front (1-D)
   const std::vector<int64_t> kernel(wi.shape + 2, wi.shape + wi.rank);
   const std::vector<int64_t> stride = per_dim(node, "strides", k, 1);

@@ -1,7 +1,11 @@
 #include "importer.h"
 
 #include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 #include <phx/abi_structs.h>
+
+#include <unordered_set>
 
 #include "import_error.h"
 #include "operator_table.h"
@@ -11,6 +15,8 @@ namespace phx::onnx_import {
 
 namespace {
 
+// The opsets of the default domain the converters are written for. Older models (1 to 6)
+// are brought up to kMinOpset by ONNX's own version converter before the import.
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 17;
 
@@ -31,6 +37,58 @@ size_t initializer_bytes(const onnx::GraphProto& graph) {
   return bytes;
 }
 
+// libonnx 1.12's converter and shape inference crash (fuzz_onnx_load found them) on what
+// they do not check, instead of throwing: what they would crash on is refused before.
+// The converter: a model of ir_version 1 or below (no IR graph) and a graph output that
+// nothing defines (which the checker lets through).
+void check_for_converter(const onnx::ModelProto& model) {
+  if (model.ir_version() <= 1)
+    refuse(PHX_STATUS_INVALID_ARGUMENT, "the model's ir_version " +
+                                            std::to_string(model.ir_version()) +
+                                            " is below 2, the lowest ONNX's converter takes");
+  std::unordered_set<std::string> defined;
+  for (const auto& input : model.graph().input()) defined.insert(input.name());
+  for (const auto& tensor : model.graph().initializer()) defined.insert(tensor.name());
+  for (const auto& node : model.graph().node())
+    for (const auto& output : node.output()) defined.insert(output);
+  for (const auto& output : model.graph().output())
+    if (defined.count(output.name()) == 0)
+      refuse(PHX_STATUS_INVALID_ARGUMENT,
+             "graph output '" + output.name() + "' is defined by no input, initializer or node");
+}
+
+// Shape inference of the window operators (Conv, ConvTranspose, the pools): it divides by
+// strides, dilations, kernel sizes and group and indexes pads by the kernel's rank
+// unchecked, so these must be positive (pads not negative) and of one rank: pads two
+// entries per spatial dimension, the others one.
+void check_for_shape_inference(const onnx::ModelProto& model) {
+  for (const auto& node : model.graph().node()) {
+    const auto bad = [&](const std::string& what) {
+      refuse(PHX_STATUS_INVALID_ARGUMENT,
+             "node '" + node.name() + "' (" + node.op_type() + "): " + what);
+    };
+    int64_t rank = -1;  // the spatial rank the attributes agree on, once one gives it
+    for (const auto& attribute : node.attribute()) {
+      const std::string& name = attribute.name();
+      const bool pads = name == "pads";
+      if (name == "group" && attribute.i() < 1) bad("group must be positive");
+      if (!pads && name != "strides" && name != "dilations" && name != "kernel_shape" &&
+          name != "output_padding")
+        continue;
+      const int64_t minimum = pads || name == "output_padding" ? 0 : 1;
+      for (int64_t v : attribute.ints())
+        if (v < minimum) bad(name + " must be " + (minimum == 0 ? "0 or more" : "positive"));
+      const int64_t count = attribute.ints_size();
+      if (pads && count % 2 != 0) bad("pads needs two entries per spatial dimension");
+      const int64_t its_rank = pads ? count / 2 : count;
+      if (rank >= 0 && its_rank != rank)
+        bad(name + " gives " + std::to_string(its_rank) + " spatial dimensions, another " +
+            std::to_string(rank));
+      rank = its_rank;
+    }
+  }
+}
+
 }  // namespace
 
 Importer::Importer(phx_context context, const phx_onnx_options& options)
@@ -45,7 +103,8 @@ phx_graph Importer::import(onnx::ModelProto& model) {
   // the whole import.
   Progress progress(initializer_bytes(model.graph()), "of weights", Amount::bytes);
   check_opsets(model);
-  if ((options_.flags & PHX_ONNX_SKIP_CHECKER) == 0) {
+  // The version converter assumes a valid model, so an old one is always checked.
+  if ((options_.flags & PHX_ONNX_SKIP_CHECKER) == 0 || opset_ < kMinOpset) {
     try {
       onnx::checker::check_model(model);
     } catch (const onnx::checker::ValidationError& e) {
@@ -53,6 +112,7 @@ phx_graph Importer::import(onnx::ModelProto& model) {
              std::string("the ONNX checker refuses the model: ") + e.what());
     }
   }
+  if (opset_ < kMinOpset) convert_opset(model);
   check_call(phx_graph_create(context_, &graph_), "creating the graph");
   onnx::GraphProto& graph = *model.mutable_graph();
   add_initializers(graph, progress);
@@ -73,11 +133,41 @@ phx_graph Importer::import(onnx::ModelProto& model) {
 
 void Importer::check_opsets(const onnx::ModelProto& model) {
   for (const auto& opset : model.opset_import())
-    if (default_domain(opset.domain())) opset_ = opset.version();
-  if (opset_ < kMinOpset || opset_ > kMaxOpset)
-    refuse(PHX_STATUS_UNSUPPORTED,
-           "the model's opset of the default domain is " + std::to_string(opset_) + "; opsets " +
-               std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " are taken");
+    if (default_domain(opset.domain())) opset_ = model_opset_ = opset.version();
+  if (opset_ < 1 || opset_ > kMaxOpset)
+    refuse(PHX_STATUS_UNSUPPORTED, "the model's opset of the default domain is " +
+                                       std::to_string(opset_) + "; opsets 1 to " +
+                                       std::to_string(kMaxOpset) + " are taken (below " +
+                                       std::to_string(kMinOpset) + " through ONNX's converter)");
+}
+
+void Importer::convert_opset(onnx::ModelProto& model) {
+  const int64_t from = opset_;
+  const auto refuse_conversion = [&](const std::exception& e) {
+    refuse(PHX_STATUS_UNSUPPORTED, "ONNX's version converter cannot bring the model from opset " +
+                                       std::to_string(from) + " to " + std::to_string(kMinOpset) +
+                                       ": " + e.what());
+  };
+  check_for_converter(model);
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+  } catch (const std::exception& e) {
+    // The adapters of the broadcasting ops read their inputs' shapes, which an exporter may
+    // have left to inference: inferred then, and only then (libonnx's shape inference is
+    // the part that breaks on hostile models).
+    if (std::string(e.what()).find("Shape of input") == std::string::npos) refuse_conversion(e);
+    check_for_shape_inference(model);
+    try {
+      onnx::shape_inference::InferShapes(model);
+      model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+    } catch (const std::exception& again) {
+      refuse_conversion(again);
+    }
+  }
+  opset_ = kMinOpset;
+  const std::string note = "ONNX model: opset " + std::to_string(from) + " converted to opset " +
+                           std::to_string(kMinOpset) + " by ONNX's version converter";
+  check_call(phx_log_message(context_, PHX_LOG_WARN, note.c_str()), "logging");
 }
 
 void Importer::add_initializers(onnx::GraphProto& graph, Progress& progress) {
@@ -104,7 +194,44 @@ void Importer::add_initializers(onnx::GraphProto& graph, Progress& progress) {
   }
 }
 
+void Importer::take_given_sizes(const onnx::GraphProto& graph) {
+  for (size_t i = 0; i < options_.dim_count; ++i)
+    if (options_.dim_names[i] != nullptr)
+      named_sizes_[options_.dim_names[i]] = options_.dim_sizes[i];
+  for (size_t i = 0; i < options_.input_shape_count; ++i) {
+    const phx_onnx_input_shape& given = options_.input_shapes[i];
+    const std::string what =
+        "options->input_shapes[" + std::to_string(i) + "] ('" + given.name + "')";
+    const onnx::ValueInfoProto* input = nullptr;
+    for (const auto& candidate : graph.input())
+      if (candidate.name() == given.name && values_.count(candidate.name()) == 0)
+        input = &candidate;
+    if (input == nullptr) continue;  // ignored, as a dim_name the model lacks is
+    const auto& dims = input->type().tensor_type().shape().dim();
+    if (static_cast<size_t>(dims.size()) != given.rank)
+      refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": rank " + std::to_string(given.rank) +
+                                              ", the input's is " + std::to_string(dims.size()));
+    for (int d = 0; d < dims.size(); ++d) {
+      const int64_t size = given.shape[d];
+      const std::string dim_what = what + ": dimension " + std::to_string(d);
+      if (dims[d].has_dim_value() && dims[d].dim_value() != size)
+        refuse(PHX_STATUS_INVALID_ARGUMENT, dim_what + " is " + std::to_string(size) +
+                                                ", the model's " +
+                                                std::to_string(dims[d].dim_value()));
+      if (dims[d].has_dim_param()) {
+        const auto [at, first] = named_sizes_.emplace(dims[d].dim_param(), size);
+        if (!first && at->second != size)
+          refuse(PHX_STATUS_INVALID_ARGUMENT, dim_what + " ('" + dims[d].dim_param() + "') is " +
+                                                  std::to_string(size) + ", given as " +
+                                                  std::to_string(at->second) + " elsewhere");
+      }
+    }
+    input_sizes_[given.name] = std::vector<int64_t>(given.shape, given.shape + given.rank);
+  }
+}
+
 void Importer::add_inputs(const onnx::GraphProto& graph) {
+  take_given_sizes(graph);
   for (const auto& input : graph.input()) {
     if (values_.count(input.name()) != 0) continue;  // an initializer listed as an input
     const std::string what = "input '" + input.name() + "'";
@@ -120,6 +247,7 @@ void Importer::add_inputs(const onnx::GraphProto& graph) {
     if (dims.size() > PHX_MAX_RANK)
       refuse(PHX_STATUS_UNSUPPORTED, what + ": rank " + std::to_string(dims.size()) + " is above " +
                                          std::to_string(PHX_MAX_RANK));
+    const auto given = input_sizes_.find(input.name());
     std::vector<int64_t> shape;
     std::vector<const char*> names;
     for (const auto& dim : dims) {
@@ -129,9 +257,10 @@ void Importer::add_inputs(const onnx::GraphProto& graph) {
         size = dim.dim_value();
       } else if (dim.has_dim_param()) {
         name = dim.dim_param().c_str();
-        for (size_t i = 0; i < options_.dim_count; ++i)
-          if (options_.dim_names[i] != nullptr && dim.dim_param() == options_.dim_names[i])
-            size = options_.dim_sizes[i];
+        if (const auto named = named_sizes_.find(dim.dim_param()); named != named_sizes_.end())
+          size = named->second;
+      } else if (given != input_sizes_.end()) {
+        size = given->second[shape.size()];
       }
       shape.push_back(size);
       names.push_back(name);

@@ -39,6 +39,8 @@ class Importer {
 
   // ---- For the operator converters ----
   int64_t opset() const { return opset_; }
+  // The opset the model was written for: below opset() when ONNX's converter brought it up.
+  int64_t model_opset() const { return model_opset_; }
   bool has_input(const onnx::NodeProto& node, int i) const;
   const Value& input(const onnx::NodeProto& node, int i) const;
   // The known contents of input i, or null when it is not known at import.
@@ -70,7 +72,12 @@ class Importer {
 
  private:
   void check_opsets(const onnx::ModelProto& model);
+  // Brings a model of an opset below the taken ones up to the lowest taken.
+  void convert_opset(onnx::ModelProto& model);
   void add_initializers(onnx::GraphProto& graph, Progress& progress);
+  // The sizes options_ fixes (dim_names, input_shapes), checked against the model and
+  // each other, into named_sizes_ and input_sizes_.
+  void take_given_sizes(const onnx::GraphProto& graph);
   void add_inputs(const onnx::GraphProto& graph);
   void add_nodes(const onnx::GraphProto& graph, Progress& progress);
   void add_outputs(const onnx::GraphProto& graph);
@@ -83,6 +90,9 @@ class Importer {
   phx_onnx_options options_;
   phx_graph graph_ = nullptr;
   int64_t opset_ = 0;
+  int64_t model_opset_ = 0;
+  std::unordered_map<std::string, int64_t> named_sizes_;               // by dim_param
+  std::unordered_map<std::string, std::vector<int64_t>> input_sizes_;  // by input name
   size_t node_index_ = 0;
   std::unordered_map<std::string, Value> values_;
 };

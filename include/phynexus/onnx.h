@@ -60,6 +60,16 @@ typedef struct phx_onnx_tensor {
 #define PHX_ONNX_TENSOR_INIT \
   { sizeof(phx_onnx_tensor), NULL, PHX_DTYPE_INVALID, 0, {0, 0, 0, 0, 0, 0, 0, 0}, NULL, 0 }
 
+/* The sizes of one graph input of a model (phx_onnx_options.input_shapes): for a model
+ * whose dynamic dimensions must be known at import (a transformer exported with
+ * dynamic_axes takes Shape of its input), taken from the input a caller will run it with.
+ * No struct_size: it travels in arrays, and its layout is fixed. Since API 0.3. */
+typedef struct phx_onnx_input_shape {
+  const char* name;     /* a graph input of the model (not an initializer) */
+  size_t rank;          /* the input's rank */
+  const int64_t* shape; /* rank sizes, each >= 1; may be null when rank is 0 */
+} phx_onnx_input_shape;
+
 /* Import flags. */
 /* Skip the ONNX checker (onnx::checker::check_model), which otherwise runs first and
  * refuses a model that breaks the ONNX specification. */
@@ -83,10 +93,19 @@ typedef struct phx_onnx_options {
    * input_value_count is 0; names the model lacks are refused. Read during the call only. */
   const phx_onnx_tensor* input_values;
   size_t input_value_count;
+  /* input_shape_count shapes of graph inputs, matched by name (since API 0.3): each fixes
+   * its input's dynamic dimensions, and a named one (dim_param) fixes that name in every
+   * input, as dim_names does. A size that contradicts the model, another shape or
+   * dim_sizes and a rank other than the input's are refused (INVALID_ARGUMENT); names
+   * the model lacks are ignored, as in dim_names (a caller may hold the shapes of files
+   * matched to inputs by position). Null when input_shape_count is 0. Read during the
+   * call only. */
+  const phx_onnx_input_shape* input_shapes;
+  size_t input_shape_count;
 } phx_onnx_options;
 
 #define PHX_ONNX_OPTIONS_INIT \
-  { sizeof(phx_onnx_options), 0, NULL, NULL, 0, NULL, 0 }
+  { sizeof(phx_onnx_options), 0, NULL, NULL, 0, NULL, 0, NULL, 0 }
 
 /* Reads the ONNX model at path (a ModelProto file; weights in external files are not
  * taken) and builds it as a new graph of context. options may be null (the defaults).
@@ -94,7 +113,8 @@ typedef struct phx_onnx_options {
  * Returns INVALID_ARGUMENT (a null argument, bad struct_size, a file that is no valid
  * ModelProto, a model the checker refuses, a node whose inputs break the operator's
  * rules; the message names the node, its operator and the rule), NOT_FOUND (no file at
- * path), UNSUPPORTED (an opset of the default domain outside 7..17; an operator,
+ * path), UNSUPPORTED (an opset of the default domain outside 1..17, or one below 7
+ * that ONNX's version converter cannot bring to 7 (docs/onnx.md); an operator,
  * attribute value or dtype this importer does not take, named with the node),
  * OUT_OF_MEMORY. Thread-safe. */
 PHX_ONNX_API phx_status phx_model_load_onnx(phx_context context, const char* path,

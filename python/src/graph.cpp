@@ -238,9 +238,11 @@ ExecutablePtr load(const ContextPtr& context, const py::bytes& data) {
 }
 
 #ifdef PHX_PYTHON_ONNX
-// An ONNX model as a graph (onnx.h); dims gives sizes to the model's named dimensions.
+// An ONNX model as a graph (onnx.h); dims gives sizes to the model's named dimensions,
+// input_shapes the shapes of inputs by name.
 GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
-                   const std::map<std::string, int64_t>& dims) {
+                   const std::map<std::string, int64_t>& dims,
+                   const std::map<std::string, std::vector<int64_t>>& input_shapes) {
   phx_context handle = require(context, "load_onnx: the context").context;
   auto graph = std::make_shared<Graph>();
   graph->owner = context;
@@ -254,6 +256,11 @@ GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
   options.dim_names = names.data();
   options.dim_sizes = sizes.data();
   options.dim_count = names.size();
+  std::vector<phx_onnx_input_shape> shapes;
+  for (const auto& [name, shape] : input_shapes)
+    shapes.push_back({name.c_str(), shape.size(), shape.data()});
+  options.input_shapes = shapes.data();
+  options.input_shape_count = shapes.size();
   phx_status status;
   {
     py::gil_scoped_release release;

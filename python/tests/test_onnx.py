@@ -73,6 +73,37 @@ def test_a_named_dimension_takes_a_size(conv_model, rng):
     np.testing.assert_allclose(model(x).numpy(), reference(x, *weights), rtol=0, atol=1e-4)
 
 
+def test_input_shapes_fix_a_dynamic_axes_export(tmp_path, all_devices):
+    """Shape of an input with a named and an unnamed dynamic dimension, then Reshape to
+    [batch * seq, 8], as a dynamic_axes export computes its shapes: refused until the sizes
+    are given, then exact (a reshape moves no value) on every device."""
+    zero, one = (numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((0, "zero"),
+                                                                              (1, "one")))
+    axes, eight = (numpy_helper.from_array(np.array([v], np.int64), n)
+                   for v, n in ((0, "axes"), (8, "eight")))
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["b"]),
+             helper.make_node("Gather", ["s", "one"], ["t"]),
+             helper.make_node("Mul", ["b", "t"], ["n"]),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "eight"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    path = save(tmp_path, nodes,
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", None, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
+                [zero, one, axes, eight])
+    with pytest.raises(phynexus.UnsupportedError, match="input_shapes"):
+        phynexus.onnx.load(path)
+    x = np.arange(2 * 5 * 8, dtype=np.float32).reshape(2, 5, 8)
+    for device in all_devices:
+        got = phynexus.onnx.load(path, device=device, input_shapes={"x": x.shape})(x).numpy()
+        np.testing.assert_array_equal(got, x.reshape(10, 8))
+    with pytest.raises(phynexus.InvalidArgumentError, match="dimension 2 is 9, the model's 8"):
+        phynexus.onnx.load(path, input_shapes={"x": (2, 5, 9)})
+    with pytest.raises(phynexus.UnsupportedError, match="node 'shape'"):  # a name ignored
+        phynexus.onnx.load(path, input_shapes={"nothing": (1,)})
+
+
 def test_an_operator_not_taken_is_named(tmp_path):
     path = save(tmp_path, [helper.make_node("Hardmax", ["x"], ["y"], name="hm")],
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],

@@ -85,6 +85,20 @@ def node_test(folder, name, nodes, inputs, outputs, initializers=(), opset=17):
          [tensor(n, a) for n, a, *_ in inputs], [tensor(n, a) for n, a, *_ in outputs])
 
 
+def old_opset(folder, rng):
+    """An opset 6 Add with the legacy broadcast and axis attributes (b's dimensions lined up
+    with x's from dimension 0), which ONNX's version converter turns into an Unsqueeze of b
+    and an opset 7 Add. (libonnx 1.12's converter refuses some valid legacy broadcasts, b =
+    [3] at axis 1 of x = [2, 3, 4] among them: an assertion of its adapter fails, which the
+    import reports as UNSUPPORTED.)"""
+    x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    b = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    y = x.astype(np.float64) + b.astype(np.float64)[:, :, None]
+    node_test(folder, "add_opset_6_legacy_broadcast",
+              [helper.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=0)],
+              [("x", x), ("b", b)], [("y", y.astype(np.float32))], opset=6)
+
+
 def hard_activations(folder, rng):
     """HardSigmoid with attributes of its own and HardSwish at opset 17, as MobileNetV3's
     export holds them (ONNX's own HardSigmoid tests are opset 6)."""
@@ -264,6 +278,32 @@ def refused(folder):
                 [vi("x", f, [2, 3])], [vi("y", f, [2, 3])])
     single_node(folder, "old_opset", helper.make_node("Relu", ["x"], ["y"], name="r"),
                 [vi("x", f, [2, 3])], [vi("y", f, [2, 3])], opset=6)
+    # A transformer's export with dynamic_axes: Shape of an input whose dimensions are
+    # named ("batch") or unnamed, then Reshape to [batch * seq, 8]: known at import only
+    # once the caller gives the sizes (phx_onnx_options.dim_names or input_shapes).
+    dyn_x = helper.make_tensor_value_info("x", f, ["batch", None, 8])
+    dyn_in = np.arange(2 * 3 * 8, dtype=np.float32).reshape(2, 3, 8)
+    dyn_nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["b"], name="batch"),
+        helper.make_node("Gather", ["s", "one"], ["t"], name="seq"),
+        helper.make_node("Mul", ["b", "t"], ["n"], name="rows"),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["rows1"], name="rows1"),
+        helper.make_node("Concat", ["rows1", "eight"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="flatten"),
+    ]
+    dyn_consts = [numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+                  numpy_helper.from_array(np.array(1, dtype=np.int64), "one")]
+    dyn_consts += [numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+                   for n, v in (("axes", 0), ("eight", 8))]
+    save(folder, "dynamic_axes",
+         helper.make_model(helper.make_graph(dyn_nodes, "dynamic_axes", [dyn_x],
+                                             [helper.make_tensor_value_info("y", f, [None, 8])],
+                                             dyn_consts),
+                           opset_imports=[helper.make_opsetid("", 17)]),
+         [numpy_helper.from_array(dyn_in, "x")], [numpy_helper.from_array(dyn_in.reshape(6, 8), "y")])
+    single_node(folder, "future_opset", helper.make_node("Relu", ["x"], ["y"], name="r"),
+                [vi("x", f, [2, 3])], [vi("y", f, [2, 3])], opset=18, check=False)
     single_node(folder, "double_input", helper.make_node("Relu", ["x"], ["y"], name="r"),
                 [vi("x", TensorProto.DOUBLE, [2])], [vi("y", TensorProto.DOUBLE, [2])])
     # K of 3 against 4: the checker passes it (it infers no shapes), the graph's rules do not.
@@ -449,6 +489,7 @@ def main():
     bfloat16(folder, rng)
     range_of_inputs(folder)
     hard_activations(folder, rng)
+    old_opset(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:

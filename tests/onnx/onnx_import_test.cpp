@@ -141,6 +141,68 @@ TEST_F(OnnxImport, NamedDimensionTakesTheGivenSize) {
   expect_refused("mlp", PHX_STATUS_INVALID_ARGUMENT, {"dim_sizes[0]"}, &options);
 }
 
+// dynamic_axes (make_test_models.py): x ["batch", ?, 8], its Shape computed at import, so
+// refused until the sizes are given; then y is [batch * seq, 8].
+TEST_F(OnnxImport, InputShapesFixADynamicAxesExport) {
+  expect_refused("dynamic_axes", PHX_STATUS_UNSUPPORTED, {"node 'shape'", "input_shapes"});
+  const int64_t shape[] = {2, 3, 8};
+  phx_onnx_input_shape x = {"x", 3, shape};
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.input_shapes = &x;
+  options.input_shape_count = 1;
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("dynamic_axes").c_str(), &options, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_value_info info = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_graph_value_info(graph, 0, &info), PHX_STATUS_OK);
+  EXPECT_EQ(info.shape[0], 2);
+  EXPECT_EQ(info.shape[1], 3);
+  phx_onnx_tensor in = read_tensor(kModels + "/dynamic_axes/test_data_set_0/input_0.pb");
+  phx_onnx_tensor want = read_tensor(kModels + "/dynamic_axes/test_data_set_0/output_0.pb");
+  const std::vector<float> got = run(context_, graph, in);
+  ASSERT_EQ(got.size() * sizeof(float), want.size);
+  EXPECT_EQ(std::memcmp(got.data(), want.data, want.size), 0);  // a reshape: exact
+  phx_onnx_tensor_free(&in);
+  phx_onnx_tensor_free(&want);
+  phx_graph_destroy(graph);
+
+  // A named size fixes the same dimension wherever it appears: dim_names and the shape
+  // must agree.
+  const char* names[] = {"batch"};
+  const int64_t four[] = {4};
+  options.dim_names = names;
+  options.dim_sizes = four;
+  options.dim_count = 1;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT,
+                 {"input_shapes[0] ('x')", "dimension 0 ('batch') is 2", "given as 4"}, &options);
+  options.dim_count = 0;
+  const int64_t wrong_fixed[] = {2, 3, 9};
+  x.shape = wrong_fixed;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"dimension 2 is 9, the model's 8"},
+                 &options);
+  x.shape = shape;
+  x.rank = 2;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"rank 2, the input's is 3"},
+                 &options);
+  x.rank = 3;
+  // A name the model lacks is ignored, as dim_names are: x stays dynamic, and its Shape
+  // refused.
+  x.name = "nothing";
+  expect_refused("dynamic_axes", PHX_STATUS_UNSUPPORTED, {"node 'shape'"}, &options);
+  x.name = nullptr;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"input_shapes[0].name is null"},
+                 &options);
+  x.name = "x";
+  const int64_t zero[] = {0, 3, 8};
+  x.shape = zero;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"shape[0] is 0, below 1"}, &options);
+  x.shape = nullptr;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"null shape"}, &options);
+  options.input_shapes = nullptr;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"no input_shapes"}, &options);
+}
+
 TEST_F(OnnxImport, InputValueMakesAnInputKnown) {
   expect_refused("axes_input", PHX_STATUS_UNSUPPORTED, {"'sum'", "ReduceSum", "axes"});
   const int32_t axis = 1;
@@ -252,7 +314,7 @@ TEST_F(OnnxImport, CastToBfloat16RoundsToNearestEven) {
 
 TEST_F(OnnxImport, RefusedModelsSayWhy) {
   expect_refused("unsupported_op", PHX_STATUS_UNSUPPORTED, {"node 'hm'", "Hardmax"});
-  expect_refused("old_opset", PHX_STATUS_UNSUPPORTED, {"opset", "6"});
+  expect_refused("future_opset", PHX_STATUS_UNSUPPORTED, {"opset", "18", "1 to 17"});
   expect_refused("double_input", PHX_STATUS_UNSUPPORTED, {"input 'x'", "DOUBLE"});
   expect_refused("shape_mismatch", PHX_STATUS_INVALID_ARGUMENT, {"node 'mm'", "MatMul", "K"});
   expect_refused("int64_overflow", PHX_STATUS_UNSUPPORTED, {"'big'", "1099511627776", "i32"});
@@ -269,6 +331,32 @@ TEST_F(OnnxImport, RefusedModelsSayWhy) {
                  {"node 't3'", "ConvTranspose", "no output depth"});
   expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
   expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
+}
+
+// A model of opset 6 goes through ONNX's version converter, and the context's log says so
+// (its numerics: the own node test add_opset_6_legacy_broadcast on every device).
+TEST(OnnxOldOpset, IsConvertedAndTheLogSaysSo) {
+  std::vector<std::string> warnings;
+  phx_context_options options = PHX_CONTEXT_OPTIONS_INIT;
+  const char* paths[] = {PHX_TEST_DEFAULT_PLUGIN_DIR};
+  options.plugin_paths = paths;
+  options.plugin_path_count = 1;
+  options.use_default_search_path = 0;
+  options.log_callback = [](void* user_data, phx_log_level level, const char* message) {
+    if (level == PHX_LOG_WARN)
+      static_cast<std::vector<std::string>*>(user_data)->push_back(message);
+  };
+  options.log_user_data = &warnings;
+  phx_context context = nullptr;
+  ASSERT_EQ(phx_context_create(&options, &context), PHX_STATUS_OK) << phx_last_error();
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context, model_path("old_opset").c_str(), nullptr, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("opset 6 converted to opset 7"), std::string::npos) << warnings[0];
+  phx_graph_destroy(graph);
+  phx_context_destroy(context);
 }
 
 TEST_F(OnnxImport, SkippingTheCheckerStillRefusesADanglingInput) {
@@ -311,6 +399,14 @@ TEST_F(OnnxImport, OptionsOfAnOlderOrNewerHeaderAreReadAsFarAsTheyGo) {
   ASSERT_EQ(phx_model_load_onnx(context_, path.c_str(), &older, &graph), PHX_STATUS_OK)
       << phx_last_error();
   EXPECT_NE(graph, nullptr);
+  phx_graph_destroy(graph);
+  // A struct that ends before input_shapes: the count past it is never read.
+  phx_onnx_options before_shapes = PHX_ONNX_OPTIONS_INIT;
+  before_shapes.struct_size = offsetof(phx_onnx_options, input_shapes);
+  before_shapes.input_shape_count = 3;
+  graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, path.c_str(), &before_shapes, &graph), PHX_STATUS_OK)
+      << phx_last_error();
   phx_graph_destroy(graph);
   // A newer header's larger struct: the fields this library knows are read, the rest not.
   struct {

@@ -130,8 +130,53 @@ def test_other_errors_exit_3(tmp_path, make):
     assert result.stderr.startswith("phx-run-onnx: loading")
 
 
+@pytest.fixture
+def dynamic_axes(tmp_path):
+    """y = x reshaped to [batch * seq, 8] through Shape, Gather, Mul and Concat, x of shape
+    ["batch", "seq", 8] (as a dynamic_axes export computes its shapes); input_0.pb (named
+    x, [2, 5, 8]) and output_0.pb in tmp_path/data."""
+    ints = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+            numpy_helper.from_array(np.array(1, np.int64), "one"),
+            numpy_helper.from_array(np.array([0], np.int64), "axes"),
+            numpy_helper.from_array(np.array([8], np.int64), "eight")]
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["b"]),
+             helper.make_node("Gather", ["s", "one"], ["t"]),
+             helper.make_node("Mul", ["b", "t"], ["n"]),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "eight"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    model = save_model(tmp_path / "dynamic.onnx", nodes,
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])], ints)
+    x = np.arange(80, dtype=np.float32).reshape(2, 5, 8)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    write_tensor(data / "output_0.pb", x.reshape(10, 8))
+    return model, data
+
+
+def test_dynamic_sizes_come_from_the_inputs_or_dims(dynamic_axes):
+    model, data = dynamic_axes
+    refused = run(model, "--device", "cpu")
+    assert refused.returncode == 4, refused.stdout + refused.stderr
+    assert "--dims or --inputs" in refused.stderr
+    from_inputs = run(model, "--device", "cpu", "--inputs", data, "--expect", data)
+    assert from_inputs.returncode == 0, from_inputs.stdout + from_inputs.stderr
+    assert "output 0: f32 [10,8]" in from_inputs.stdout
+    from_dims = run(model, "--device", "cpu", "--dims", "batch=3,seq=4")
+    assert from_dims.returncode == 0, from_dims.stdout + from_dims.stderr
+    assert "output 0: f32 [12,8]" in from_dims.stdout
+    # Sizes that contradict the input files are an error of the command's own.
+    contradicted = run(model, "--device", "cpu", "--inputs", data, "--dims", "batch=3")
+    assert contradicted.returncode == 3, contradicted.stdout + contradicted.stderr
+    assert "given as 3" in contradicted.stderr
+
+
 @pytest.mark.parametrize("args", [["--rtol", "x", "--expect", "d"], ["--atol", "-1", "--expect", "d"],
-                                  ["--rtol", "1e-3"], ["--unknown"]])
+                                  ["--rtol", "1e-3"], ["--unknown"], ["--dims", "batch"],
+                                  ["--dims", "batch=0"], ["--dims", "=3"], ["--dims", "b=2x"]])
 def test_a_bad_command_line_exits_2(matmul, args):
     model, _, _ = matmul
     result = run(model, *args)

@@ -32,11 +32,14 @@ enum ExitStatus : int {
 
 constexpr const char* kUsage =
     "usage: phx-run-onnx MODEL.onnx [--device D | --devices D,D,...] [--inputs DIR]\n"
-    "                    [--expect DIR [--rtol R] [--atol A]] [--save DIR] [--bench [RUNS]]\n"
+    "                    [--dims NAME=SIZE,...] [--expect DIR [--rtol R] [--atol A]]\n"
+    "                    [--save DIR] [--bench [RUNS]]\n"
     "  D: a device index or name (cpu, tpu-sim, npu-sim, vulkan: plugin, type or device\n"
     "     name). --device D runs on D with the CPU device for the nodes D lacks;\n"
     "     --devices takes the list as is, the first the model's device. Default: device 0.\n"
-    "  --inputs DIR  input_<i>.pb files (ONNX TensorProto); random inputs when absent\n"
+    "  --inputs DIR  input_<i>.pb files (ONNX TensorProto); random inputs when absent.\n"
+    "                A file that names its input fixes that input's dynamic sizes\n"
+    "  --dims NAME=SIZE,...  sizes of the model's named dynamic dimensions (dim_param)\n"
     "  --expect DIR  compares the outputs with output_<i>.pb, within |got - e| <= atol +\n"
     "                rtol |e| at the precision the devices compute in (docs/onnx.md)\n"
     "  --rtol R, --atol A  replace the derived rtol, atol\n"
@@ -51,6 +54,7 @@ struct Options {
   std::vector<std::string> devices;
   bool add_cpu = true;
   std::string inputs, expect, save;
+  std::vector<std::pair<std::string, int64_t>> dims;
   std::optional<double> rtol, atol;
   int bench_runs = 0;
 };
@@ -67,6 +71,18 @@ double tolerance_value(const std::string& option, const std::string& text) {
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
     usage_error(option + " needs a number >= 0, not '" + text + "'");
   return v;
+}
+
+// NAME=SIZE of --dims: a size >= 1.
+std::pair<std::string, int64_t> dim_size(const std::string& item) {
+  const size_t eq = item.find('=');
+  char* end = nullptr;
+  const long long size =
+      eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+  if (eq == std::string::npos || eq == 0 || end == item.c_str() + eq + 1 || *end != '\0' ||
+      size < 1)
+    usage_error("--dims takes NAME=SIZE with a size >= 1, not '" + item + "'");
+  return {item.substr(0, eq), size};
 }
 
 std::vector<std::string> split(const std::string& list) {
@@ -96,6 +112,8 @@ Options parse(int argc, char** argv) {
       o.add_cpu = false;
     } else if (arg == "--inputs") {
       o.inputs = value();
+    } else if (arg == "--dims") {
+      for (const std::string& item : split(value())) o.dims.push_back(dim_size(item));
     } else if (arg == "--expect") {
       o.expect = value();
     } else if (arg == "--rtol") {
@@ -198,10 +216,25 @@ void print_bench(std::vector<double> times) {
       times.front() / 1e6, times.back() / 1e6);
 }
 
+// What the import fixes: the --dims, and the shape of each --inputs file that names its
+// input (read here as the node tests read them; model_inputs reads them again once the
+// inputs' dtypes are known).
+ImportSizes import_sizes(const Options& o) {
+  ImportSizes sizes;
+  sizes.dims = o.dims;
+  for (size_t i = 0; !o.inputs.empty(); ++i) {
+    const std::string file = o.inputs + "/input_" + std::to_string(i) + ".pb";
+    if (!fs::exists(file)) break;
+    const HostTensor t = read_tensor_file(file, PHX_DTYPE_BF16);
+    if (!t.name.empty()) sizes.input_shapes.emplace_back(t.name, t.shape);
+  }
+  return sizes;
+}
+
 int run(phx_context context, const Options& o) {
   const std::vector<size_t> devices = resolve_devices(context, o);
   if (isatty(STDERR_FILENO)) std::fprintf(stderr, "loading and compiling %s...\n", o.model.c_str());
-  OnnxSession session(context, o.model, devices);
+  OnnxSession session(context, o.model, devices, {}, import_sizes(o));
   print_placement(context, session);
   const std::vector<HostTensor> inputs = model_inputs(session, o);
   const std::vector<HostTensor> outputs = session.run(inputs);

@@ -179,7 +179,7 @@ HostTensor random_tensor(const phx_value_info& input, uint64_t seed) {
 
 OnnxSession::OnnxSession(phx_context context, const std::string& path,
                          const std::vector<size_t>& devices,
-                         const std::vector<HostTensor>& input_values)
+                         const std::vector<HostTensor>& input_values, const ImportSizes& sizes)
     : context_(context), device_(devices.at(0)) {
   std::vector<phx_onnx_tensor> values;
   for (const HostTensor& v : input_values) {
@@ -195,6 +195,20 @@ OnnxSession::OnnxSession(phx_context context, const std::string& path,
   phx_onnx_options load_options = PHX_ONNX_OPTIONS_INIT;
   load_options.input_values = values.data();
   load_options.input_value_count = values.size();
+  std::vector<const char*> dim_names;
+  std::vector<int64_t> dim_sizes;
+  for (const auto& [name, size] : sizes.dims) {
+    dim_names.push_back(name.c_str());
+    dim_sizes.push_back(size);
+  }
+  load_options.dim_names = dim_names.data();
+  load_options.dim_sizes = dim_sizes.data();
+  load_options.dim_count = dim_names.size();
+  std::vector<phx_onnx_input_shape> shapes;
+  for (const auto& [name, shape] : sizes.input_shapes)
+    shapes.push_back({name.c_str(), shape.size(), shape.data()});
+  load_options.input_shapes = shapes.data();
+  load_options.input_shape_count = shapes.size();
   check(phx_model_load_onnx(context, path.c_str(), &load_options, &graph_), "loading " + path);
   phx_compile_options options = PHX_COMPILE_OPTIONS_INIT;
   options.device = device_;

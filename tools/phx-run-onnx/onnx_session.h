@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace phx_tools {
@@ -80,13 +81,20 @@ struct NodePlacement {
   size_t device;
 };
 
+// Sizes of the model's dynamic dimensions, fixed at import (phx_onnx_options): by
+// dimension name, and by input from tensors of the shapes it will run with.
+struct ImportSizes {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes;
+};
+
 class OnnxSession {
  public:
   // Loads the model at path and compiles it for devices[0], with devices[1..] for the
   // nodes devices[0] lacks. input_values become constants of the model (by name:
   // phx_onnx_options.input_values); the session's inputs are the others. Throws PhxError.
   OnnxSession(phx_context context, const std::string& path, const std::vector<size_t>& devices,
-              const std::vector<HostTensor>& input_values = {});
+              const std::vector<HostTensor>& input_values = {}, const ImportSizes& sizes = {});
   ~OnnxSession();
   OnnxSession(const OnnxSession&) = delete;
   OnnxSession& operator=(const OnnxSession&) = delete;
