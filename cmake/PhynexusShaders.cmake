@@ -85,6 +85,21 @@ set(PHX_SHADER_TARGET_ENV vulkan1.2)
 set(PHX_SHADER_INCLUDE_DIR ${PROJECT_SOURCE_DIR}/shaders)
 set(PHX_SHADER_BINARY_DIR ${PROJECT_BINARY_DIR}/shaders)
 set(PHX_SHADERS_SCRIPT ${CMAKE_CURRENT_LIST_FILE})
+set(PHX_COMPILE_SPIRV ${CMAKE_CURRENT_LIST_DIR}/compile_spirv.sh)
+# Finished modules are kept in PHX_SHADER_CACHE (from the environment at the first
+# configure; tools/compiler-cache.sh sets it beside ccache's cache), so that a fresh build
+# folder copies the modules an earlier one compiled: compile_spirv.sh says what the key
+# holds. Empty: no cache.
+set(PHX_SHADER_CACHE "$ENV{PHX_SHADER_CACHE}" CACHE PATH
+    "Folder of compiled SPIR-V modules shared by build folders (empty: none)")
+set(PHX_SHADER_TOOLS_ID "")
+if(PHX_SHADER_TOOLS_FOUND)
+  foreach(tool PHX_GLSLANG_VALIDATOR PHX_SPIRV_VAL PHX_SPIRV_OPT)
+    execute_process(COMMAND ${${tool}} --version OUTPUT_VARIABLE version ERROR_QUIET)
+    string(REGEX REPLACE "[\r\n]+" " " version "${version}")
+    string(APPEND PHX_SHADER_TOOLS_ID "${version} ")
+  endforeach()
+endif()
 
 # phx_vulkan_probe_glsl_features(<header>)
 # Compiles a tiny shader per optional GLSL feature and sets PHX_GLSL_HAS_<FEATURE> (in the
@@ -197,19 +212,21 @@ function(phx_vulkan_shader)
   # listing shaders/*.glsl as well keeps the other generators right, if coarser.
   file(GLOB includes CONFIGURE_DEPENDS ${PHX_SHADER_INCLUDE_DIR}/*.glsl)
   set(depfile_args "")
-  set(depfile_flags "")
+  set(depfile_path -)
   if(CMAKE_GENERATOR MATCHES "Ninja|Makefiles")
     set(depfile_args DEPFILE ${depfile})
-    set(depfile_flags --depfile ${depfile})
+    set(depfile_path ${depfile})
+  endif()
+  set(cache -)
+  if(PHX_SHADER_CACHE)
+    set(cache ${PHX_SHADER_CACHE})
   endif()
   add_custom_command(
     OUTPUT ${spv}
-    COMMAND ${PHX_GLSLANG_VALIDATOR} -V --target-env ${PHX_SHADER_TARGET_ENV} --quiet
-            -I${PHX_SHADER_INCLUDE_DIR} ${define_flags} ${depfile_flags} -o ${spv} ${source}
-    COMMAND ${PHX_SPIRV_VAL} --target-env ${PHX_SHADER_TARGET_ENV} ${spv}
-    COMMAND ${PHX_SPIRV_OPT} ${optimize} ${spv} -o ${spv}
-    COMMAND ${PHX_SPIRV_VAL} --target-env ${PHX_SHADER_TARGET_ENV} ${spv}
-    DEPENDS ${source} ${includes}
+    COMMAND bash ${PHX_COMPILE_SPIRV} ${cache} ${spv} ${depfile_path} "${PHX_SHADER_TOOLS_ID}"
+            ${PHX_GLSLANG_VALIDATOR} ${PHX_SPIRV_VAL} ${PHX_SPIRV_OPT} ${PHX_SHADER_TARGET_ENV}
+            ${PHX_SHADER_INCLUDE_DIR} ${source} ${define_flags} -- ${optimize}
+    DEPENDS ${source} ${includes} ${PHX_COMPILE_SPIRV}
     ${depfile_args}
     COMMENT "SPIR-V module ${ARG_NAME} (${ARG_SOURCE})"
     VERBATIM)
