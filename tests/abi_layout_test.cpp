@@ -907,6 +907,8 @@ static_assert(kSame<decltype(&phx_executable_describe_node),
                     phx_status (*)(phx_executable, size_t, phx_executable_node_info*)>);
 static_assert(kSame<decltype(&phx_executable_input_info),
                     phx_status (*)(phx_executable, size_t, phx_value_info*)>);
+static_assert(kSame<decltype(&phx_executable_output_info),
+                    phx_status (*)(phx_executable, size_t, phx_value_info*)>);
 static_assert(
     kSame<decltype(&phx_executable_save), phx_status (*)(phx_executable, void*, size_t, size_t*)>);
 static_assert(kSame<decltype(&phx_executable_load),

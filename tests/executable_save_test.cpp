@@ -156,6 +156,12 @@ TEST_F(ExecutableSave, AConstantTensorReadInPlaceIsSavedAsACopy) {
 
   phx_executable loaded = nullptr;
   ASSERT_EQ(load(bytes, &loaded), PHX_STATUS_OK) << phx_last_error();
+  // Without dynamic inputs, the output's sizes are known before any run.
+  phx_value_info output = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_executable_output_info(loaded, 0, &output), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(output.name, "y");
+  EXPECT_EQ(output.rank, 1u);
+  EXPECT_EQ(output.shape[0], 4);
   EXPECT_EQ(run(loaded, cpu_, {10, 20, 30, 40}, 4), (std::vector<float>{11, 22, 33, 44}));
   EXPECT_EQ(phx_executable_destroy(loaded), PHX_STATUS_OK);
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);
@@ -178,7 +184,18 @@ TEST_F(ExecutableSave, ADynamicExecutableKeepsItsDynamicDimensions) {
   EXPECT_EQ(input.rank, 1u);
   EXPECT_EQ(input.shape[0], PHX_DIM_DYNAMIC);
   EXPECT_EQ(phx_executable_input_info(loaded, 1, &input), PHX_STATUS_NOT_FOUND);
+  // The output's sizes are those last planned: none before the first run.
+  phx_value_info output = PHX_VALUE_INFO_INIT;
+  ASSERT_EQ(phx_executable_output_info(loaded, 0, &output), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(output.name, "y");
+  EXPECT_EQ(output.kind, PHX_VALUE_NODE_OUTPUT);
+  EXPECT_EQ(output.dtype, PHX_DTYPE_F32);
+  EXPECT_EQ(output.rank, 0u);
+  EXPECT_EQ(phx_executable_output_info(loaded, 1, &output), PHX_STATUS_NOT_FOUND);
   EXPECT_EQ(run(loaded, cpu_, {1, 2, 3}, 3), (std::vector<float>{2, 4, 6}));
+  ASSERT_EQ(phx_executable_output_info(loaded, 0, &output), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_EQ(output.rank, 1u);
+  EXPECT_EQ(output.shape[0], 3);
   EXPECT_EQ(run(loaded, cpu_, {1, 2, 3, 4, 5}, 5), (std::vector<float>{2, 4, 6, 8, 10}));
   EXPECT_EQ(phx_executable_destroy(loaded), PHX_STATUS_OK);
   EXPECT_EQ(phx_graph_destroy(graph), PHX_STATUS_OK);

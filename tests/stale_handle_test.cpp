@@ -429,6 +429,11 @@ const std::vector<Row>& rows() {
          phx_value_info info = PHX_VALUE_INFO_INIT;
          return phx_executable_input_info(as<phx_executable>(h), 0, &info);
        }},
+      {"phx_executable_output_info", K::kExecutable, false,
+       [](W, uintptr_t h) {
+         phx_value_info info = PHX_VALUE_INFO_INIT;
+         return phx_executable_output_info(as<phx_executable>(h), 0, &info);
+       }},
       {"phx_executable_save", K::kExecutable, false,
        [](W, uintptr_t h) {
          size_t size = 0;

@@ -302,6 +302,29 @@ PHX_API phx_status phx_executable_input_info(phx_executable handle, size_t index
   });
 }
 
+PHX_API phx_status phx_executable_output_info(phx_executable handle, size_t index,
+                                              phx_value_info* out_info) {
+  return guard(__func__, [&] {
+    const Executable& exe = lookup_executable(handle);
+    require_out(out_info, "out_info");
+    check_struct_size(out_info->struct_size, "out_info");
+    if (index >= exe.output_dtypes.size())
+      fail(PHX_STATUS_NOT_FOUND, "no output " + std::to_string(index) + " (the executable has " +
+                                     std::to_string(exe.output_dtypes.size()) + ")");
+    phx_value_info info PHX_VALUE_INFO_INIT;
+    info.kind = PHX_VALUE_NODE_OUTPUT;
+    info.name = exe.output_names[index].c_str();
+    info.dtype = exe.output_dtypes[index];
+    std::fill(info.shape, info.shape + PHX_MAX_RANK, 1);
+    if (index < exe.plan.outputs.size()) {
+      const Operand& planned = exe.plan.outputs[index];
+      info.rank = planned.rank;
+      std::copy(planned.shape, planned.shape + PHX_MAX_RANK, info.shape);
+    }
+    write_struct(out_info, info, "out_info");
+  });
+}
+
 PHX_API phx_status phx_executable_describe(phx_executable handle, phx_executable_info* out_info) {
   return guard(__func__, [&] {
     const Executable& exe = lookup_executable(handle);

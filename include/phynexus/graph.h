@@ -269,6 +269,16 @@ PHX_API phx_status phx_executable_output_desc(phx_executable executable, const p
 PHX_API phx_status phx_executable_input_info(phx_executable executable, size_t index,
                                              phx_value_info* out_info);
 
+/* Describes output index of the executable: kind PHX_VALUE_NODE_OUTPUT, the name
+ * phx_graph_add_output gave it (the value's own where that was null), its dtype, and its
+ * rank and shape for the input sizes the executable last planned for: those of the graph
+ * when no input is dynamic, else those of its last run or phx_executable_output_desc
+ * (rank 0 before the first). The name is owned by the executable and valid until it is
+ * destroyed. Returns INVALID_ARGUMENT, NOT_FOUND (index past the outputs). Externally
+ * synchronized: executable. Since API 0.3. */
+PHX_API phx_status phx_executable_output_info(phx_executable executable, size_t index,
+                                              phx_value_info* out_info);
+
 typedef struct phx_executable_info {
   size_t struct_size;
   size_t device;
