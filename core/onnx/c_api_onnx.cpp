@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,11 +16,21 @@
 namespace phx::onnx_import {
 namespace {
 
+std::string hex(uint32_t bits) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%x", bits);
+  return text;
+}
+
 phx_onnx_options options_or_defaults(const phx_onnx_options* given) {
   // A caller built against an older onnx.h passes a smaller struct: the fields it lacks
   // keep their defaults.
   const phx_onnx_options options =
       read_struct(given, phx_onnx_options PHX_ONNX_OPTIONS_INIT, "options");
+  constexpr uint32_t kKnownFlags = PHX_ONNX_SKIP_CHECKER | PHX_ONNX_OUTPUT_EVERY_VALUE;
+  if ((options.flags & ~kKnownFlags) != 0)
+    refuse(PHX_STATUS_INVALID_ARGUMENT,
+           "options->flags has unknown bits 0x" + hex(options.flags & ~kKnownFlags));
   if (options.dim_count != 0 && (options.dim_names == nullptr || options.dim_sizes == nullptr))
     refuse(PHX_STATUS_INVALID_ARGUMENT, "options give dim_count but no dim_names or dim_sizes");
   if (options.input_value_count != 0 && options.input_values == nullptr)
@@ -29,7 +40,6 @@ phx_onnx_options options_or_defaults(const phx_onnx_options* given) {
   for (size_t i = 0; i < options.input_shape_count; ++i) {
     const phx_onnx_input_shape& given = options.input_shapes[i];
     const std::string what = "options->input_shapes[" + std::to_string(i) + "]";
-    if (given.name == nullptr) refuse(PHX_STATUS_INVALID_ARGUMENT, what + ".name is null");
     if (given.rank > PHX_MAX_RANK || (given.rank != 0 && given.shape == nullptr))
       refuse(PHX_STATUS_INVALID_ARGUMENT,
              what + ": rank " + std::to_string(given.rank) +

@@ -73,7 +73,7 @@ struct Steps {
 void require_static_extent(Importer& im, const onnx::NodeProto& node, const phx_value_info& xi) {
   for (uint32_t d = 2; d < 5; ++d)
     if (xi.shape[d] == PHX_DIM_DYNAMIC)
-      im.unsupported(node, "a 3-D convolution over a dynamic spatial dimension");
+      im.needs_sizes(node, "a 3-D convolution over a dynamic spatial dimension");
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ void convert_flatten(Importer& im, const onnx::NodeProto& node) {
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) {
     if (dims[d] == PHX_DIM_DYNAMIC) {
-      if (axis != 1) im.unsupported(node, "flattening a dynamic dimension with others");
+      if (axis != 1) im.needs_sizes(node, "flattening a dynamic dimension with others");
       outer = 0;  // copies the one dynamic dimension
     } else {
       outer *= dims[d];
@@ -171,7 +171,7 @@ std::vector<int64_t> squeezed(Importer& im, const onnx::NodeProto& node,
   std::vector<int64_t> out;
   for (size_t d = 0; d < dims.size(); ++d) {
     if (axes.empty() && dims[d] == PHX_DIM_DYNAMIC)
-      im.unsupported(node, "squeezing every 1 of a shape with a dynamic dimension");
+      im.needs_sizes(node, "squeezing every 1 of a shape with a dynamic dimension");
     if (!(axes.empty() ? dims[d] == 1 : drop[d])) out.push_back(dims[d]);
   }
   return out;
@@ -180,7 +180,7 @@ std::vector<int64_t> squeezed(Importer& im, const onnx::NodeProto& node,
 // A target shape for reshape from dims that may hold one dynamic dimension (as -1).
 std::vector<int64_t> target(Importer& im, const onnx::NodeProto& node, std::vector<int64_t> dims) {
   if (std::count(dims.begin(), dims.end(), PHX_DIM_DYNAMIC) > 1)
-    im.unsupported(node, "a shape with two dynamic dimensions");
+    im.needs_sizes(node, "a shape with two dynamic dimensions");
   return dims;  // PHX_DIM_DYNAMIC is -1: reshape infers it
 }
 
@@ -260,7 +260,7 @@ std::vector<SliceRange> slice_ranges(Importer& im, const onnx::NodeProto& node,
   for (size_t i = 0; i < starts.size(); ++i) {
     const uint32_t d = im.axis(node, axes[i], rank);
     const int64_t dim = dims[d];
-    if (dim == PHX_DIM_DYNAMIC) im.unsupported(node, "slicing a dynamic dimension");
+    if (dim == PHX_DIM_DYNAMIC) im.needs_sizes(node, "slicing a dynamic dimension");
     if (steps[i] == 0) im.invalid(node, "a step of 0");
     // Any step beyond the dimension takes one element: a bound keeps the sums exact.
     constexpr int64_t kStepBound = int64_t{1} << 40;
@@ -327,7 +327,7 @@ void convert_split(Importer& im, const onnx::NodeProto& node) {
   const std::vector<int64_t> dims = input_dims(im, node);
   const uint32_t axis =
       im.axis(node, attr_int(node, "axis", 0), static_cast<uint32_t>(dims.size()));
-  if (dims[axis] == PHX_DIM_DYNAMIC) im.unsupported(node, "splitting a dynamic dimension");
+  if (dims[axis] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "splitting a dynamic dimension");
   std::vector<int64_t> sizes = im.opset() >= 13 && im.has_input(node, 1)
                                    ? known_ints_input(im, node, 1, "split sizes")
                                    : attr_ints(node, "split");

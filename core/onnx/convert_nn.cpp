@@ -50,7 +50,7 @@ int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
 phx_value as_rows(Importer& im, const onnx::NodeProto& node, phx_value x, uint32_t axis) {
   const std::vector<int64_t> dims = dims_of(im.info(x));
   const int64_t outer = product(dims, 0, axis), inner = product(dims, axis, dims.size());
-  if (outer < 0 && inner < 0) im.unsupported(node, "dynamic dimensions on both sides of axis");
+  if (outer < 0 && inner < 0) im.needs_sizes(node, "dynamic dimensions on both sides of axis");
   return reshape_to(im, node, x, {outer, inner}, "as rows");
 }
 
@@ -58,7 +58,7 @@ phx_value as_rows(Importer& im, const onnx::NodeProto& node, phx_value x, uint32
 phx_value back_from_rows(Importer& im, const onnx::NodeProto& node, phx_value y, phx_value x) {
   std::vector<int64_t> dims = dims_of(im.info(x));
   if (std::count(dims.begin(), dims.end(), PHX_DIM_DYNAMIC) > 1)
-    im.unsupported(node, "two dynamic dimensions");
+    im.needs_sizes(node, "two dynamic dimensions");
   return reshape_to(im, node, y, dims, "back");
 }
 
@@ -105,7 +105,7 @@ void layer_norm_statistics(Importer& im, const onnx::NodeProto& node, phx_value 
   std::vector<int64_t> shape(dims.begin(), dims.begin() + axis);
   shape.resize(dims.size(), 1);
   if (std::count(shape.begin(), shape.end(), PHX_DIM_DYNAMIC) > 1)
-    im.unsupported(node, "two dynamic dimensions");
+    im.needs_sizes(node, "two dynamic dimensions");
   im.define(node, 1, reshape_to(im, node, mean, shape, "mean shaped"), type);
   im.define(node, 2, reshape_to(im, node, inv, shape, "inv std shaped"), type);
 }

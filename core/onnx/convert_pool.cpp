@@ -30,7 +30,7 @@ phx_value max_pool_indices(Importer& im, const onnx::NodeProto& node, phx_value 
                            const phx_value_info& xi, const phx_pool_params& params,
                            const phx_value_info& yi) {
   for (uint32_t d = 0; d < xi.rank; ++d)
-    if (xi.shape[d] == PHX_DIM_DYNAMIC) im.unsupported(node, "Indices over a dynamic dimension");
+    if (xi.shape[d] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "Indices over a dynamic dimension");
   const size_t k = xi.rank - 2;
   const bool storage_order = attr_int(node, "storage_order", 0) != 0;  // column-major
   int64_t plane = 1, outputs = 1, taps = 1;

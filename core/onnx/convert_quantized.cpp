@@ -62,7 +62,7 @@ phx_value broadcast_qmatmul(Importer& im, const onnx::NodeProto& node,
   for (const phx_value_info* vi : {&ai, &bi})
     for (uint32_t d = 0; d < vi->rank; ++d)
       if (vi->shape[d] == PHX_DIM_DYNAMIC)
-        im.unsupported(node, "a batched second operand with a dynamic dimension");
+        im.needs_sizes(node, "a batched second operand with a dynamic dimension");
   const int64_t m = ai.shape[ai.rank - 2], k = ai.shape[ai.rank - 1], n = bi.shape[bi.rank - 1];
   // The batch dimensions, aligned at the end: a's and b's (1 where one has fewer) and
   // the output's.

@@ -66,7 +66,7 @@ void size_output(Importer& im, const onnx::NodeProto& node, const phx_value_info
     if (scales.empty()) {
       params.shape[d] = sizes[d];
     } else {
-      if (xi.shape[d] == PHX_DIM_DYNAMIC) im.unsupported(node, "scales over a dynamic dimension");
+      if (xi.shape[d] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "scales over a dynamic dimension");
       if (!(scales[d] > 0.0f && scales[d] <= std::numeric_limits<float>::max()))
         im.invalid(node, "scales must be positive and finite");
       params.scales[d] = scales[d];

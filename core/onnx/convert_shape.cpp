@@ -18,11 +18,7 @@ std::vector<int64_t> static_dims(Importer& im, const onnx::NodeProto& node) {
   const phx_value_info vi = im.info(in.graph);
   std::vector<int64_t> dims(vi.shape, vi.shape + vi.rank);
   for (int64_t d : dims)
-    if (d == PHX_DIM_DYNAMIC)
-      im.unsupported(node,
-                     "the shape of a value with a dynamic dimension is not known at import: give "
-                     "the input sizes (phx_onnx_options dim_names or input_shapes; phx-run-onnx "
-                     "--dims or --inputs; phynexus.onnx.load dims= or input_shapes=)");
+    if (d == PHX_DIM_DYNAMIC) im.needs_sizes(node, "the shape of a value with a dynamic dimension");
   return dims;
 }
 

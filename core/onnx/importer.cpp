@@ -125,6 +125,7 @@ phx_graph Importer::import(onnx::ModelProto& model) {
   }
   progress.next_stage(static_cast<size_t>(graph.node_size()), "nodes");
   add_nodes(graph, progress);
+  if ((options_.flags & PHX_ONNX_OUTPUT_EVERY_VALUE) != 0) add_every_value_as_output(graph);
   add_outputs(graph);
   phx_graph done = graph_;
   graph_ = nullptr;
@@ -198,15 +199,23 @@ void Importer::take_given_sizes(const onnx::GraphProto& graph) {
   for (size_t i = 0; i < options_.dim_count; ++i)
     if (options_.dim_names[i] != nullptr)
       named_sizes_[options_.dim_names[i]] = options_.dim_sizes[i];
+  std::vector<const onnx::ValueInfoProto*> inputs;  // initializers left out
+  for (const auto& candidate : graph.input())
+    if (values_.count(candidate.name()) == 0) inputs.push_back(&candidate);
   for (size_t i = 0; i < options_.input_shape_count; ++i) {
     const phx_onnx_input_shape& given = options_.input_shapes[i];
-    const std::string what =
-        "options->input_shapes[" + std::to_string(i) + "] ('" + given.name + "')";
+    std::string what = "options->input_shapes[" + std::to_string(i) + "]";
     const onnx::ValueInfoProto* input = nullptr;
-    for (const auto& candidate : graph.input())
-      if (candidate.name() == given.name && values_.count(candidate.name()) == 0)
-        input = &candidate;
+    if (given.name == nullptr) {
+      if (i >= inputs.size())
+        refuse(PHX_STATUS_INVALID_ARGUMENT, what + " has no name, and the model has " +
+                                                std::to_string(inputs.size()) + " inputs");
+      input = inputs[i];
+    }
+    for (const onnx::ValueInfoProto* candidate : inputs)
+      if (given.name != nullptr && candidate->name() == given.name) input = candidate;
     if (input == nullptr) continue;  // ignored, as a dim_name the model lacks is
+    what += " ('" + input->name() + "')";
     const auto& dims = input->type().tensor_type().shape().dim();
     if (static_cast<size_t>(dims.size()) != given.rank)
       refuse(PHX_STATUS_INVALID_ARGUMENT, what + ": rank " + std::to_string(given.rank) +
@@ -226,7 +235,7 @@ void Importer::take_given_sizes(const onnx::GraphProto& graph) {
                                                   std::to_string(at->second) + " elsewhere");
       }
     }
-    input_sizes_[given.name] = std::vector<int64_t>(given.shape, given.shape + given.rank);
+    input_sizes_[input->name()] = std::vector<int64_t>(given.shape, given.shape + given.rank);
   }
 }
 
@@ -331,6 +340,7 @@ void Importer::add_nodes(const onnx::GraphProto& graph, Progress& progress) {
 void Importer::add_outputs(const onnx::GraphProto& graph) {
   for (const auto& output : graph.output()) {
     Value& value = value_named(output.name(), "graph output");
+    if (marked_outputs_.count(value.graph) != 0) continue;  // add_every_value_as_output's
     // A graph output must be computed by a node: a constant, or an input passed through,
     // is copied by a cast to its own dtype.
     phx_value_info vi = PHX_VALUE_INFO_INIT;
@@ -354,6 +364,19 @@ void Importer::add_outputs(const onnx::GraphProto& graph) {
     check_call(phx_graph_add_output(graph_, out, output.name().c_str()),
                "marking output '" + output.name() + "'");
   }
+}
+
+void Importer::add_every_value_as_output(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node())
+    for (const std::string& name : node.output()) {
+      // A value of several names (an Identity's) is marked once, by its first.
+      const phx_value value = name.empty() ? PHX_VALUE_NONE : values_.at(name).graph;
+      if (value == PHX_VALUE_NONE || info(value).kind != PHX_VALUE_NODE_OUTPUT ||
+          !marked_outputs_.insert(value).second)
+        continue;
+      check_call(phx_graph_add_output(graph_, value, name.c_str()),
+                 "marking value '" + name + "' as an output");
+    }
 }
 
 Value& Importer::value_named(const std::string& name, const std::string& user) {
@@ -480,6 +503,13 @@ std::string Importer::describe(const onnx::NodeProto& node) const {
 
 void Importer::unsupported(const onnx::NodeProto& node, const std::string& what) const {
   refuse(PHX_STATUS_UNSUPPORTED, describe(node) + ": " + what);
+}
+
+void Importer::needs_sizes(const onnx::NodeProto& node, const std::string& what) const {
+  unsupported(node, what +
+                        ": the size is needed at import: give the input sizes (phx_onnx_options "
+                        "dim_names or input_shapes; phx-run-onnx --dims or --inputs; "
+                        "phynexus.onnx.load dims= or input_shapes=)");
 }
 
 void Importer::invalid(const onnx::NodeProto& node, const std::string& what) const {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "known_value.h"
@@ -67,6 +68,9 @@ class Importer {
   uint32_t axis(const onnx::NodeProto& node, int64_t axis, uint32_t rank) const;
 
   [[noreturn]] void unsupported(const onnx::NodeProto& node, const std::string& what) const;
+  // unsupported, for what a dynamic dimension's size, given at import, would make
+  // possible: the message says how to give the sizes (phynexus.onnx.load reads it).
+  [[noreturn]] void needs_sizes(const onnx::NodeProto& node, const std::string& what) const;
   [[noreturn]] void invalid(const onnx::NodeProto& node, const std::string& what) const;
   std::string describe(const onnx::NodeProto& node) const;  // "node 'conv1' (Conv)"
 
@@ -81,6 +85,9 @@ class Importer {
   void add_inputs(const onnx::GraphProto& graph);
   void add_nodes(const onnx::GraphProto& graph, Progress& progress);
   void add_outputs(const onnx::GraphProto& graph);
+  // PHX_ONNX_OUTPUT_EVERY_VALUE: the values the nodes compute as outputs, in their order
+  // (before add_outputs, which then marks only what these are not).
+  void add_every_value_as_output(const onnx::GraphProto& graph);
   const phx_onnx_tensor* input_value(const std::string& name) const;
   Value given_input(const std::string& what, int32_t elem_type, phx_dtype dtype,
                     const std::vector<int64_t>& shape, const phx_onnx_tensor& given);
@@ -95,6 +102,7 @@ class Importer {
   std::unordered_map<std::string, std::vector<int64_t>> input_sizes_;  // by input name
   size_t node_index_ = 0;
   std::unordered_map<std::string, Value> values_;
+  std::unordered_set<phx_value> marked_outputs_;  // by add_every_value_as_output
 };
 
 }  // namespace phx::onnx_import

@@ -27,7 +27,7 @@ void window_pads(Importer& im, const onnx::NodeProto& node, const phx_value_info
     begin[d] = end[d] = 0;
     if (auto_pad == "VALID") continue;
     const int64_t in = x.shape[2 + d];
-    if (in == PHX_DIM_DYNAMIC) im.unsupported(node, "auto_pad SAME over a dynamic dimension");
+    if (in == PHX_DIM_DYNAMIC) im.needs_sizes(node, "auto_pad SAME over a dynamic dimension");
     const int64_t out = (in + stride[d] - 1) / stride[d];
     const int64_t total =
         std::max<int64_t>(0, (out - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1 - in);
@@ -58,7 +58,7 @@ TransposedWindow transposed_window(Importer& im, const onnx::NodeProto& node,
   // The padding that gives output_shape (or input * stride for SAME).
   for (size_t d = 0; d < k; ++d) {
     const int64_t in = x.shape[2 + d];
-    if (in == PHX_DIM_DYNAMIC) im.unsupported(node, "an output shape over a dynamic dimension");
+    if (in == PHX_DIM_DYNAMIC) im.needs_sizes(node, "an output shape over a dynamic dimension");
     const int64_t want =
         output_shape.empty() ? in * w.stride[d] : output_shape[output_shape.size() - k + d];
     const int64_t total =

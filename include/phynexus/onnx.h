@@ -65,7 +65,10 @@ typedef struct phx_onnx_tensor {
  * dynamic_axes takes Shape of its input), taken from the input a caller will run it with.
  * No struct_size: it travels in arrays, and its layout is fixed. Since API 0.3. */
 typedef struct phx_onnx_input_shape {
-  const char* name;     /* a graph input of the model (not an initializer) */
+  /* A graph input of the model (not an initializer); null: the model's graph input at
+   * this entry's position in input_shapes, initializers left out (for a caller that
+   * knows its inputs by position only). */
+  const char* name;
   size_t rank;          /* the input's rank */
   const int64_t* shape; /* rank sizes, each >= 1; may be null when rank is 0 */
 } phx_onnx_input_shape;
@@ -74,6 +77,13 @@ typedef struct phx_onnx_input_shape {
 /* Skip the ONNX checker (onnx::checker::check_model), which otherwise runs first and
  * refuses a model that breaks the ONNX specification. */
 #define PHX_ONNX_SKIP_CHECKER UINT32_C(0x1)
+/* Make every value the model's nodes compute a graph output, in the order of the nodes,
+ * each named as the model names it (the model's own outputs among them, where their nodes
+ * are; those no node computes come last): for a tool that compares two devices value by
+ * value (phx-run-onnx --compare-with). Values known at import (shape arithmetic) and
+ * inputs passed through are not outputs. Each output is kept whole, so the compile fuses
+ * less and a run uses more memory. Since API 0.3. */
+#define PHX_ONNX_OUTPUT_EVERY_VALUE UINT32_C(0x2)
 
 typedef struct phx_onnx_options {
   size_t struct_size;

@@ -1,6 +1,8 @@
 """phynexus.compile: a model recorded once into a graph and compiled into an executable
 (graph.h), and the NPU's calibrated compile (phynexus.npu.optimize_model)."""
 
+import os
+
 import numpy as np
 
 from . import _phynexus
@@ -20,7 +22,6 @@ class Compiled:
     def __init__(self, executable, device):
         self.executable = executable
         self.device = device
-        self.info = executable.describe()
 
     def __call__(self, *inputs, stream=None):
         tensors = [x if isinstance(x, _phynexus.Tensor) else _as_input(x, self.device)
@@ -29,6 +30,9 @@ class Compiled:
         outputs = self.executable.run(stream, tensors)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
+    # Described at each access: what the devices compiled is planned per input shapes, so
+    # an executable with dynamic dimensions says what its last run's plan holds.
+    info = property(lambda self: self.executable.describe())
     calibration_error = property(lambda self: self.info["calibration_error"])
     quantized_nodes = property(lambda self: self.info["quantized_nodes"])
 
@@ -145,6 +149,9 @@ def optimize_for_npu(model, calibration_data, precision="int8", device="npu"):
         raise _phynexus.InvalidArgumentError(
             "phynexus.npu.optimize_model: calibration_data is empty")
     npu = _device(device)
+    if isinstance(model, (str, os.PathLike)):  # an ONNX model's path
+        from . import onnx
+        return onnx.load(model, device=npu, calibration_data=batches)
     return compile(model, batches[0], device=npu, calibration_data=batches)
 
 

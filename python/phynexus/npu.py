@@ -14,8 +14,9 @@ def device(index=0):
 
 
 def optimize_model(model, calibration_data, precision="int8", device="npu"):
-    """model compiled for the NPU, its float layers quantized from calibration_data (a
-    list of input batches: arrays or tensors, or tuples of them). Returns a
+    """model (a phynexus.nn module, or an ONNX model's path) compiled for the NPU, its
+    float layers quantized from calibration_data (a list of input batches: arrays or
+    tensors, or tuples of them). Returns a
     phynexus.Compiled; .calibration_error is its largest error against float on the
     batches, relative to the largest output; .nodes() says which ran quantized."""
     from ._compile import optimize_for_npu

@@ -1,6 +1,8 @@
 // phynexus._phynexus.Graph and Executable: the graph API (graph.h) for phynexus.nn and
 // phynexus.compile.
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "binding.h"
 
@@ -240,9 +242,12 @@ ExecutablePtr load(const ContextPtr& context, const py::bytes& data) {
 #ifdef PHX_PYTHON_ONNX
 // An ONNX model as a graph (onnx.h); dims gives sizes to the model's named dimensions,
 // input_shapes the shapes of inputs by name.
-GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
-                   const std::map<std::string, int64_t>& dims,
-                   const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+// input_shapes: (name, shape) pairs, a name of None for the model's input at that
+// position (phx_onnx_input_shape).
+GraphPtr load_onnx(
+    const ContextPtr& context, const std::string& path, const std::map<std::string, int64_t>& dims,
+    const std::vector<std::pair<std::optional<std::string>, std::vector<int64_t>>>& input_shapes,
+    uint32_t flags) {
   phx_context handle = require(context, "load_onnx: the context").context;
   auto graph = std::make_shared<Graph>();
   graph->owner = context;
@@ -253,12 +258,13 @@ GraphPtr load_onnx(const ContextPtr& context, const std::string& path,
     sizes.push_back(size);
   }
   phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.flags = flags;
   options.dim_names = names.data();
   options.dim_sizes = sizes.data();
   options.dim_count = names.size();
   std::vector<phx_onnx_input_shape> shapes;
   for (const auto& [name, shape] : input_shapes)
-    shapes.push_back({name.c_str(), shape.size(), shape.data()});
+    shapes.push_back({name ? name->c_str() : nullptr, shape.size(), shape.data()});
   options.input_shapes = shapes.data();
   options.input_shape_count = shapes.size();
   phx_status status;

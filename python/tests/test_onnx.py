@@ -73,10 +73,9 @@ def test_a_named_dimension_takes_a_size(conv_model, rng):
     np.testing.assert_allclose(model(x).numpy(), reference(x, *weights), rtol=0, atol=1e-4)
 
 
-def test_input_shapes_fix_a_dynamic_axes_export(tmp_path, all_devices):
+def dynamic_reshape(tmp_path):
     """Shape of an input with a named and an unnamed dynamic dimension, then Reshape to
-    [batch * seq, 8], as a dynamic_axes export computes its shapes: refused until the sizes
-    are given, then exact (a reshape moves no value) on every device."""
+    [batch * seq, 8], as a dynamic_axes export computes its shapes."""
     zero, one = (numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((0, "zero"),
                                                                               (1, "one")))
     axes, eight = (numpy_helper.from_array(np.array([v], np.int64), n)
@@ -88,12 +87,15 @@ def test_input_shapes_fix_a_dynamic_axes_export(tmp_path, all_devices):
              helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
              helper.make_node("Concat", ["n1", "eight"], ["target"], axis=0),
              helper.make_node("Reshape", ["x", "target"], ["y"])]
-    path = save(tmp_path, nodes,
+    return save(tmp_path, nodes,
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", None, 8])],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
                 [zero, one, axes, eight])
-    with pytest.raises(phynexus.UnsupportedError, match="input_shapes"):
-        phynexus.onnx.load(path)
+
+
+def test_input_shapes_fix_a_dynamic_axes_export(tmp_path, all_devices):
+    """Given the sizes, the export is exact (a reshape moves no value) on every device."""
+    path = dynamic_reshape(tmp_path)
     x = np.arange(2 * 5 * 8, dtype=np.float32).reshape(2, 5, 8)
     for device in all_devices:
         got = phynexus.onnx.load(path, device=device, input_shapes={"x": x.shape})(x).numpy()
@@ -102,6 +104,27 @@ def test_input_shapes_fix_a_dynamic_axes_export(tmp_path, all_devices):
         phynexus.onnx.load(path, input_shapes={"x": (2, 5, 9)})
     with pytest.raises(phynexus.UnsupportedError, match="node 'shape'"):  # a name ignored
         phynexus.onnx.load(path, input_shapes={"nothing": (1,)})
+
+
+def test_without_sizes_it_compiles_once_per_input_shapes(tmp_path, all_devices):
+    """Loaded without sizes, the export compiles at each call with new shapes and keeps the
+    last cache_size compiles: a shape seen again runs what it compiled then."""
+    path = dynamic_reshape(tmp_path)
+    a, b, c = (np.arange(np.prod(s), dtype=np.float32).reshape(s)
+               for s in ((2, 5, 8), (3, 4, 8), (1, 1, 8)))
+    for device in all_devices:
+        model = phynexus.onnx.load(path, device=device, cache_size=2)
+        assert isinstance(model, phynexus.onnx.Specialized)
+        assert model.specializations == []
+        for x in (a, b, a):
+            np.testing.assert_array_equal(model(x).numpy(), x.reshape(-1, 8))
+        assert model.specializations == [((3, 4, 8),), ((2, 5, 8),)]  # a used last
+        np.testing.assert_array_equal(model(c).numpy(), c.reshape(1, 8))
+        assert model.specializations == [((2, 5, 8),), ((1, 1, 8),)]  # b dropped, the oldest
+    with pytest.raises(phynexus.InvalidArgumentError, match="the model has 1 inputs"):
+        model(a, a)
+    with pytest.raises(phynexus.InvalidArgumentError, match="cache_size"):
+        phynexus.onnx.load(path, cache_size=0)
 
 
 def test_an_operator_not_taken_is_named(tmp_path):
@@ -160,3 +183,40 @@ def test_a_slice_backwards_reaches_the_start(tmp_path, rng, starts, ends, axes, 
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape)], inputs)
     got = phynexus.onnx.load(path, device="cpu")(x).numpy()
     np.testing.assert_array_equal(got, want)
+
+
+def test_an_onnx_model_is_calibrated_for_the_npu_saved_and_loaded(tmp_path, rng):
+    """An ONNX MLP with a dynamic batch, calibrated for the NPU from Python: quantized, within
+    the error int8 allows, at batch sizes other than the calibration's, and the same bits
+    after a save and a load."""
+    if not phynexus.npu.is_available():
+        pytest.skip("no NPU device")
+    w1 = rng.uniform(-1, 1, (16, 32)).astype(np.float32)
+    b1 = rng.uniform(-1, 1, 32).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (32, 8)).astype(np.float32)
+    path = save(tmp_path,
+                [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+                 helper.make_node("Relu", ["h"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+                [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"))])
+    batches = [rng.uniform(-1, 1, (4, 16)).astype(np.float32) for _ in range(8)]
+    optimized = phynexus.npu.optimize_model(path, batches)
+    assert optimized.quantized_nodes >= 1
+    assert any(n["compute_dtype"] in ("i8", "i16") for n in optimized.nodes())
+    # As test_nn.py's optimize_model test: int8 per-tensor scales, two layers, within 5%.
+    assert 0 < optimized.calibration_error <= 0.05
+    # Rows the calibration saw (a row past its ranges saturates, as int8 does), at batch
+    # sizes it did not.
+    rows = np.concatenate(batches)
+    for batch in (1, 9):
+        x = rows[:batch]
+        want = np.maximum(x.astype(np.float64) @ w1 + b1, 0) @ w2
+        assert np.abs(optimized(x).numpy() - want).max() <= 0.05 * np.abs(want).max()
+    loaded = phynexus.load_compiled(optimized.save())
+    np.testing.assert_array_equal(loaded(x).numpy(), optimized(x).numpy())
+    # What the NPU compiled is planned per input shapes: the loaded one's, after its run.
+    assert loaded.quantized_nodes == optimized.quantized_nodes
+    # phynexus.onnx.load with calibration_data is the same compile.
+    same = phynexus.onnx.load(path, device="npu", calibration_data=batches)
+    np.testing.assert_array_equal(same(x).numpy(), optimized(x).numpy())

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <phynexus/onnx.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -190,9 +191,21 @@ TEST_F(OnnxImport, InputShapesFixADynamicAxesExport) {
   // refused.
   x.name = "nothing";
   expect_refused("dynamic_axes", PHX_STATUS_UNSUPPORTED, {"node 'shape'"}, &options);
+  // No name: the input at the entry's position, here x; past the model's inputs, refused.
   x.name = nullptr;
-  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT, {"input_shapes[0].name is null"},
-                 &options);
+  phx_graph by_position = nullptr;
+  EXPECT_EQ(
+      phx_model_load_onnx(context_, model_path("dynamic_axes").c_str(), &options, &by_position),
+      PHX_STATUS_OK)
+      << phx_last_error();
+  phx_graph_destroy(by_position);
+  phx_onnx_input_shape two[] = {x, x};
+  options.input_shapes = two;
+  options.input_shape_count = 2;
+  expect_refused("dynamic_axes", PHX_STATUS_INVALID_ARGUMENT,
+                 {"input_shapes[1] has no name, and the model has 1 inputs"}, &options);
+  options.input_shapes = &x;
+  options.input_shape_count = 1;
   x.name = "x";
   const int64_t zero[] = {0, 3, 8};
   x.shape = zero;
@@ -357,6 +370,70 @@ TEST(OnnxOldOpset, IsConvertedAndTheLogSaysSo) {
   EXPECT_NE(warnings[0].find("opset 6 converted to opset 7"), std::string::npos) << warnings[0];
   phx_graph_destroy(graph);
   phx_context_destroy(context);
+}
+
+// PHX_ONNX_OUTPUT_EVERY_VALUE: the mlp's four values as outputs in the order of its nodes,
+// named as the model names them, the model's own output 'y' among them, and each holds
+// what the node computes.
+TEST_F(OnnxImport, EveryValueAnOutputInTheOrderOfTheNodes) {
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.flags = PHX_ONNX_OUTPUT_EVERY_VALUE;
+  phx_graph graph = nullptr;
+  ASSERT_EQ(phx_model_load_onnx(context_, model_path("mlp").c_str(), &options, &graph),
+            PHX_STATUS_OK)
+      << phx_last_error();
+  phx_executable exe = nullptr;
+  ASSERT_EQ(phx_graph_compile(context_, graph, nullptr, &exe), PHX_STATUS_OK) << phx_last_error();
+  phx_executable_info info = PHX_EXECUTABLE_INFO_INIT;
+  ASSERT_EQ(phx_executable_describe(exe, &info), PHX_STATUS_OK);
+  ASSERT_EQ(info.output_count, 4u);
+  const char* names[] = {"h", "r", "z", "y"};
+  for (size_t i = 0; i < 4; ++i) {
+    phx_value_info vi = PHX_VALUE_INFO_INIT;
+    ASSERT_EQ(phx_executable_output_info(exe, i, &vi), PHX_STATUS_OK) << phx_last_error();
+    EXPECT_STREQ(vi.name, names[i]);
+  }
+  phx_onnx_tensor x = read_tensor(kModels + "/mlp/test_data_set_0/input_0.pb");
+  phx_onnx_tensor y = read_tensor(kModels + "/mlp/test_data_set_0/output_0.pb");
+  phx_stream stream = nullptr;
+  ASSERT_EQ(phx_stream_create(context_, 0, &stream), PHX_STATUS_OK);
+  phx_tensor in = nullptr;
+  ASSERT_EQ(phx_tensor_create(context_, 0, x.dtype, x.rank, x.shape, &in), PHX_STATUS_OK);
+  ASSERT_EQ(phx_tensor_upload(in, 0, x.data, x.size), PHX_STATUS_OK);
+  std::vector<phx_tensor> out(4, nullptr);
+  std::vector<std::vector<float>> values(4);
+  for (size_t i = 0; i < 4; ++i) {
+    phx_tensor_desc desc = PHX_TENSOR_DESC_INIT;
+    ASSERT_EQ(phx_executable_output_desc(exe, &in, 1, i, &desc), PHX_STATUS_OK);
+    ASSERT_EQ(phx_tensor_create(context_, 0, desc.dtype, desc.rank, desc.shape, &out[i]),
+              PHX_STATUS_OK);
+    values[i].resize(desc.element_count);
+  }
+  ASSERT_EQ(phx_executable_run(stream, exe, &in, 1, out.data(), 4, nullptr), PHX_STATUS_OK)
+      << phx_last_error();
+  for (size_t i = 0; i < 4; ++i)
+    ASSERT_EQ(phx_tensor_download(out[i], 0, values[i].data(), values[i].size() * 4),
+              PHX_STATUS_OK);
+  // r = relu(h) exactly; y within MlpMatchesFloat64Reference's 1e-5.
+  ASSERT_EQ(values[0].size(), values[1].size());
+  for (size_t i = 0; i < values[0].size(); ++i)
+    EXPECT_EQ(values[1][i], std::max(values[0][i], 0.f));
+  ASSERT_EQ(values[3].size() * 4, y.size);
+  const auto* want = static_cast<const float*>(y.data);
+  for (size_t i = 0; i < values[3].size(); ++i) EXPECT_NEAR(values[3][i], want[i], 1e-5) << i;
+  for (phx_tensor t : out) phx_tensor_destroy(t);
+  phx_tensor_destroy(in);
+  phx_stream_destroy(stream);
+  phx_executable_destroy(exe);
+  phx_onnx_tensor_free(&x);
+  phx_onnx_tensor_free(&y);
+  phx_graph_destroy(graph);
+}
+
+TEST_F(OnnxImport, UnknownFlagsAreRefused) {
+  phx_onnx_options options = PHX_ONNX_OPTIONS_INIT;
+  options.flags = UINT32_C(0x80);
+  expect_refused("mlp", PHX_STATUS_INVALID_ARGUMENT, {"unknown bits 0x80"}, &options);
 }
 
 TEST_F(OnnxImport, SkippingTheCheckerStillRefusesADanglingInput) {

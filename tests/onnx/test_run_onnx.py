@@ -1,6 +1,6 @@
 """phx-run-onnx (docs/onnx.md, "phx-run-onnx"): its exit statuses, the tolerance of
---expect at the precision the device computes in, --rtol and --atol, and --bench's
-statistics. ctest runs it with PHX_RUN_ONNX set to the program."""
+--expect at the precision the device computes in, --rtol and --atol, --bench's
+statistics, and --compare-with's first value out of tolerance. ctest runs it with PHX_RUN_ONNX set to the program."""
 
 import math
 import os
@@ -176,7 +176,9 @@ def test_dynamic_sizes_come_from_the_inputs_or_dims(dynamic_axes):
 
 @pytest.mark.parametrize("args", [["--rtol", "x", "--expect", "d"], ["--atol", "-1", "--expect", "d"],
                                   ["--rtol", "1e-3"], ["--unknown"], ["--dims", "batch"],
-                                  ["--dims", "batch=0"], ["--dims", "=3"], ["--dims", "b=2x"]])
+                                  ["--dims", "batch=0"], ["--dims", "=3"], ["--dims", "b=2x"],
+                                  ["--compare-with", "cpu", "--expect", "d"],
+                                  ["--compare-with", "cpu", "--bench", "3"]])
 def test_a_bad_command_line_exits_2(matmul, args):
     model, _, _ = matmul
     result = run(model, *args)
@@ -196,3 +198,40 @@ def test_bench_prints_the_median_and_the_spread_of_the_timed_runs(matmul):
     median, p10, p90, low, high = map(float, match.groups())
     assert low <= p10 <= median <= p90 <= high
     assert math.isfinite(high) and high > 0
+
+
+@pytest.fixture
+def add_matmul_relu(tmp_path):
+    """a = x + c, m = a @ w, y = relu(m): on tpu-sim the add is f32's (exact as the CPU
+    device's) and the matmul's products bf16's, so m is the first value that differs."""
+    rng = np.random.default_rng(11)
+    c = rng.uniform(-1, 1, (4, K)).astype(np.float32)
+    w = rng.uniform(-1, 1, (K, 16)).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"]), helper.make_node("MatMul", ["a", "w"], ["m"]),
+             helper.make_node("Relu", ["m"], ["y"])]
+    return save_model(tmp_path / "add_matmul_relu.onnx", nodes,
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, K])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                      [numpy_helper.from_array(c, "c"), numpy_helper.from_array(w, "w")])
+
+
+def test_compare_with_finds_every_value_within_the_precisions_tolerance(add_matmul_relu):
+    result = run(add_matmul_relu, "--device", "tpu-sim", "--compare-with", "cpu")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "comparing 3 values with device" in result.stdout
+    assert "at bf16 products precision" in result.stdout
+    assert "every value within tolerance" in result.stdout
+
+
+def test_compare_with_names_the_first_value_out_of_tolerance(add_matmul_relu):
+    # At no tolerance, the add (exact on both) matches and the matmul's bf16 products do
+    # not: m is named, value 2 of 3, and y, computed from it, differs too.
+    result = run(add_matmul_relu, "--device", "tpu-sim", "--compare-with", "cpu",
+                 "--rtol", "0", "--atol", "0")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "first value out of tolerance: 'm' (value 2 of 3, rtol 0, atol 0)" in result.stdout
+    assert "2 of 3 values out of tolerance" in result.stdout
+    # The same device on both sides matches bit for bit.
+    same = run(add_matmul_relu, "--device", "cpu", "--compare-with", "cpu", "--rtol", "0",
+               "--atol", "0")
+    assert same.returncode == 0, same.stdout + same.stderr

@@ -33,7 +33,7 @@ enum ExitStatus : int {
 constexpr const char* kUsage =
     "usage: phx-run-onnx MODEL.onnx [--device D | --devices D,D,...] [--inputs DIR]\n"
     "                    [--dims NAME=SIZE,...] [--expect DIR [--rtol R] [--atol A]]\n"
-    "                    [--save DIR] [--bench [RUNS]]\n"
+    "                    [--save DIR] [--bench [RUNS]] [--compare-with D [--rtol R] [--atol A]]\n"
     "  D: a device index or name (cpu, tpu-sim, npu-sim, vulkan: plugin, type or device\n"
     "     name). --device D runs on D with the CPU device for the nodes D lacks;\n"
     "     --devices takes the list as is, the first the model's device. Default: device 0.\n"
@@ -46,6 +46,10 @@ constexpr const char* kUsage =
     "  --save DIR    writes the outputs as output_<i>.pb\n"
     "  --bench RUNS  times RUNS runs (default 20) after one untimed warm-up run and\n"
     "                prints their median, p10, p90, min and max\n"
+    "  --compare-with D  runs the model on D too (with the CPU device for what D lacks)\n"
+    "                and compares every value the nodes compute, in the model's order, at\n"
+    "                the precision of the first devices; names the first one out of\n"
+    "                tolerance, where the first devices go wrong\n"
     "exit status: 0 ok, 1 a mismatch, 2 usage, 3 an error, 4 a model or device refused\n"
     "             as unsupported\n";
 
@@ -53,7 +57,7 @@ struct Options {
   std::string model;
   std::vector<std::string> devices;
   bool add_cpu = true;
-  std::string inputs, expect, save;
+  std::string inputs, expect, save, compare_with;
   std::vector<std::pair<std::string, int64_t>> dims;
   std::optional<double> rtol, atol;
   int bench_runs = 0;
@@ -120,6 +124,8 @@ Options parse(int argc, char** argv) {
       o.rtol = tolerance_value(arg, value());
     } else if (arg == "--atol") {
       o.atol = tolerance_value(arg, value());
+    } else if (arg == "--compare-with") {
+      o.compare_with = value();
     } else if (arg == "--save") {
       o.save = value();
     } else if (arg == "--bench") {
@@ -138,7 +144,10 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.model.empty()) usage_error("no model given");
-  if ((o.rtol || o.atol) && o.expect.empty()) usage_error("--rtol and --atol go with --expect");
+  if ((o.rtol || o.atol) && o.expect.empty() && o.compare_with.empty())
+    usage_error("--rtol and --atol go with --expect or --compare-with");
+  if (!o.compare_with.empty() && (!o.expect.empty() || !o.save.empty() || o.bench_runs > 0))
+    usage_error("--compare-with goes without --expect, --save and --bench");
   if (o.devices.empty()) o.devices = {"0"};
   return o;
 }
@@ -270,6 +279,57 @@ int run(phx_context context, const Options& o) {
   return mismatches == 0 ? kExitOk : kExitMismatch;
 }
 
+// --compare-with: the model on both devices with every value an output
+// (PHX_ONNX_OUTPUT_EVERY_VALUE), compared in the model's order at the precision of the
+// devices under test. The values before the first one out of tolerance, its inputs among
+// them, matched: the error is born in the node that computes it.
+int compare_devices(phx_context context, const Options& o) {
+  const std::vector<size_t> devices = resolve_devices(context, o);
+  std::vector<size_t> reference_devices = {find_device(context, o.compare_with)};
+  const size_t cpu = find_device(context, "cpu");
+  if (cpu != reference_devices[0]) reference_devices.push_back(cpu);
+  const ImportSizes sizes = import_sizes(o);
+  if (isatty(STDERR_FILENO))
+    std::fprintf(stderr, "loading and compiling %s twice, every value an output...\n",
+                 o.model.c_str());
+  OnnxSession session(context, o.model, devices, {}, sizes, PHX_ONNX_OUTPUT_EVERY_VALUE);
+  OnnxSession reference(context, o.model, reference_devices, {}, sizes,
+                        PHX_ONNX_OUTPUT_EVERY_VALUE);
+  print_placement(context, session);
+  const std::vector<HostTensor> inputs = model_inputs(session, o);
+  const std::vector<HostTensor> got = session.run(inputs);
+  const std::vector<HostTensor> want = reference.run(inputs);
+  if (got.size() != want.size())
+    throw PhxError(PHX_STATUS_INTERNAL, "the two devices' executables have " +
+                                            std::to_string(got.size()) + " and " +
+                                            std::to_string(want.size()) + " outputs");
+  const ComputePrecision precision = session.compute_precision();
+  phx_device_info reference_info = PHX_DEVICE_INFO_INIT;
+  check(phx_device_get(context, reference_devices[0], &reference_info), "describing a device");
+  std::printf("comparing %zu values with device %zu (%s) at %s precision, reduction length %lld\n",
+              got.size(), reference_devices[0], reference_info.name, precision.name.c_str(),
+              static_cast<long long>(precision.reduction_length));
+  size_t out_of_tolerance = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tolerance tolerance = precision_tolerance(want[i].dtype, precision, largest_magnitude(want[i]));
+    tolerance.rtol = o.rtol.value_or(tolerance.rtol);
+    tolerance.atol = o.atol.value_or(tolerance.atol);
+    std::string why;
+    if (outputs_match(got[i], want[i], tolerance, &why)) continue;
+    if (out_of_tolerance++ == 0)
+      std::printf(
+          "first value out of tolerance: '%s' (value %zu of %zu, rtol %.3g, atol %.3g): %s\n",
+          session.output_name(i).c_str(), i + 1, got.size(), tolerance.rtol, tolerance.atol,
+          why.c_str());
+  }
+  if (out_of_tolerance == 0) {
+    std::printf("every value within tolerance\n");
+    return kExitOk;
+  }
+  std::printf("%zu of %zu values out of tolerance\n", out_of_tolerance, got.size());
+  return kExitMismatch;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -281,7 +341,7 @@ int main(int argc, char** argv) {
   }
   int rc = kExitError;
   try {
-    rc = run(context, options);
+    rc = options.compare_with.empty() ? run(context, options) : compare_devices(context, options);
   } catch (const PhxError& e) {
     std::fprintf(stderr, "phx-run-onnx: %s\n", e.what());
     if (e.status == PHX_STATUS_UNSUPPORTED) rc = kExitUnsupported;

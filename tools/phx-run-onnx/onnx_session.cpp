@@ -179,7 +179,8 @@ HostTensor random_tensor(const phx_value_info& input, uint64_t seed) {
 
 OnnxSession::OnnxSession(phx_context context, const std::string& path,
                          const std::vector<size_t>& devices,
-                         const std::vector<HostTensor>& input_values, const ImportSizes& sizes)
+                         const std::vector<HostTensor>& input_values, const ImportSizes& sizes,
+                         uint32_t flags)
     : context_(context), device_(devices.at(0)) {
   std::vector<phx_onnx_tensor> values;
   for (const HostTensor& v : input_values) {
@@ -193,6 +194,7 @@ OnnxSession::OnnxSession(phx_context context, const std::string& path,
     values.push_back(t);
   }
   phx_onnx_options load_options = PHX_ONNX_OPTIONS_INIT;
+  load_options.flags = flags;
   load_options.input_values = values.data();
   load_options.input_value_count = values.size();
   std::vector<const char*> dim_names;
@@ -238,6 +240,12 @@ phx_value_info OnnxSession::input(size_t i) const {
   phx_value_info vi = PHX_VALUE_INFO_INIT;
   check(phx_executable_input_info(executable_, i, &vi), "describing an input");
   return vi;
+}
+
+std::string OnnxSession::output_name(size_t i) const {
+  phx_value_info vi = PHX_VALUE_INFO_INIT;
+  check(phx_executable_output_info(executable_, i, &vi), "describing an output");
+  return vi.name;
 }
 
 std::vector<NodePlacement> OnnxSession::placement() const {

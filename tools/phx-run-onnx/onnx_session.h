@@ -92,9 +92,11 @@ class OnnxSession {
  public:
   // Loads the model at path and compiles it for devices[0], with devices[1..] for the
   // nodes devices[0] lacks. input_values become constants of the model (by name:
-  // phx_onnx_options.input_values); the session's inputs are the others. Throws PhxError.
+  // phx_onnx_options.input_values); the session's inputs are the others. flags are
+  // phx_onnx_options.flags. Throws PhxError.
   OnnxSession(phx_context context, const std::string& path, const std::vector<size_t>& devices,
-              const std::vector<HostTensor>& input_values = {}, const ImportSizes& sizes = {});
+              const std::vector<HostTensor>& input_values = {}, const ImportSizes& sizes = {},
+              uint32_t flags = 0);
   ~OnnxSession();
   OnnxSession(const OnnxSession&) = delete;
   OnnxSession& operator=(const OnnxSession&) = delete;
@@ -102,6 +104,7 @@ class OnnxSession {
   size_t input_count() const { return input_count_; }
   phx_value_info input(size_t i) const;
   size_t output_count() const { return output_count_; }
+  std::string output_name(size_t i) const;
   std::vector<NodePlacement> placement() const;
 
   // Runs the executable on inputs (one per input, of its dtype) and returns the outputs.
