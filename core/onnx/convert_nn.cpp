@@ -241,15 +241,53 @@ void convert_instance_normalization(Importer& im, const onnx::NodeProto& node) {
       im.input(node, 0).elem_type);
 }
 
+namespace {
+
+// A known value transposed stays known (a mask built from constants, as Swin's).
+KnownValue known_transpose(const KnownValue& x, const std::vector<int64_t>& perm) {
+  KnownValue out;
+  out.elem_type = x.elem_type;
+  for (int64_t p : perm) out.dims.push_back(x.dims[static_cast<size_t>(p)]);
+  std::vector<int64_t> strides(x.dims.size(), 1);
+  for (size_t d = x.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * x.dims[d];
+  std::vector<int64_t> index(out.dims.size(), 0);
+  for (size_t i = 0; i < x.size(); ++i, next_index(index, out.dims)) {
+    int64_t from = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      from += index[d] * strides[static_cast<size_t>(perm[d])];
+    if (x.integral())
+      out.ints.push_back(x.ints[static_cast<size_t>(from)]);
+    else
+      out.reals.push_back(x.reals[static_cast<size_t>(from)]);
+  }
+  return out;
+}
+
+}  // namespace
+
 void convert_transpose(Importer& im, const onnx::NodeProto& node) {
-  const phx_value x = im.graph_input(node, 0);
-  const uint32_t rank = im.info(x).rank;
-  phx_transpose_params params{};
-  params.struct_size = sizeof params;
-  const std::vector<int64_t> perm = attr_ints(node, "perm");
+  const KnownValue* known = im.known_input(node, 0);
+  const uint32_t rank = known != nullptr ? static_cast<uint32_t>(known->dims.size())
+                                         : im.info(im.graph_input(node, 0)).rank;
+  std::vector<int64_t> perm = attr_ints(node, "perm");
   if (!perm.empty() && perm.size() != rank)
     im.invalid(node, "perm has " + std::to_string(perm.size()) + " entries for rank " +
                          std::to_string(rank));
+  if (known != nullptr) {
+    if (perm.empty())
+      for (uint32_t i = 0; i < rank; ++i) perm.push_back(rank - 1 - i);
+    std::vector<bool> seen(rank, false);
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank || seen[static_cast<size_t>(p)])
+        im.invalid(node, "perm is not a permutation of the dimensions");
+      seen[static_cast<size_t>(p)] = true;
+    }
+    im.define_known(node, 0, known_transpose(*known, perm));
+    return;
+  }
+  const phx_value x = im.graph_input(node, 0);
+  phx_transpose_params params{};
+  params.struct_size = sizeof params;
   for (uint32_t i = 0; i < rank; ++i)
     params.perm[i] = perm.empty() ? rank - 1 - i : static_cast<uint32_t>(perm[i]);
   im.define(node, 0, im.add_node(node, PHX_OP_TRANSPOSE, &params, {x})[0],

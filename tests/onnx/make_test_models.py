@@ -99,6 +99,44 @@ def old_opset(folder, rng):
               [("x", x), ("b", b)], [("y", y.astype(np.float32))], opset=6)
 
 
+def known_mask(folder, rng):
+    """A mask built from constants as torchvision's Swin builds its shifted-window attention
+    mask: zeros, rows picked by slices of a Range (one of them empty), updates expanded
+    from a scalar, ScatterND, Transpose; all known at import, then added to x. And Dropout
+    in training mode with ratio 0, as Swin calls it, with its mask output named: the
+    identity, the mask too big to be known (more than 65,536 elements)."""
+    const = lambda name, v: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=numpy_helper.from_array(np.array(v), name))
+    nodes = [const("shape", np.array([6, 6], np.int64)),
+             helper.make_node("ConstantOfShape", ["shape"], ["zeros"],
+                              value=numpy_helper.from_array(np.zeros(1, np.float32))),
+             const("start", np.int64(0)), const("limit", np.int64(6)), const("delta", np.int64(1)),
+             helper.make_node("Range", ["start", "limit", "delta"], ["rows"]),
+             const("s0", np.array([0], np.int64)), const("e0", np.array([-6], np.int64)),
+             helper.make_node("Slice", ["rows", "s0", "e0"], ["none"]),
+             const("s1", np.array([4], np.int64)), const("e1", np.array([6], np.int64)),
+             helper.make_node("Slice", ["rows", "s1", "e1"], ["last_two"]),
+             helper.make_node("Concat", ["none", "last_two"], ["picked"], axis=0),
+             const("axis1", np.array([1], np.int64)),
+             helper.make_node("Unsqueeze", ["picked", "axis1"], ["indices"]),
+             const("seven", np.full((1, 1), 7, np.float32)),
+             const("update_shape", np.array([2, 6], np.int64)),
+             helper.make_node("Expand", ["seven", "update_shape"], ["updates"]),
+             helper.make_node("ScatterND", ["zeros", "indices", "updates"], ["mask"]),
+             helper.make_node("Transpose", ["mask"], ["mask_t"], perm=[1, 0]),
+             helper.make_node("Add", ["x", "mask_t"], ["y"])]
+    x = rng.uniform(-1, 1, (6, 6)).astype(np.float32)
+    mask_t = np.zeros((6, 6))
+    mask_t[:, 4:] = 7
+    node_test(folder, "known_mask_as_swin_builds_it", nodes, [("x", x)],
+              [("y", (x.astype(np.float64) + mask_t).astype(np.float32))])
+    big = rng.uniform(-1, 1, (2, 33000)).astype(np.float32)
+    node_test(folder, "dropout_training_ratio_0",
+              [const("ratio", np.float32(0)), const("training", np.bool_(True)),
+               helper.make_node("Dropout", ["x", "ratio", "training"], ["y", "unread_mask"])],
+              [("x", big)], [("y", big)])
+
+
 def hard_activations(folder, rng):
     """HardSigmoid with attributes of its own and HardSwish at opset 17, as MobileNetV3's
     export holds them (ONNX's own HardSigmoid tests are opset 6)."""
@@ -490,6 +528,7 @@ def main():
     range_of_inputs(folder)
     hard_activations(folder, rng)
     old_opset(folder, rng)
+    known_mask(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
