@@ -25,6 +25,7 @@ struct NamedPass {
 constexpr NamedPass kPasses[] = {
     {"remove_dead_nodes", remove_dead_nodes},
     {"fuse_attention", fuse_attention},
+    {"fuse_qdq", fuse_qdq},
     {"fuse_matmul_epilogues", fuse_matmul_epilogues},
     {"fuse_norms", fuse_norms},
     {"calibrate", calibrate},

@@ -82,6 +82,15 @@ void remove_dead_nodes(Program& program);
 // where the device the first matmul goes to runs it. Unless PHX_COMPILE_NO_FUSION.
 void fuse_attention(Program& program);
 
+// pass_qdq_fusion.cpp: a conv2d or matmul of two dequantized operands (a per tensor; b i8,
+// per tensor or per output channel; a bias, if any, an i32 dequantized with a_scale *
+// b_scale) whose result, after a relu, a quantize alone reads (per tensor), as QDQ models
+// are written, becomes qconv2d or qmatmul from the integers to the quantize's output, where
+// the device it goes to is the float node's or one the program lists before it (the NPU
+// runs the integer op, not the float one); the dequantizes no other node reads go too.
+// Unless PHX_COMPILE_NO_FUSION.
+void fuse_qdq(Program& program);
+
 // pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias of its output's shape takes the
 // bias, and a matmul or conv2d whose only reader (after the bias) is relu, gelu or silu takes
 // the activation, where the device the node goes to runs the fused node; the absorbed nodes are

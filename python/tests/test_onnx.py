@@ -220,3 +220,48 @@ def test_an_onnx_model_is_calibrated_for_the_npu_saved_and_loaded(tmp_path, rng)
     # phynexus.onnx.load with calibration_data is the same compile.
     same = phynexus.onnx.load(path, device="npu", calibration_data=batches)
     np.testing.assert_array_equal(same(x).numpy(), optimized(x).numpy())
+
+
+def test_a_qdq_model_runs_its_conv_as_int8_on_the_cpu_and_the_npu(tmp_path, rng):
+    """A conv between QuantizeLinear and DequantizeLinear nodes, as quantization tools
+    write QDQ models (u8 activations, i8 weights per output channel, an i32 bias): the
+    compile runs it as one qconv2d, on the CPU device and on the NPU, within one output
+    step of the QDQ graph's meaning in float64."""
+    xs, xz, ys, yz = np.float32(0.02), np.uint8(128), np.float32(0.05), np.uint8(100)
+    w = rng.integers(-127, 128, (4, 2, 3, 3)).astype(np.int8)
+    ws = np.array([0.01, 0.02, 0.015, 0.03], np.float32)
+    b = rng.integers(-500, 500, 4).astype(np.int32)
+    bs = (xs * ws).astype(np.float32)
+    scalars = [numpy_helper.from_array(np.array(v), n)
+               for v, n in ((xs, "xs"), (xz, "xz"), (ys, "ys"), (yz, "yz"))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws"], ["wd"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    path = save(tmp_path, nodes,
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])],
+                scalars + [numpy_helper.from_array(a, n)
+                           for a, n in ((w, "w"), (ws, "ws"), (b, "b"), (bs, "bs"))])
+    x = rng.uniform(-2, 2, (1, 2, 6, 6)).astype(np.float32)
+    xd = (np.clip(np.rint(x / xs) + 128, 0, 255) - 128) * np.float64(xs)
+    padded = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    wd = w.astype(np.float64) * ws.reshape(-1, 1, 1, 1)
+    c = np.zeros((1, 4, 6, 6)) + (b * bs.astype(np.float64)).reshape(1, -1, 1, 1)
+    for i in range(3):
+        for j in range(3):
+            c += np.einsum("nchw,oc->nohw", padded[:, :, i:i + 6, j:j + 6], wd[:, :, i, j])
+    want = (np.clip(np.rint(np.maximum(c, 0) / ys) + 100, 0, 255) - 100) * np.float64(ys)
+    for device in ("cpu", "npu"):
+        if device == "npu" and not phynexus.npu.is_available():
+            continue
+        model = phynexus.onnx.load(path, device=device)
+        convs = [n for n in model.nodes() if "conv" in n["name"]]
+        assert [n["op"] for n in convs] == ["qconv2d"], model.nodes()
+        assert convs[0]["device"] == model.device.index
+        # One step of y: where the float path's sum would round the other way.
+        assert np.abs(model(x).numpy() - want).max() <= ys * 1.001, device
