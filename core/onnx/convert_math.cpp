@@ -216,6 +216,66 @@ void convert_where(Importer& im, const onnx::NodeProto& node) {
       im.input(node, 1).elem_type);
 }
 
+// Trilu: the upper (upper 1, the default) or lower triangle of the last two dimensions
+// from diagonal k (input 1, known; 0 when left out), the rest zero. A known value stays
+// known (the causal mask a decoder builds with torch.triu); a graph value with static last
+// two dimensions becomes where(the triangle, known, x, 0).
+void convert_trilu(Importer& im, const onnx::NodeProto& node) {
+  const bool upper = attr_int(node, "upper", 1) != 0;
+  int64_t k = 0;
+  if (im.has_input(node, 1)) {
+    const KnownValue* diagonal = im.known_input(node, 1);
+    if (diagonal == nullptr || diagonal->size() != 1)
+      im.unsupported(node, "k must be one value known at import");
+    k = diagonal->int_at(0);
+  }
+  const KnownValue* known = im.known_input(node, 0);
+  std::vector<int64_t> dims;
+  if (known != nullptr) {
+    dims = known->dims;
+  } else {
+    const phx_value_info vi = im.info(im.graph_input(node, 0));
+    dims.assign(vi.shape, vi.shape + vi.rank);
+  }
+  if (dims.size() < 2) im.invalid(node, "x needs rank >= 2");
+  const int64_t rows = dims[dims.size() - 2], columns = dims.back();
+  if (rows == PHX_DIM_DYNAMIC || columns == PHX_DIM_DYNAMIC)
+    im.needs_sizes(node, "a triangle of a dynamic dimension");
+  // k is the model's: compared, never computed with, so any value is safe.
+  auto kept = [&](int64_t e) {
+    const int64_t i = e / columns % rows, j = e % columns;
+    return upper ? j - i >= k : j - i <= k;
+  };
+  if (known != nullptr) {
+    KnownValue out = *known;
+    for (size_t e = 0; e < out.size(); ++e)
+      if (!kept(static_cast<int64_t>(e))) (out.integral() ? out.ints[e] = 0 : out.reals[e] = 0);
+    im.define_known(node, 0, std::move(out));
+    return;
+  }
+  // The mask is built as int64 at import, then kept as a constant of a byte per element:
+  // up to 2^22 elements (a causal mask of 2,048 positions: 32 MiB while importing);
+  // a model asking more is refused before anything is allocated.
+  const int64_t count = element_count({rows, columns}, im.describe(node));
+  if (count > (int64_t{1} << 22)) im.unsupported(node, "a triangle of more than 2^22 elements");
+  std::vector<int64_t> triangle(static_cast<size_t>(count));
+  for (size_t e = 0; e < triangle.size(); ++e) triangle[e] = kept(static_cast<int64_t>(e)) ? 1 : 0;
+  KnownValue zero;
+  zero.elem_type = im.input(node, 0).elem_type;
+  zero.dims = {1};
+  if (is_integral(zero.elem_type))
+    zero.ints = {0};
+  else
+    zero.reals = {0.0};
+  const phx_value mask =
+      im.constant(known_ints(onnx::TensorProto::BOOL, {rows, columns}, std::move(triangle)),
+                  node.name() + " triangle");
+  im.define(node, 0,
+            im.add_node(node, PHX_OP_WHERE, nullptr,
+                        {mask, im.graph_input(node, 0), im.constant(zero, node.name() + " 0")})[0],
+            im.input(node, 0).elem_type);
+}
+
 // Booleans are u8 0 or 1: and is their min, or their max, xor their inequality.
 void convert_and(Importer& im, const onnx::NodeProto& node) {
   chain(im, node, PHX_OP_MIN, onnx::TensorProto::BOOL);

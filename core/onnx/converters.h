@@ -50,6 +50,7 @@ void convert_greater(Importer&, const onnx::NodeProto&);
 void convert_less_or_equal(Importer&, const onnx::NodeProto&);
 void convert_greater_or_equal(Importer&, const onnx::NodeProto&);
 void convert_where(Importer&, const onnx::NodeProto&);
+void convert_trilu(Importer&, const onnx::NodeProto&);
 void convert_and(Importer&, const onnx::NodeProto&);
 void convert_or(Importer&, const onnx::NodeProto&);
 void convert_xor(Importer&, const onnx::NodeProto&);

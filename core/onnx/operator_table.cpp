@@ -101,6 +101,7 @@ constexpr OperatorEntry kOperators[] = {
     {"Tanh", convert_tanh},
     {"Tile", convert_tile},
     {"Transpose", convert_transpose},
+    {"Trilu", convert_trilu},
     {"Unsqueeze", convert_unsqueeze},
     {"Upsample", convert_upsample},
     {"Where", convert_where},

@@ -137,6 +137,34 @@ def known_mask(folder, rng):
               [("x", big)], [("y", big)])
 
 
+def trilu_tests(folder, rng):
+    """Trilu (opset 14), which torch.triu and torch.tril export: the upper triangle from
+    diagonal 1 and the lower from diagonal -1 of a graph input (a where with a known
+    mask), and a decoder's causal mask, -inf above the diagonal, built from constants and
+    added to x (computed at import)."""
+    x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    rows, columns = np.indices((3, 4))
+    for name, upper, k in (("trilu_upper_k1", 1, 1), ("trilu_lower_k_minus_1", 0, -1)):
+        kept = (columns - rows >= k) if upper else (columns - rows <= k)
+        node_test(folder, name,
+                  [helper.make_node("Constant", [], ["k"],
+                                    value=numpy_helper.from_array(np.array(k, np.int64), "k")),
+                   helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)],
+                  [("x", x)], [("y", np.where(kept, x, 0).astype(np.float32))])
+    s = rng.uniform(-1, 1, (4, 4)).astype(np.float32)
+    mask = np.triu(np.full((4, 4), -np.inf, np.float32), 1)
+    node_test(folder, "trilu_causal_mask_known_at_import",
+              [helper.make_node("Constant", [], ["shape"],
+                                value=numpy_helper.from_array(np.array([4, 4], np.int64), "shape")),
+               helper.make_node("ConstantOfShape", ["shape"], ["full"],
+                                value=numpy_helper.from_array(np.array([-np.inf], np.float32))),
+               helper.make_node("Constant", [], ["one"],
+                                value=numpy_helper.from_array(np.array(1, np.int64), "one")),
+               helper.make_node("Trilu", ["full", "one"], ["mask"]),
+               helper.make_node("Add", ["s", "mask"], ["y"])],
+              [("s", s)], [("y", s + mask)])
+
+
 def hard_activations(folder, rng):
     """HardSigmoid with attributes of its own and HardSwish at opset 17, as MobileNetV3's
     export holds them (ONNX's own HardSigmoid tests are opset 6)."""
@@ -529,6 +557,7 @@ def main():
     hard_activations(folder, rng)
     old_opset(folder, rng)
     known_mask(folder, rng)
+    trilu_tests(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:
