@@ -245,4 +245,27 @@ void convert_conv_integer(Importer& im, const onnx::NodeProto& node) {
             onnx::TensorProto::INT32);
 }
 
+// qconv2d requantized to y's type, B (i32 with the scale x_scale * w_scale) its bias.
+void convert_qlinear_conv(Importer& im, const onnx::NodeProto& node) {
+  phx_value w = PHX_VALUE_NONE, w_zp = PHX_VALUE_NONE;
+  signed_weights(im, node, 3, 5, w, w_zp);
+  const phx_value x = im.graph_input(node, 0);
+  if (im.info(x).rank != 4) im.unsupported(node, "an integer convolution that is not 2-D");
+  phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+  conv_attributes(im, node, params);
+  const int32_t out_type = im.input(node, 7).elem_type;
+  const std::vector<phx_value> inputs = {
+      x,
+      w,
+      im.graph_input(node, 1),
+      zero_point_input(im, node, 2),
+      im.graph_input(node, 4),
+      w_zp,
+      im.has_input(node, 8) ? im.graph_input(node, 8) : PHX_VALUE_NONE,
+      im.graph_input(node, 6),
+      zero_point_input(im, node, 7)};
+  im.define(node, 0, im.add_node(node, PHX_OP_QCONV2D, &params, inputs, 1, {dtype_of(out_type)})[0],
+            out_type);
+}
+
 }  // namespace phx::onnx_import

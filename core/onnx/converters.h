@@ -129,6 +129,7 @@ void convert_quantize_linear(Importer&, const onnx::NodeProto&);
 void convert_dequantize_linear(Importer&, const onnx::NodeProto&);
 void convert_dynamic_quantize_linear(Importer&, const onnx::NodeProto&);
 void convert_matmul_integer(Importer&, const onnx::NodeProto&);
+void convert_qlinear_conv(Importer&, const onnx::NodeProto&);
 void convert_qlinear_matmul(Importer&, const onnx::NodeProto&);
 void convert_conv_integer(Importer&, const onnx::NodeProto&);
 

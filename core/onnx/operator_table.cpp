@@ -68,6 +68,7 @@ constexpr OperatorEntry kOperators[] = {
     {"PRelu", convert_prelu},
     {"Pad", convert_pad},
     {"Pow", convert_pow},
+    {"QLinearConv", convert_qlinear_conv},
     {"QLinearMatMul", convert_qlinear_matmul},
     {"QuantizeLinear", convert_quantize_linear},
     {"Range", convert_range},
