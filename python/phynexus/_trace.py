@@ -80,7 +80,7 @@ class Symbol:
     def __init__(self, tracer, value):
         self.tracer = tracer
         self.value = value
-        dtype_id, shape = tracer.graph.value_info(value)
+        dtype_id, shape, _ = tracer.graph.value_info(value)
         self.dtype = _dtypes.BY_ID[dtype_id]
         self.shape = tuple(shape)
 

@@ -5,6 +5,8 @@ the nodes it lacks, as phynexus.compile does. The result is called with the mode
 
 from collections import OrderedDict
 
+import numpy as np
+
 from . import _phynexus
 from ._compile import (_PLACEMENT, Compiled, _as_input, _examples, flag_bits,
                        other_device_indices)
@@ -86,3 +88,115 @@ class Specialized:
 def _compile(path, target, dims, shapes, compile_args):
     graph = _phynexus.load_onnx(target.context, str(path), dict(dims or {}), shapes, 0)
     return graph.compile(target.index, *compile_args)
+
+
+# phx_onnx_options.flags: every value the nodes compute an output, in node order (onnx.h).
+_OUTPUT_EVERY_VALUE = 0x2
+# Per float dtype: its unit roundoff, and the tolerance it is held to at the least (rtol,
+# atol): docs/onnx.md, "Tolerances", as phx-run-onnx derives them.
+_UNIT_ROUNDOFF = {"f32": 2.0**-24, "f16": 2.0**-11, "bf16": 2.0**-8}
+_FLOOR = {"f32": (1e-3, 1e-7), "f16": (4 * 2.0**-11, 1e-3), "bf16": (4 * 2.0**-8, 1e-2)}
+_PRODUCT_PRECISION = {"bf16": (2.0**-8, "bf16 products"), "bf16x3": (2.0**-16, "bf16x3 products")}
+
+
+class Comparison:
+    """What compare found: names (every value, in the model's order), within (per value,
+    whether it is within tolerance), first (the first value out of tolerance, None when
+    none is), precision (the tested devices', e.g. "bf16 products") and reduction_length."""
+
+    def __init__(self, names, within, precision, reduction_length):
+        self.names, self.within = names, within
+        self.precision, self.reduction_length = precision, reduction_length
+        self.first = next((n for n, ok in zip(names, within) if not ok), None)
+
+    def __bool__(self):
+        return self.first is None
+
+    def __repr__(self):
+        found = "every value within tolerance" if self.first is None else (
+            f"first value out of tolerance: {self.first!r}")
+        return f"<phynexus.onnx.Comparison of {len(self.names)} values: {found}>"
+
+
+def compare(path, inputs, device, reference="cpu", rtol=None, atol=None, dims=None,
+            input_shapes=None):
+    """Where device goes wrong, as phx-run-onnx --compare-with finds it: the model at path
+    run on device and on reference (each with the other devices for the nodes it lacks),
+    every value its nodes compute an output, compared in the model's order with
+    reference's as the expected values, at the precision device computes in (or rtol,
+    atol). inputs: the model's inputs (arrays or tensors, in its input order). Returns a
+    Comparison; .first names the first value out of tolerance."""
+    inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    runs = []
+    for name in (device, reference):
+        target = _device(name)
+        shapes = [(n, [int(d) for d in shape]) for n, shape in (input_shapes or {}).items()]
+        graph = _phynexus.load_onnx(target.context, str(path), dict(dims or {}), shapes,
+                                    _OUTPUT_EVERY_VALUE)
+        executable = graph.compile(target.index, 0,
+                                   other_device_indices("all", target), _PLACEMENT["first"],
+                                   [], 0)
+        compiled = Compiled(executable, target)
+        outputs = compiled(*inputs)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        runs.append((graph, compiled, [(t.dtype.name, t.numpy()) for t in outputs]))
+    graph, compiled, got = runs[0]
+    want = runs[1][2]
+    unit_roundoff, precision = _precision(compiled)
+    k = _reduction_length(graph)
+    within = []
+    for (dtype, g), (_, w) in zip(got, want):
+        if g.shape != w.shape:
+            within.append(False)
+            continue
+        if dtype not in _UNIT_ROUNDOFF:  # integers are exact
+            within.append(bool(np.array_equal(g, w)))
+            continue
+        floor_rtol, floor_atol = _FLOOR[dtype]
+        w64, g64 = w.astype(np.float64), g.astype(np.float64)
+        finite = w64[np.isfinite(w64)]
+        scale = max(1.0, float(np.abs(finite).max()) if finite.size else 0.0)
+        r = max(floor_rtol, 4 * (_UNIT_ROUNDOFF[dtype] + unit_roundoff)) if rtol is None else rtol
+        a = (max(floor_atol, (k * 2.0**-23 + 4 * unit_roundoff) * scale) if atol is None
+             else atol)
+        close = (np.abs(g64 - w64) <= a + r * np.abs(w64)) | (g64 == w64)
+        close |= np.isnan(g64) & np.isnan(w64)
+        within.append(bool(close.all()))
+    names = compiled.info["outputs"]
+    return Comparison(names, within, precision, k)
+
+
+def _precision(compiled):
+    """The unit roundoff of what compiled's products are computed from where coarser than
+    f32's, and its name, as phx-run-onnx's compute_precision."""
+    unit_roundoff, name = 0.0, "f32"
+    context = compiled.device.context
+    for node in compiled.nodes():
+        candidates = []
+        if node["compute_dtype"] in ("f16", "bf16"):
+            candidates.append((_UNIT_ROUNDOFF[node["compute_dtype"]], node["compute_dtype"]))
+        if node["op"] in ("matmul", "conv2d", "conv_transpose2d"):
+            products = _device(node["device"], context).properties.get("matmul_precision")
+            if products in _PRODUCT_PRECISION:
+                candidates.append(_PRODUCT_PRECISION[products])
+        for u, label in candidates:
+            if u > unit_roundoff:
+                unit_roundoff, name = u, label
+    return unit_roundoff, name
+
+
+def _reduction_length(graph):
+    """An upper bound of the longest sum an element takes: the largest static dimension of
+    any value of graph, or of any constant's element count over its first dimension (a
+    weight's fan-in), as phx-run-onnx's. The graph numbers its values from 0."""
+    k, value = 1, 0
+    while True:
+        try:
+            _, shape, kind = graph.value_info(value)
+        except _phynexus.NotFoundError:
+            return k
+        static = [d for d in shape if d >= 0]
+        k = max([k] + static)
+        if kind == 1 and len(shape) >= 2 and shape[0] > 0 and len(static) == len(shape):
+            k = max(k, int(np.prod(shape)) // shape[0])
+        value += 1

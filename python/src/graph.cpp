@@ -98,11 +98,13 @@ std::vector<phx_value> add_node(Graph& self, const std::string& name, uint32_t o
   return outputs;
 }
 
+// (dtype, shape, kind): kind 0 an input, 1 a constant, 2 a node's output (phx_value_kind).
 py::tuple value_info(Graph& self, phx_value value) {
   phx_value_info info = PHX_VALUE_INFO_INIT;
   check(phx_graph_value_info(self.graph, value, &info));
   return py::make_tuple(static_cast<int>(info.dtype),
-                        std::vector<int64_t>(info.shape, info.shape + info.rank));
+                        std::vector<int64_t>(info.shape, info.shape + info.rank),
+                        static_cast<int>(info.kind));
 }
 
 ExecutablePtr compile(Graph& self, size_t device, uint32_t flags,
@@ -204,6 +206,13 @@ py::dict describe(Executable& self) {
     nodes.append(entry);
   }
   out["nodes"] = nodes;
+  py::list outputs;
+  for (size_t i = 0; i < info.output_count; ++i) {
+    phx_value_info output = PHX_VALUE_INFO_INIT;
+    check(phx_executable_output_info(self.executable, i, &output));
+    outputs.append(output.name);
+  }
+  out["outputs"] = outputs;
   return out;
 }
 

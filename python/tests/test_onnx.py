@@ -265,3 +265,30 @@ def test_a_qdq_model_runs_its_conv_as_int8_on_the_cpu_and_the_npu(tmp_path, rng)
         assert convs[0]["device"] == model.device.index
         # One step of y: where the float path's sum would round the other way.
         assert np.abs(model(x).numpy() - want).max() <= ys * 1.001, device
+
+
+def test_compare_names_where_a_device_leaves_the_reference(tmp_path, rng):
+    """phynexus.onnx.compare as phx-run-onnx --compare-with: a = x + c, m = a @ w,
+    y = relu(m); on tpu-sim the add is f32's (exact as the CPU device's) and the matmul's
+    products bf16's. At its precision every value is within tolerance; at none, m is the
+    first value out of it."""
+    if not phynexus.tpu.is_available():
+        pytest.skip("no TPU device")
+    k = 64
+    c = rng.uniform(-1, 1, (4, k)).astype(np.float32)
+    w = rng.uniform(-1, 1, (k, 16)).astype(np.float32)
+    path = save(tmp_path,
+                [helper.make_node("Add", ["x", "c"], ["a"]),
+                 helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, k])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                [numpy_helper.from_array(c, "c"), numpy_helper.from_array(w, "w")])
+    x = rng.uniform(-1, 1, (4, k)).astype(np.float32)
+    result = phynexus.onnx.compare(path, x, device="tpu-sim")
+    assert result.names == ["a", "m", "y"]
+    assert result.precision == "bf16 products" and result.reduction_length == k
+    assert result and result.first is None and all(result.within)
+    strict = phynexus.onnx.compare(path, x, device="tpu-sim", rtol=0, atol=0)
+    assert not strict and strict.first == "m"
+    assert strict.within == [True, False, False]
+    assert phynexus.onnx.compare(path, x, device="cpu", rtol=0, atol=0)
