@@ -68,13 +68,19 @@ def _default_device(model, example_inputs):
     return parameters[0].device if parameters else _device("cpu")
 
 
-def record(model, examples, context):
-    """The graph of model called on inputs shaped as examples."""
+def record(model, examples, context, dynamic_batch=False):
+    """The graph of model called on inputs shaped as examples; with dynamic_batch, their
+    first dimension is dynamic, one size "batch" for all in a run."""
     tracer = Tracer(context)
     if hasattr(model, "named_modules"):
         for path, module in model.named_modules():
             object.__setattr__(module, "_path", path or type(module).__name__)
-    symbols = [tracer.input(f"input{i}", x.dtype, x.shape) for i, x in enumerate(examples)]
+    symbols = []
+    for i, x in enumerate(examples):
+        shape, names = list(x.shape), [""] * len(x.shape)
+        if dynamic_batch and shape:
+            shape[0], names[0] = -1, "batch"
+        symbols.append(tracer.input(f"input{i}", x.dtype, shape, names))
     outputs = model(*symbols)
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     for i, output in enumerate(outputs):
@@ -104,17 +110,19 @@ def flag_bits(flags):
 
 
 def compile(model, example_inputs, device=None, other_devices="all", placement="first",
-            flags=(), calibration_data=None):
+            flags=(), calibration_data=None, dynamic_batch=False):
     """model (a phynexus.nn module, or any callable of phynexus ops) recorded on inputs
     like example_inputs (a tensor or array, or a tuple of them) and compiled for device
     (default: the first example's when it is a tensor, else the model's). Nodes the device lacks go to other_devices ("all":
     every other device of the context, in index order; or a list). flags: names of
     PHX_COMPILE_* flags ("no_fusion", "deterministic", ...). calibration_data: batches of
-    inputs (each an input or a tuple of them) to calibrate with (docs/graphs.md)."""
+    inputs (each an input or a tuple of them) to calibrate with (docs/graphs.md).
+    dynamic_batch: the inputs' first dimension is dynamic, so that the result runs any
+    batch size (a model that reads its inputs' shapes may refuse it)."""
     target = _device(device) if device is not None else _default_device(model, example_inputs)
     examples = _examples(example_inputs, target)
     context = target.context
-    tracer = record(model, examples, context)
+    tracer = record(model, examples, context, dynamic_batch)
     others = other_device_indices(other_devices, target)
     samples = []
     sample_count = 0
@@ -152,7 +160,13 @@ def optimize_for_npu(model, calibration_data, precision="int8", device="npu"):
     if isinstance(model, (str, os.PathLike)):  # an ONNX model's path
         from . import onnx
         return onnx.load(model, device=npu, calibration_data=batches)
-    return compile(model, batches[0], device=npu, calibration_data=batches)
+    # Any batch size, as the calibration batches' (a model that reads its inputs' shapes
+    # keeps theirs).
+    try:
+        return compile(model, batches[0], device=npu, calibration_data=batches,
+                       dynamic_batch=True)
+    except _phynexus.InvalidArgumentError:
+        return compile(model, batches[0], device=npu, calibration_data=batches)
 
 
 

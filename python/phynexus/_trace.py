@@ -36,8 +36,10 @@ class Tracer:
         self._names[name] = count + 1
         return name if count == 0 else f"{name}{count + 1}"
 
-    def input(self, name, dtype, shape):
-        value = self.graph.add_input(name, dtype.id, list(shape))
+    def input(self, name, dtype, shape, dim_names=()):
+        """An input of the graph; a size of -1 is dynamic, named by dim_names (a name per
+        dimension, "" for none) when given."""
+        value = self.graph.add_input(name, dtype.id, list(shape), list(dim_names))
         return Symbol(self, value)
 
     def constant_tensor(self, tensor, name=""):

@@ -44,13 +44,19 @@ GraphPtr new_graph(const ContextPtr& context) {
   return graph;
 }
 
+// dim_names: empty, or a name per dimension ("" for none) of its dynamic dimensions (-1).
 phx_value add_input(Graph& self, const std::string& name, int dtype,
-                    const std::vector<int64_t>& shape) {
+                    const std::vector<int64_t>& shape, const std::vector<std::string>& dim_names) {
+  if (!dim_names.empty() && dim_names.size() != shape.size())
+    raise_error(PHX_STATUS_INVALID_ARGUMENT, "phynexus: add_input: a dim name per dimension");
+  std::vector<const char*> names;
+  for (const std::string& n : dim_names) names.push_back(n.empty() ? nullptr : n.c_str());
   phx_graph_input_desc desc = PHX_GRAPH_INPUT_DESC_INIT;
   desc.name = name.c_str();
   desc.dtype = static_cast<phx_dtype>(dtype);
   desc.rank = shape.size();
   desc.shape = shape.data();
+  desc.dim_names = names.empty() ? nullptr : names.data();
   phx_value value = 0;
   check(phx_graph_add_input(self.graph, &desc, &value));
   return value;
@@ -294,7 +300,8 @@ void bind_graph(py::module_& module) {
 #endif
   py::class_<Graph, GraphPtr>(module, "Graph")
       .def(py::init(&new_graph))
-      .def("add_input", &add_input)
+      .def("add_input", &add_input, py::arg("name"), py::arg("dtype"), py::arg("shape"),
+           py::arg("dim_names") = std::vector<std::string>())
       .def("add_constant", &add_constant)
       .def("add_constant_tensor", &add_constant_tensor)
       .def("add_node", &add_node)
