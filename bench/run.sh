@@ -18,7 +18,9 @@
 # machine's cores); for bench_onnx the import of a 100 MB model against reading its file,
 # and an imported CNN on the CPU device against the same network with OpenBLAS; and, with
 # the Python package built, a tiny op from Python against C (python_overhead.py) and numpy
-# sharing memory with CPU tensors against copying (python_host_memory.py); and, with
+# sharing memory with CPU tensors against copying (python_host_memory.py), and real models
+# exported by torch on the CPU device against ONNX Runtime (bench/models/run.sh: optional,
+# python3-torch and onnxruntime-node in build/ort); and, with
 # libphynexus_mpi built, all_reduce over 4 MPI processes against MPI_Allreduce (bench_mpi,
 # under mpirun).
 #
@@ -54,7 +56,7 @@ targets=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph 
 target_list=$(cmake --build --preset default --target help)
 # bench_onnx exists when libphynexus_onnx is built (libonnx-dev found).
 have_onnx=$(grep -c '^bench_onnx:' <<<"$target_list" || true)
-[ "$have_onnx" -gt 0 ] && targets+=(bench_onnx bench_onnx_models)
+[ "$have_onnx" -gt 0 ] && targets+=(bench_onnx bench_onnx_models phx-run-onnx)
 # bench_vulkan exists when the Vulkan plugin is built (the Vulkan loader and glslang found).
 have_vulkan=$(grep -c '^bench_vulkan:' <<<"$target_list" || true)
 [ "$have_vulkan" -gt 0 ] && targets+=(bench_vulkan phx_plugin_vulkan)
@@ -89,6 +91,8 @@ programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
 [ "$have_mpi" -gt 0 ] && programs+=(bench_mpi)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
+# Real models exported by torch, on the CPU device against ONNX Runtime (bench/models/).
+[ "$have_python" -gt 0 ] && [ "$have_onnx" -gt 0 ] && programs+=(models)
 
 # The progress line, as phx/progress.h (base/progress) draws it for the library and the C++
 # tools: on a terminal, without CI, and unless PHX_PROGRESS=0 or PHX_LOG_LEVEL=off.
@@ -117,6 +121,8 @@ run_program() {
     command=(env PYTHONPATH=build/python "$python" bench/python_overhead.py build)
   [ "$name" = python_host_memory ] &&
     command=(env PYTHONPATH=build/python "$python" bench/python_host_memory.py)
+  [ "$name" = models ] &&
+    command=(bash bench/models/run.sh "$python" build/bench-models "$out/models.json")
   # 4 ranks whatever the cores (issue 18's figure), as root too (CI), on shared memory.
   [ "$name" = bench_mpi ] &&
     command=("$mpiexec" -np 4 --oversubscribe --allow-run-as-root --bind-to none
