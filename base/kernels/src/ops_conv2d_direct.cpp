@@ -4,7 +4,10 @@
 // im2col writes K copies of the image. Each output row is computed from a zero-padded copy
 // of the image's group instead (no bounds tests): a block of kOutBlock channels times a tile
 // of pixels of accumulators, in registers, takes K multiply-adds, each a broadcast weight
-// times the tile's input values at a fixed offset.
+// times the tile's input values at a fixed offset. With a stride s along the width, the
+// copy splits each row into s phases (column c at c / s of phase c % s), so that a tap's
+// values for consecutive output pixels are consecutive there too: the stride-2 depthwise
+// layers of MobileNet and EfficientNet take the same tiles.
 //
 // The vectors follow the instruction set that gemm_isa() names (PHX_CPU_ISA caps it): a
 // tile is 2 zmm per channel (32 pixels) with AVX-512, 2 ymm with AVX2 + FMA, 2 xmm
@@ -111,8 +114,7 @@ RowsFn rows_for(std::string_view isa) {
 bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype) {
   // A pointwise convolution is left to the gemm, which reads x itself there: faster with
   // many output channels (32 -> 128 of 56x56: 0.40 ms against 0.70 directly).
-  return !g.nhwc && dtype == PHX_DTYPE_F32 && g.stride_w == 1 && g.patch() <= kMaxPatch &&
-         !g.is_pointwise();
+  return !g.nhwc && dtype == PHX_DTYPE_F32 && g.patch() <= kMaxPatch && !g.is_pointwise();
 }
 
 void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
@@ -120,14 +122,17 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
   const RowsFn run_rows = rows_for(isa != nullptr ? isa : gemm_isa());
   const int64_t patch = g.patch(), pixels = g.pixels_out();
   // The padded image: per channel the rows and columns the windows reach, from -pad_top
-  // and -pad_left; 32 more values, which the last row's last tile reads past its end.
+  // and -pad_left, each row as stride_w phases of wps columns; 32 more values, which the
+  // last row's last tile reads past its end.
+  const int64_t s = g.stride_w;
   const int64_t hp = (g.h_out - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1;
-  const int64_t wp = g.w_out + (g.kw - 1) * g.dil_w, plane = hp * wp;
+  const int64_t wp = (g.w_out - 1) * s + (g.kw - 1) * g.dil_w + 1, wps = (wp + s - 1) / s;
+  const int64_t row = s * wps, plane = hp * row;
   std::vector<float> padded(static_cast<size_t>(g.c_in * plane + 32), 0.0f);
   std::vector<int64_t> off(static_cast<size_t>(patch));  // of each tap (c, i, j) of a group
   for (int64_t r = 0; r < patch; ++r) {
-    const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, j = r % g.kw;
-    off[r] = c * plane + i * g.dil_h * wp + j * g.dil_w;
+    const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, column = r % g.kw * g.dil_w;
+    off[r] = c * plane + i * g.dil_h * row + column % s * wps + column / s;
   }
   // Input columns [iw0, iw1) land in the padded rows (those right of wp are never read).
   const int64_t iw0 = std::max<int64_t>(0, -g.pad_left), iw1 = std::min(g.w, wp - g.pad_left);
@@ -142,7 +147,15 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
           const int64_t ih = r - g.pad_top;
           if (ih < 0 || ih >= g.h || iw0 >= iw1) continue;  // stays zero
           const float* src = image + (c * g.h + ih) * g.w;
-          std::copy(src + iw0, src + iw1, padded.data() + c * plane + r * wp + iw0 + g.pad_left);
+          float* dst = padded.data() + c * plane + r * row;
+          if (s == 1) {
+            std::copy(src + iw0, src + iw1, dst + iw0 + g.pad_left);
+            continue;
+          }
+          for (int64_t iw = iw0; iw < iw1; ++iw) {
+            const int64_t column = iw + g.pad_left;
+            dst[column % s * wps + column / s] = src[iw];
+          }
         }
     });
     float* y = out + n * g.c_out * pixels;
@@ -155,7 +168,7 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
                      const int64_t channels =
                          std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
                      float* yr = y + co * pixels + oh * g.w_out;
-                     run_rows(padded.data() + grp * g.c_in_group * plane + oh * g.stride_h * wp,
+                     run_rows(padded.data() + grp * g.c_in_group * plane + oh * g.stride_h * row,
                               off.data(), patch, w + co * patch,
                               bias != nullptr ? bias + co : nullptr, yr, pixels, g.w_out, channels);
                      for (int64_t c = 0; c < channels; ++c)

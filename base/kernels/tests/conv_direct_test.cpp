@@ -22,7 +22,7 @@ namespace {
 constexpr double kEps = 0x1p-24;
 
 struct Case {
-  int64_t n, c_in, h, w, c_out, kh, kw, stride_h;
+  int64_t n, c_in, h, w, c_out, kh, kw, stride_h, stride_w;
   int64_t pad[4];  // top, bottom, left, right
   int64_t dil_h, dil_w, groups;
   bool bias;
@@ -39,11 +39,12 @@ Conv2dGeometry geometry(const Case& c) {
   g.kh = c.kh;
   g.kw = c.kw;
   g.h_out = (c.h + c.pad[0] + c.pad[1] - c.dil_h * (c.kh - 1) - 1) / c.stride_h + 1;
-  g.w_out = c.w + c.pad[2] + c.pad[3] - c.dil_w * (c.kw - 1);
+  g.w_out = (c.w + c.pad[2] + c.pad[3] - c.dil_w * (c.kw - 1) - 1) / c.stride_w + 1;
   g.groups = c.groups;
   g.c_in_group = c.c_in / c.groups;
   g.c_out_group = c.c_out / c.groups;
   g.stride_h = c.stride_h;
+  g.stride_w = c.stride_w;
   g.pad_top = c.pad[0];
   g.pad_left = c.pad[2];
   g.dil_h = c.dil_h;
@@ -78,7 +79,7 @@ void check(const Case& c, const char* isa, ThreadPool& pool) {
             for (int64_t a = 0; a < c.kh; ++a)
               for (int64_t e = 0; e < c.kw; ++e) {
                 const int64_t ih = i * c.stride_h - c.pad[0] + a * c.dil_h;
-                const int64_t iw = j - c.pad[2] + e * c.dil_w;
+                const int64_t iw = j * c.stride_w - c.pad[2] + e * c.dil_w;
                 if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
                 const double v =
                     double(x[((n * c.c_in + grp * g.c_in_group + ch) * c.h + ih) * c.w + iw]) *
@@ -101,24 +102,47 @@ void check(const Case& c, const char* isa, ThreadPool& pool) {
 TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
   ThreadPool pool(3);
   const std::vector<Case> cases = {
-      // n, c_in, h, w, c_out, kh, kw, stride_h, pad (t b l r), dil_h, dil_w, groups, bias, act
-      {2, 3, 64, 64, 16, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},  // the CNN's
+      // n, c_in, h, w, c_out, kh, kw, stride_h, stride_w, pad (t b l r), dil_h, dil_w, groups,
+      // bias, act
+      {2, 3, 64, 64, 16, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},  // the
+                                                                                         // CNN's
       // Rows of 38 (tiles and a tail on every path), 6 channels (a block and 2 alone),
       // stride 2 down, dilation, asymmetric padding.
-      {1, 2, 9, 37, 6, 3, 3, 2, {2, 1, 0, 3}, 2, 1, 1, false, PHX_ACTIVATION_NONE},
-      {2, 5, 13, 10, 5, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 5, true, PHX_ACTIVATION_RELU},     // depthwise
-      {1, 32, 20, 20, 32, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 32, true, PHX_ACTIVATION_NONE},  // threaded
-      {1, 2, 5, 4, 3, 2, 2, 1, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_NONE},   // rows of zeros
-      {3, 4, 7, 11, 6, 3, 3, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},  // groups
-      {1, 1, 6, 70, 4, 1, 5, 1, {0, 0, 2, 2}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
-      {1, 8, 6, 9, 4, 2, 2, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},  // K = 32
+      {1, 2, 9, 37, 6, 3, 3, 2, 1, {2, 1, 0, 3}, 2, 1, 1, false, PHX_ACTIVATION_NONE},
+      {2, 5, 13, 10, 5, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 5, true, PHX_ACTIVATION_RELU},  // depthwise
+      {1,
+       32,
+       20,
+       20,
+       32,
+       3,
+       3,
+       1,
+       1,
+       {1, 1, 1, 1},
+       1,
+       1,
+       32,
+       true,
+       PHX_ACTIVATION_NONE},                                                           // threaded
+      {1, 2, 5, 4, 3, 2, 2, 1, 1, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_NONE},   // rows of
+                                                                                       // zeros
+      {3, 4, 7, 11, 6, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},  // groups
+      {1, 1, 6, 70, 4, 1, 5, 1, 1, {0, 0, 2, 2}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      {1, 8, 6, 9, 4, 2, 2, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},  // K = 32
+      // Stride 2 along the width, as MobileNet's and EfficientNet's downsampling layers:
+      // depthwise 3x3 and 5x5, an RGB stem, odd widths and a dilation.
+      {1, 16, 15, 15, 16, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 16, true, PHX_ACTIVATION_RELU},
+      {2, 6, 14, 37, 6, 5, 5, 2, 2, {2, 2, 2, 2}, 1, 1, 6, true, PHX_ACTIVATION_NONE},
+      {1, 3, 33, 65, 8, 3, 3, 2, 2, {0, 1, 0, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      {1, 4, 9, 40, 4, 3, 3, 1, 3, {1, 1, 2, 0}, 1, 2, 4, false, PHX_ACTIVATION_NONE},
   };
   for (const char* isa : gemm_supported_isas())
     for (const Case& c : cases) check(c, isa, pool);
 }
 
-TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnly) {
-  const Case base = {1, 8, 6, 9, 4, 2, 2, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
+TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnlyAtAnyStride) {
+  const Case base = {1, 8, 6, 9, 4, 2, 2, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   Conv2dGeometry g = geometry(base);
   EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32));
   EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F16));
@@ -126,12 +150,12 @@ TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnly) {
   EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32));
   g = geometry(base);
   g.stride_w = 2;
-  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "stride 2 along the width";
+  EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "stride 2 along the width";
   g = geometry(base);
   g.c_in = g.c_in_group = 9;
   EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36";
   const Case pointwise = {
-      1, 8, 6, 9, 4, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
+      1, 8, 6, 9, 4, 1, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   EXPECT_FALSE(conv2d_direct_fits(geometry(pointwise), PHX_DTYPE_F32));
 }
 
