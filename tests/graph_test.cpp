@@ -1183,6 +1183,44 @@ TEST_F(GraphTest, Conv2dTakesItsActivation) {
                 expected);
 }
 
+// silu as exporters write it, conv * sigmoid(conv): compiled, the convolution takes silu
+// as its activation, one step named "conv + sig + mul" (two nodes fused); with
+// PHX_COMPILE_NO_FUSION three steps. The conv's sums of small integers are exact; silu in
+// f32, one rounding of e^-|x| and of the quotient, and the separate sigmoid and product a
+// rounding each more: both within 8 ulps of silu in float64.
+TEST_F(GraphTest, Conv2dTakesSiluWrittenAsXTimesSigmoid) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {1, 1, 3, 3});
+  const phx_value w = constant(g.get(), {1, 1, 2, 2}, {1, 2, -1, 1});
+  const phx_conv2d_params params = PHX_CONV2D_PARAMS_INIT;
+  const phx_value conv = node(g.get(), "conv", PHX_OP_CONV2D, &params, {x, w});
+  const phx_value sig = node(g.get(), "sig", PHX_OP_SIGMOID, nullptr, {conv});
+  ASSERT_EQ(phx_graph_add_output(g.get(), node(g.get(), "mul", PHX_OP_MUL, nullptr, {sig, conv}),
+                                 nullptr),
+            kOk);
+  const std::vector<float> xs = {1, 0, 2, -1, 1, 0, 3, -2, 1};
+  const double windows[] = {3, 3, -4, 4};  // the conv's 2x2 windows, as in Conv2dTakesItsActivation
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.fused_nodes, fused ? 2u : 0u);
+    EXPECT_EQ(info.node_count, fused ? 1u : 3u);
+    if (fused) {
+      phx_executable_node_info node_info = PHX_EXECUTABLE_NODE_INFO_INIT;
+      ASSERT_EQ(phx_executable_describe_node(exe.get(), 0, &node_info), kOk);
+      EXPECT_STREQ(node_info.name, "conv + sig + mul");
+    }
+    const std::vector<float> got = run(exe.get(), {{1, 1, 3, 3}}, {xs}, {1, 1, 2, 2});
+    ASSERT_EQ(got.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      const double want = windows[i] / (1.0 + std::exp(-windows[i]));
+      EXPECT_NEAR(got[i], want, 8 * 0x1p-24 * std::fabs(want)) << i;
+    }
+  }
+}
+
 // A matmul's result that a graph output or a second node also reads stays its own.
 TEST_F(GraphTest, MatmulReadElsewhereKeepsItsEpilogue) {
   const Graph g = new_graph();

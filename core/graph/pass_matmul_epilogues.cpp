@@ -88,10 +88,43 @@ class Fusion {
     const phx_value out = candidate.outputs[0];
     size_t r = 0;
     const Node* unary = only_reader(out, r);
-    if (unary == nullptr || activation_of(unary->op) == PHX_ACTIVATION_NONE) return;
+    if (unary == nullptr) {
+      take_silu_as_written(n);
+      return;
+    }
+    if (activation_of(unary->op) == PHX_ACTIVATION_NONE) return;
     activation_param(candidate) = activation_of(unary->op);
     candidate.outputs = unary->outputs;
     absorb(n, std::move(candidate), r);
+  }
+
+  // silu as exporters write it, x * sigmoid(x) (EfficientNet's activation): node n's result
+  // read by a sigmoid and by a mul of it with that sigmoid's result, which nothing else
+  // reads, becomes node n with the activation silu.
+  void take_silu_as_written(size_t n) {
+    const phx_value out = p_.nodes[n].outputs[0];
+    const std::vector<size_t>& r = readers_[out];
+    if (r.size() != 2 || r[0] == SIZE_MAX || r[1] == SIZE_MAX) return;
+    for (int first = 0; first < 2; ++first) {
+      const size_t s = r[first], m = r[1 - first];
+      const Node& sigmoid = p_.nodes[s];
+      const Node& mul = p_.nodes[m];
+      if (sigmoid.op != PHX_OP_SIGMOID || mul.op != PHX_OP_MUL) continue;
+      size_t only = 0;
+      if (only_reader(sigmoid.outputs[0], only) == nullptr || only != m) continue;
+      const bool pair = (mul.inputs[0] == out && mul.inputs[1] == sigmoid.outputs[0]) ||
+                        (mul.inputs[1] == out && mul.inputs[0] == sigmoid.outputs[0]);
+      if (!pair) continue;
+      Node candidate = p_.nodes[n];
+      activation_param(candidate) = PHX_ACTIVATION_SILU;
+      candidate.outputs = mul.outputs;
+      if (first_device_running(p_, candidate) != first_device_running(p_, p_.nodes[n])) return;
+      candidate.name += " + " + sigmoid.name + " + " + mul.name;
+      p_.nodes[n] = std::move(candidate);
+      p_.live[s] = p_.live[m] = false;
+      p_.fused_nodes += 2;
+      return;
+    }
   }
 
   Program& p_;
