@@ -93,8 +93,9 @@ void fuse_qdq(Program& program);
 
 // pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias of its output's shape takes the
 // bias, and a matmul or conv2d whose only reader (after the bias) is relu, gelu or silu takes
-// the activation, where the device the node goes to runs the fused node; the absorbed nodes are
-// no longer live. Unless PHX_COMPILE_NO_FUSION.
+// the activation, as does one read by x * sigmoid(x) alone (silu as exporters write it),
+// where the device the node goes to runs the fused node; the absorbed nodes are no longer
+// live. Unless PHX_COMPILE_NO_FUSION.
 void fuse_matmul_epilogues(Program& program);
 
 // pass_norm_fusion.cpp: a layer_norm or rms_norm without gamma (nor beta) whose only reader

@@ -225,6 +225,16 @@ void print_bench(std::vector<double> times) {
       times.front() / 1e6, times.back() / 1e6);
 }
 
+// The tolerance of values expected to be expected, computed at precision: derived from
+// both (onnx_session.cpp), or --rtol and --atol where given.
+Tolerance tolerance_for(const HostTensor& expected, const ComputePrecision& precision,
+                        const Options& o) {
+  Tolerance tolerance = precision_tolerance(expected.dtype, precision, largest_magnitude(expected));
+  tolerance.rtol = o.rtol.value_or(tolerance.rtol);
+  tolerance.atol = o.atol.value_or(tolerance.atol);
+  return tolerance;
+}
+
 // What the import fixes: the --dims, and the shape of each --inputs file that names its
 // input (read here as the node tests read them; model_inputs reads them again once the
 // inputs' dtypes are known).
@@ -260,9 +270,7 @@ int run(phx_context context, const Options& o) {
     if (!o.expect.empty()) {
       const HostTensor expected =
           read_tensor_file(o.expect + "/output_" + std::to_string(i) + ".pb", out.dtype);
-      Tolerance tolerance = precision_tolerance(out.dtype, precision, largest_magnitude(expected));
-      tolerance.rtol = o.rtol.value_or(tolerance.rtol);
-      tolerance.atol = o.atol.value_or(tolerance.atol);
+      const Tolerance tolerance = tolerance_for(expected, precision, o);
       std::string why;
       const bool ok = outputs_match(out, expected, tolerance, &why);
       std::printf(" (rtol %.3g, atol %.3g): %s%s", tolerance.rtol, tolerance.atol,
@@ -311,9 +319,7 @@ int compare_devices(phx_context context, const Options& o) {
               static_cast<long long>(precision.reduction_length));
   size_t out_of_tolerance = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    Tolerance tolerance = precision_tolerance(want[i].dtype, precision, largest_magnitude(want[i]));
-    tolerance.rtol = o.rtol.value_or(tolerance.rtol);
-    tolerance.atol = o.atol.value_or(tolerance.atol);
+    const Tolerance tolerance = tolerance_for(want[i], precision, o);
     std::string why;
     if (outputs_match(got[i], want[i], tolerance, &why)) continue;
     if (out_of_tolerance++ == 0)
