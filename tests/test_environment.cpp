@@ -3,8 +3,8 @@
 // they find or print, and they run the Vulkan plugin under the Khronos validation layer,
 // whose every message fails the call that caused it (docs/vulkan.md).
 //
-// This is done here rather than with ctest's ENVIRONMENT_MODIFICATION because CMake
-// 3.25's gtest_discover_tests passes only the first entry of a list property on.
+// This is done here rather than with ctest's ENVIRONMENT_MODIFICATION so that a test
+// program run by hand (one test alone, with --gtest_filter) sees what it sees under ctest.
 #include <stdlib.h>
 
 #include <initializer_list>
