@@ -278,6 +278,72 @@ float reciprocal_f32(float x) {
 // -1, 0 or 1; a zero keeps its sign, NaN stays NaN.
 float sign_f32(float x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }
 
+// ---- sin and cos
+//
+// The driver's sin and cos need hold only 2^-11 absolute on [-pi, pi] (Vulkan), and
+// rotary embeddings take them of positions in the thousands. Here x = n pi/2 + r, and
+// sin or cos of x is +-sin r or +-cos r by n mod 4. pi/2 is P1 + P2 + P3 (three f32
+// parts, within 1.1e-23 of it); n P1 is taken exactly (its rounding error from
+// product_error), and x - n P1 is exact (Sterbenz: the two lie within a factor of 2 of
+// each other once n >= 1). So r errs by 0.5u of itself plus n (2^-48 + 1.1e-23) absolute,
+// which for |x| < 2^20 (n < 2^19.4; the rounded n then leaves |r| <= 0.85) is below 2^-28.
+
+// r for x, and n mod 4 in q; x finite, |x| < 2^20 for the bound above.
+float sincos_reduce(float x, out int q) {
+  const float n = roundEven(x * uintBitsToFloat(0x3F22F983u));  // x 2 / pi
+  const float p1 = uintBitsToFloat(0x3FC90FDBu);                 // pi/2 in three parts
+  const float p2 = uintBitsToFloat(0xB33BBD2Eu);
+  const float p3 = uintBitsToFloat(0xA6F72CEDu);
+  q = int(n - 4.0 * floor(n * 0.25));  // n mod 4, exact for n below 2^24
+  if (n == 0.0) return x;
+  const float t1 = n * p1;
+  precise const float r = (((x - t1) - product_error(n, p1, t1)) - n * p2) - n * p3;
+  return r;
+}
+
+// sin r and cos r for |r| <= 0.85 by their Taylor series to r^11 and r^12 (remainders
+// below 3e-10 of the result, 0.01u): sin as r + r z S(z), whose tail is at most 0.12 of
+// the result; cos as 1 - z/2 + z^2 C(z), z = r^2, at least 0.66 with the terms past 1 at
+// most 0.34 of it. Within 2u each with the reduction's error, so 4u holds below 2^20.
+float sin_reduced(float r) {
+  const float z = r * r;
+  float s = -1.0 / 39916800.0;
+  s = s * z + 1.0 / 362880.0;
+  s = s * z - 1.0 / 5040.0;
+  s = s * z + 1.0 / 120.0;
+  s = s * z - 1.0 / 6.0;
+  return r + r * z * s;
+}
+
+float cos_reduced(float r) {
+  const float z = r * r;
+  float c = 1.0 / 479001600.0;
+  c = c * z - 1.0 / 3628800.0;
+  c = c * z + 1.0 / 40320.0;
+  c = c * z - 1.0 / 720.0;
+  c = c * z + 1.0 / 24.0;
+  return (1.0 - 0.5 * z) + (z * z) * c;
+}
+
+// sin x; a zero keeps its sign, infinities and NaN give NaN.
+float sin_f32(float x) {
+  if (x == 0.0) return x;
+  if (isnan(x) || isinf(x)) return MATH_NAN;
+  int q;
+  const float r = sincos_reduce(x, q);
+  const float v = (q & 1) == 0 ? sin_reduced(r) : cos_reduced(r);
+  return q >= 2 ? -v : v;
+}
+
+// cos x; infinities and NaN give NaN.
+float cos_f32(float x) {
+  if (isnan(x) || isinf(x)) return MATH_NAN;
+  int q;
+  const float r = sincos_reduce(x, q);
+  const float v = (q & 1) == 0 ? cos_reduced(r) : sin_reduced(r);
+  return q == 1 || q == 2 ? -v : v;
+}
+
 // ---- pow
 
 // Whether an f32 is an integer (infinities count as even integers, as in C's pow).

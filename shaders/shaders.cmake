@@ -61,7 +61,7 @@ foreach(dtype IN LISTS phx_float_dtypes)
   phx_vulkan_shader(NAME div_${dtype} SOURCE ${PHX_SHADER_DIR}/binary.comp DEFINES X_${X} OP_DIV)
   phx_vulkan_shader(NAME gelu_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_GELU)
   foreach(op silu sigmoid tanh exp log sqrt erf floor ceil reciprocal softplus leaky_relu elu
-             selu hard_sigmoid hard_swish)
+             selu hard_sigmoid hard_swish sin cos round)
     string(TOUPPER ${op} OP)
     phx_vulkan_shader(NAME ${op}_${dtype} SOURCE ${PHX_SHADER_DIR}/unary.comp DEFINES X_${X} OP_${OP})
   endforeach()

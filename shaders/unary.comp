@@ -92,6 +92,12 @@ void main() {
 #elif defined(OP_HARD_SWISH)
   const X_C t = v * (1.0 / 6.0) + 0.5;
   const X_C r = v * (t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t);
+#elif defined(OP_SIN)
+  const X_C r = sin_f32(v);
+#elif defined(OP_COS)
+  const X_C r = cos_f32(v);
+#elif defined(OP_ROUND)
+  const X_C r = roundEven(v);
 #elif defined(OP_NOT)
   const X_C r = v == 0u ? 1u : 0u;
 #endif

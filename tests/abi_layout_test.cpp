@@ -549,7 +549,7 @@ static_assert(kSame<decltype(&phx_calibrator_compute),
 // ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
 
 TEST_F(AbiLayout, Api_0_3_OpIds) {
-  EXPECT_EQ(PHX_OP_COUNT, 70);
+  EXPECT_EQ(PHX_OP_COUNT, 73);
   const phx_op_id ops[] = {
       PHX_OP_SIGMOID,      PHX_OP_TANH,       PHX_OP_EXP,         PHX_OP_LOG,
       PHX_OP_SQRT,         PHX_OP_NEG,        PHX_OP_ABS,         PHX_OP_ERF,
@@ -630,10 +630,14 @@ TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingOps) {
   EXPECT_EQ(PHX_PAD_EDGE, 2);
 }
 
-// The mobile activations, appended after resize; the parameter descriptions' types.
-TEST_F(AbiLayout, Api_0_3_HardActivationsAndParamTypes) {
+// The mobile activations, appended after resize, then sin, cos and round; the parameter
+// descriptions' types.
+TEST_F(AbiLayout, Api_0_3_AppendedOpsAndParamTypes) {
   EXPECT_EQ(PHX_OP_HARD_SIGMOID, 68);
   EXPECT_EQ(PHX_OP_HARD_SWISH, 69);
+  EXPECT_EQ(PHX_OP_SIN, 70);
+  EXPECT_EQ(PHX_OP_COS, 71);
+  EXPECT_EQ(PHX_OP_ROUND, 72);
   EXPECT_EQ(sizeof(phx_param_type), 4u);
   const phx_param_type types[] = {PHX_PARAM_INT32,   PHX_PARAM_UINT32,    PHX_PARAM_INT64,
                                   PHX_PARAM_FLOAT32, PHX_PARAM_BOOL,      PHX_PARAM_ENUM,

@@ -1,8 +1,9 @@
 // The op conformance suite for the ops added in API 0.3 (the unary math functions,
-// hard_sigmoid, hard_swish, pow, max, min, prelu, the comparisons, where, not, reduce_mean,
-// reduce_min, reduce_prod, argmax, log_softmax, batch_norm, instance_norm), on every device found
-// at run time, against float64 references computed from the same dtype-rounded inputs. A device
-// that does not claim an (op, dtype) must answer PHX_STATUS_UNSUPPORTED.
+// hard_sigmoid, hard_swish, sin, cos, round, pow, max, min, prelu, the comparisons, where,
+// not, reduce_mean, reduce_min, reduce_prod, argmax, log_softmax, batch_norm,
+// instance_norm), on every device found at run time, against float64 references computed
+// from the same dtype-rounded inputs. A device that does not claim an (op, dtype) must
+// answer PHX_STATUS_UNSUPPORTED.
 //
 // Tolerances (op_suite.h has the shared ones; final(dt, ref) is the final rounding):
 //   - neg, abs, sign, floor, ceil, clip, max, min, the comparisons, where, not,
@@ -169,6 +170,28 @@ TEST_P(UnaryMathTest, NegAbsSignOnFloatsAndIntegers) {
         [](double v) { return v > 0   ? 1.0
                               : v < 0 ? -1.0
                                       : v; }, 122);
+  }
+}
+
+// sin and cos within 4 ulps, as the transcendental functions: glibc's f32 sin and cos err
+// by at most 1 ulp (its manual's table), the Vulkan device's (shaders/math.glsl) by 2u
+// below |x| = 2^20 (its reduction by pi/2 in three parts, then Taylor polynomials). On
+// [-10, 10], and on [-3e4, 3e4] where rotary embeddings take them of positions. round:
+// exact, on random values and on every half from -4.5 to 4.5, which go to the even side.
+TEST_P(UnaryMathTest, SinCosAndRound) {
+  const auto sin = [](double v) { return std::sin(v); };
+  const auto cos = [](double v) { return std::cos(v); };
+  const auto round = [](double v) { return std::nearbyint(v); };
+  check(PHX_OP_SIN, nullptr, floats(), -10, 10, 4, sin, 160);
+  check(PHX_OP_COS, nullptr, floats(), -10, 10, 4, cos, 161);
+  check(PHX_OP_SIN, nullptr, floats(), -3e4, 3e4, 4, sin, 162);
+  check(PHX_OP_COS, nullptr, floats(), -3e4, 3e4, 4, cos, 163);
+  check(PHX_OP_ROUND, nullptr, floats(), -10, 10, 0, round, 164);
+  for (phx_dtype dt : floats()) {
+    std::vector<double> halves;
+    for (double h = -4.5; h <= 4.5; h += 1.0) halves.push_back(h);
+    const Shape shape = {static_cast<int64_t>(halves.size())};
+    check_values(PHX_OP_ROUND, nullptr, HostTensor{dt, shape, std::move(halves)}, 0, round);
   }
 }
 

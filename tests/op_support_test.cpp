@@ -120,7 +120,8 @@ std::vector<OpForm> op_forms() {
        {PHX_OP_SIGMOID,    PHX_OP_TANH, PHX_OP_EXP,         PHX_OP_LOG,          PHX_OP_SQRT,
         PHX_OP_NEG,        PHX_OP_ABS,  PHX_OP_ERF,         PHX_OP_FLOOR,        PHX_OP_CEIL,
         PHX_OP_RECIPROCAL, PHX_OP_SIGN, PHX_OP_SOFTPLUS,    PHX_OP_LEAKY_RELU,   PHX_OP_ELU,
-        PHX_OP_SELU,       PHX_OP_CLIP, PHX_OP_LOG_SOFTMAX, PHX_OP_HARD_SIGMOID, PHX_OP_HARD_SWISH})
+        PHX_OP_SELU,       PHX_OP_CLIP, PHX_OP_LOG_SOFTMAX, PHX_OP_HARD_SIGMOID, PHX_OP_HARD_SWISH,
+        PHX_OP_SIN,        PHX_OP_COS,  PHX_OP_ROUND})
     forms.push_back({op, {x}, {x}, {}});
   for (phx_op_id op : {PHX_OP_POW, PHX_OP_MAX, PHX_OP_MIN, PHX_OP_PRELU})
     forms.push_back({op, {x, x}, {x}, {}});

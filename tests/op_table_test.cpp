@@ -121,6 +121,9 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
       {PHX_OP_CLIP, 40, "clip", "phx_elementwise_params", {"x"}, all},
       {PHX_OP_HARD_SIGMOID, 68, "hard_sigmoid", "phx_elementwise_params", {"x"}, f},
       {PHX_OP_HARD_SWISH, 69, "hard_swish", "", {"x"}, f},
+      {PHX_OP_SIN, 70, "sin", "", {"x"}, f},
+      {PHX_OP_COS, 71, "cos", "", {"x"}, f},
+      {PHX_OP_ROUND, 72, "round", "", {"x"}, f},
       {PHX_OP_POW, 41, "pow", "", {"a", "b"}, f},
       {PHX_OP_MAX, 42, "max", "", {"a", "b"}, all},
       {PHX_OP_MIN, 43, "min", "", {"a", "b"}, all},
@@ -143,7 +146,7 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
        f},
       {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
   };
-  EXPECT_EQ(PHX_OP_COUNT, 70);
+  EXPECT_EQ(PHX_OP_COUNT, 73);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     EXPECT_EQ(int{row.op}, row.id);

@@ -392,6 +392,9 @@ constexpr OpSchema kOps[] = {
     scalar_parameterized(PHX_OP_HARD_SIGMOID, "hard_sigmoid", kFloatDtypes,
                          "max(0, min(1, alpha x + beta))", &kHardSigmoidDefaults),
     unary(PHX_OP_HARD_SWISH, "hard_swish", kFloatDtypes, "x max(0, min(1, x / 6 + 1 / 2))"),
+    unary(PHX_OP_SIN, "sin", kFloatDtypes, "sine of x in radians"),
+    unary(PHX_OP_COS, "cos", kFloatDtypes, "cosine of x in radians"),
+    unary(PHX_OP_ROUND, "round", kFloatDtypes, "nearest integer, halves to even"),
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");

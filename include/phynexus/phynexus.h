@@ -632,9 +632,14 @@ typedef enum phx_op_id {
    * beta 0.5 (ONNX's) */
   PHX_OP_HARD_SIGMOID = 68,
   /* float, no parameters: x * max(0, min(1, x / 6 + 1 / 2)), as ONNX's and PyTorch's */
-  PHX_OP_HARD_SWISH = 69
+  PHX_OP_HARD_SWISH = 69,
+  /* ---- Since API 0.3: the math of rotary position embeddings and of rounding (ONNX's
+   * Sin, Cos and Round). Unary, no parameters; in: x; out: same shape and dtype. */
+  PHX_OP_SIN = 70,  /* float: sine of x in radians */
+  PHX_OP_COS = 71,  /* float: cosine of x in radians */
+  PHX_OP_ROUND = 72 /* float: the nearest integer, halves to the even one (2.5 gives 2) */
 } phx_op_id;
-#define PHX_OP_COUNT 70
+#define PHX_OP_COUNT 73
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);

@@ -19,7 +19,7 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 // multiply and a round-and-clamp; dynamic quantization adds the min/max pass; a division
 // is a reciprocal estimate and its Newton steps, a reciprocal the same less the multiply,
 // a square root the reciprocal square root's and a multiply by x; a rotation two
-// multiplies and an add. exp and log are a range reduction and a short polynomial (f16's
+// multiplies and an add. exp, log, sin and cos are a range reduction and a short polynomial (f16's
 // 11 bits need few terms): silu and sigmoid are an exp and a division; tanh a sigmoid of
 // 2x (the 2 folded into exp's range reduction) and a multiply-add; erf a longer
 // polynomial (gelu is erf and three multiplies and adds); softplus an exp, a log of
@@ -30,9 +30,9 @@ uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 // taken once per channel, a subtraction, two multiplies and an add. A compare or multiply
 // and a select (leaky_relu, prelu, sign, clip's max and min, argmax's value and index) is
 // 2; hard_sigmoid a multiply-add and a clamp's two selects, 3, and hard_swish one more
-// multiply, 4. The rest (relu, add, sub, mul, neg, abs, floor, ceil, max, min, the comparisons,
-// where, not, transpose, cast, the reductions, reduce_mean's mean once per output) are
-// one operation per element.
+// multiply, 4. The rest (relu, add, sub, mul, neg, abs, floor, ceil, round, max, min, the
+// comparisons, where, not, transpose, cast, the reductions, reduce_mean's mean once per
+// output) are one operation per element.
 uint32_t ops_per_element(phx_op_id op) {
   switch (op) {
     case PHX_OP_LEAKY_RELU:
@@ -52,6 +52,8 @@ uint32_t ops_per_element(phx_op_id op) {
     case PHX_OP_SQRT:
     case PHX_OP_EXP:
     case PHX_OP_LOG:
+    case PHX_OP_SIN:
+    case PHX_OP_COS:
     case PHX_OP_BATCH_NORM:
     case PHX_OP_HARD_SWISH:
       return 4;

@@ -25,8 +25,8 @@ constexpr uint32_t kI32 = bit(PHX_DTYPE_I32), kF32 = bit(PHX_DTYPE_F32), kF16 = 
 // the Edge TPU's activation functions run them:
 // - float math in f16 only: the transcendental functions (sigmoid, tanh, exp, log, erf,
 //   softplus, elu, selu, pow), sqrt, reciprocal, floor, ceil, leaky_relu, prelu,
-//   hard_sigmoid, hard_swish, reduce_mean, log_softmax, batch_norm and instance_norm have
-//   no integer form in the op rules;
+//   hard_sigmoid, hard_swish, sin, cos, round, reduce_mean, log_softmax, batch_norm and
+//   instance_norm have no integer form in the op rules;
 // - the ops that are exact on integers (neg, abs, sign, clip, max, min, the comparisons,
 //   reduce_min, argmax, and reduce_prod, which wraps as mul and reduce_sum do) on the
 //   integer widths the profile computes in, and f16. Not u8 or i32: no other integer op
@@ -76,6 +76,9 @@ constexpr OpDtypes kMobileOps[] = {
     {PHX_OP_RESIZE, kF16},
     {PHX_OP_HARD_SIGMOID, kF16},
     {PHX_OP_HARD_SWISH, kF16},
+    {PHX_OP_SIN, kF16},
+    {PHX_OP_COS, kF16},
+    {PHX_OP_ROUND, kF16},
     {PHX_OP_SIGMOID, kF16},
     {PHX_OP_TANH, kF16},
     {PHX_OP_EXP, kF16},
@@ -150,6 +153,9 @@ constexpr OpDtypes kWideOps[] = {
     {PHX_OP_RESIZE, kF16},
     {PHX_OP_HARD_SIGMOID, kF16},
     {PHX_OP_HARD_SWISH, kF16},
+    {PHX_OP_SIN, kF16},
+    {PHX_OP_COS, kF16},
+    {PHX_OP_ROUND, kF16},
     {PHX_OP_SIGMOID, kF16},
     {PHX_OP_TANH, kF16},
     {PHX_OP_EXP, kF16},

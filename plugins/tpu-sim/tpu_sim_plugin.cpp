@@ -201,10 +201,10 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 // here. Attention only on bf16: its f32 or f16 inputs would enter the MXU rounded to bf16
 // at the default precision, which the op's contract (f32-accurate scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {
-  // The ops of API 0.3 (sigmoid .. hard_swish, contiguous ids), as the host kernels
-  // compute them, but conv_transpose2d, which runs on the MXU: their parameters are in
-  // the compile cache's key.
-  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_HARD_SWISH) return true;
+  // The ops of API 0.3 (sigmoid .. round, contiguous ids), as the host kernels compute
+  // them, but conv_transpose2d, which runs on the MXU: their parameters are in the
+  // compile cache's key.
+  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_ROUND) return true;
   switch (op) {
     case PHX_OP_MATMUL:
     case PHX_OP_ADD:

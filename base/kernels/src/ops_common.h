@@ -35,8 +35,8 @@ namespace phx::kernels::ops {
 void run_binary(phx_op_id op, const HostTensor& a, const HostTensor& b, const HostTensor& out,
                 ThreadPool& pool);
 void run_unary(phx_op_id op, const HostTensor& x, const HostTensor& out, ThreadPool& pool);
-// sigmoid ... softplus and hard_swish (params unused), leaky_relu, elu, selu, clip,
-// hard_sigmoid.
+// sigmoid ... softplus, hard_swish, sin, cos and round (params unused), leaky_relu, elu,
+// selu, clip, hard_sigmoid.
 void run_unary_math(phx_op_id op, const phx_elementwise_params& params, const HostTensor& x,
                     const HostTensor& out, ThreadPool& pool);
 // equal, less, greater: out u8.

@@ -58,7 +58,8 @@ void matmul(const OpCall& c) {
 }
 void binary(const OpCall& c) { ops::run_binary(c.op, c.in[0], c.in[1], c.out[0], c.pool); }
 void unary(const OpCall& c) { ops::run_unary(c.op, c.in[0], c.out[0], c.pool); }
-// sigmoid ... softplus, hard_swish: no parameters, and their kernel reads none.
+// sigmoid ... softplus, hard_swish, sin, cos, round: no parameters, and their kernel reads
+// none.
 void unary_math(const OpCall& c) {
   ops::run_unary_math(c.op, phx_elementwise_params{}, c.in[0], c.out[0], c.pool);
 }
@@ -231,6 +232,9 @@ constexpr OpKernel kKernels[] = {
     {PHX_OP_RESIZE, resize},
     {PHX_OP_HARD_SIGMOID, unary_math_with_params},
     {PHX_OP_HARD_SWISH, unary_math},
+    {PHX_OP_SIN, unary_math},
+    {PHX_OP_COS, unary_math},
+    {PHX_OP_ROUND, unary_math},
 };
 
 static_assert(covers_every_op_in_order(kKernels), "a kernel for every op, in phx_op_id order");

@@ -246,6 +246,13 @@ void unary_math_f32(phx_op_id op, float alpha, float beta, const float* x, float
       return map_f32(x, y, n, [alpha, beta](float v) { return hard_sigmoid(v, alpha, beta); });
     case PHX_OP_HARD_SWISH:
       return map_f32(x, y, n, [](float v) { return v * hard_sigmoid(v, 1.0f / 6.0f, 0.5f); });
+    case PHX_OP_SIN:
+      return map_f32(x, y, n, [](float v) { return std::sin(v); });
+    case PHX_OP_COS:
+      return map_f32(x, y, n, [](float v) { return std::cos(v); });
+    case PHX_OP_ROUND:
+      // The default rounding mode, which no code here changes, rounds halves to even.
+      return map_f32(x, y, n, [](float v) { return std::nearbyint(v); });
     default:  // PHX_OP_CLIP; a NaN x stays NaN (both comparisons are false)
       return map_f32(x, y, n, [alpha, beta](float v) {
         const float low = v < alpha ? alpha : v;

@@ -88,6 +88,9 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_RESIZE, ops::record_resize},
     {PHX_OP_HARD_SIGMOID, ops::record_unary},
     {PHX_OP_HARD_SWISH, ops::record_unary},
+    {PHX_OP_SIN, ops::record_unary},
+    {PHX_OP_COS, ops::record_unary},
+    {PHX_OP_ROUND, ops::record_unary},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");

@@ -1,6 +1,6 @@
 // The unary ops (shaders/unary.comp): relu, gelu, silu, the math functions of API 0.3,
 // leaky_relu, elu, selu, clip and hard_sigmoid (their phx_elementwise_params as push
-// constants), hard_swish and not. The module of an op is <op name>_<dtype>.
+// constants), hard_swish, sin, cos, round and not. The module of an op is <op name>_<dtype>.
 #include <phx/op_table.h>
 
 #include <algorithm>
