@@ -1,5 +1,6 @@
 // Layout operators: Reshape and its kin (Flatten, Squeeze, Unsqueeze), Concat, Split,
-// Slice, Gather, Expand, Tile and Pad onto the layout ops; ScatterND of known values. On
+// Slice, Gather, Expand, Tile and Pad onto the layout ops, DepthToSpace and SpaceToDepth
+// as a reshape, a transpose and a reshape; ScatterND of known values. On
 // values known at import (the shape arithmetic of exported models) the importer computes
 // them itself.
 #include <algorithm>
@@ -512,6 +513,67 @@ void convert_pad(Importer& im, const onnx::NodeProto& node) {
     params.end[d] = static_cast<uint32_t>(pads[d + rank]);
   }
   im.define(node, 0, im.add_node(node, PHX_OP_PAD, &params, {x})[0], im.input(node, 0).elem_type);
+}
+
+namespace {
+
+// x [N, C, H, W] (N may be dynamic) reshaped to from, permuted by perm and reshaped to to:
+// DepthToSpace and SpaceToDepth, which move blocks between channels and positions.
+void rearrange_blocks(Importer& im, const onnx::NodeProto& node, const std::vector<int64_t>& from,
+                      const std::vector<uint32_t>& perm, const std::vector<int64_t>& to) {
+  const phx_value blocks = reshape_to(im, node, im.graph_input(node, 0), from, "blocks");
+  phx_transpose_params params{};
+  params.struct_size = sizeof params;
+  std::copy(perm.begin(), perm.end(), params.perm);
+  const phx_value moved = im.add_node(node, PHX_OP_TRANSPOSE, &params, {blocks}, 1, {}, "moved")[0];
+  im.define(node, 0, reshape_to(im, node, moved, to, nullptr), im.input(node, 0).elem_type);
+}
+
+// The node's blocksize and its input's C, H and W, which must be known at import.
+struct BlockGeometry {
+  int64_t block, c, h, w;
+};
+
+BlockGeometry block_geometry(Importer& im, const onnx::NodeProto& node) {
+  if (im.known_input(node, 0) != nullptr) im.unsupported(node, "an input known at import");
+  const std::vector<int64_t> dims = input_dims(im, node);
+  if (dims.size() != 4) im.invalid(node, "the input must be [N, C, H, W]");
+  for (size_t d = 1; d < 4; ++d)
+    if (dims[d] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "moving blocks of a dynamic C, H or W");
+  const int64_t block = attr_int(node, "blocksize", 0);
+  if (block < 1 || block > (int64_t{1} << 20))
+    im.invalid(node, "blocksize " + std::to_string(block) + " is outside 1 to 2^20");
+  return {block, dims[1], dims[2], dims[3]};
+}
+
+}  // namespace
+
+// DepthToSpace: channel c of output position (h b + i, w b + j) is input channel
+// (i b + j) C/b^2 + c (DCR, the default) or c b^2 + i b + j (CRD).
+void convert_depth_to_space(Importer& im, const onnx::NodeProto& node) {
+  const BlockGeometry g = block_geometry(im, node);
+  const int64_t b = g.block;
+  if (g.c % (b * b) != 0)
+    im.invalid(node, "C = " + std::to_string(g.c) + " is not a multiple of blocksize^2");
+  const int64_t c = g.c / (b * b);
+  const std::string mode = attr_string(node, "mode", "DCR");
+  const std::vector<int64_t> to = {0, c, g.h * b, g.w * b};
+  if (mode == "DCR")
+    rearrange_blocks(im, node, {0, b, b, c, g.h, g.w}, {0, 3, 4, 1, 5, 2}, to);
+  else if (mode == "CRD")
+    rearrange_blocks(im, node, {0, c, b, b, g.h, g.w}, {0, 1, 4, 2, 5, 3}, to);
+  else
+    im.invalid(node, "mode '" + mode + "' is neither DCR nor CRD");
+}
+
+// SpaceToDepth: DepthToSpace's DCR inverse.
+void convert_space_to_depth(Importer& im, const onnx::NodeProto& node) {
+  const BlockGeometry g = block_geometry(im, node);
+  const int64_t b = g.block;
+  if (g.h % b != 0 || g.w % b != 0)
+    im.invalid(node, "H and W must be multiples of blocksize " + std::to_string(b));
+  rearrange_blocks(im, node, {0, g.c, g.h / b, b, g.w / b, b}, {0, 3, 5, 1, 2, 4},
+                   {0, g.c * b * b, g.h / b, g.w / b});
 }
 
 }  // namespace phx::onnx_import

@@ -2,6 +2,7 @@
 // functions, comparisons and selections; several inputs (Max, Min, Sum) become a chain.
 // Comparisons and selections of known integers are computed at import (shape logic).
 #include <cfloat>
+#include <cmath>
 
 #include "attributes.h"
 #include "converters.h"
@@ -114,6 +115,65 @@ void convert_hard_sigmoid(Importer& im, const onnx::NodeProto& node) {
 
 void convert_hard_swish(Importer& im, const onnx::NodeProto& node) {
   unary(im, node, PHX_OP_HARD_SWISH);
+}
+
+void convert_sin(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_SIN); }
+void convert_cos(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_COS); }
+void convert_round(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP_ROUND); }
+
+// Celu: max(0, x) + min(0, alpha (e^(x / alpha) - 1)), ONNX's definition, as elu of
+// x / alpha scaled by alpha for the negative side (alpha 1: elu itself). A positive x
+// comes out exactly.
+void convert_celu(Importer& im, const onnx::NodeProto& node) {
+  if (is_integral(im.input(node, 0).elem_type)) im.invalid(node, "the input must be a float");
+  const float alpha = attr_float(node, "alpha", 1.0f);
+  if (!(alpha != 0.0f) || !std::isfinite(alpha)) im.invalid(node, "alpha must be finite and not 0");
+  if (alpha == 1.0f) {
+    with_alpha_beta(im, node, PHX_OP_ELU, 1.0f, 0.0f);
+    return;
+  }
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value alpha_value = im.float_constant(node, alpha, "alpha");
+  const phx_value zero_value = im.float_constant(node, 0.0, "0");
+  auto op = [&](phx_op_id id, std::vector<phx_value> inputs, const void* params,
+                const char* suffix) {
+    return im.add_node(node, id, params, inputs, 1, {}, suffix)[0];
+  };
+  const phx_elementwise_params unit = PHX_ELEMENTWISE_PARAMS_INIT(1.0f, 0.0f);
+  const phx_value scaled = op(PHX_OP_DIV, {x, alpha_value}, nullptr, "x / alpha");
+  const phx_value elu = op(PHX_OP_ELU, {scaled}, &unit, "elu");
+  const phx_value negative =
+      op(PHX_OP_MIN, {op(PHX_OP_MUL, {elu, alpha_value}, nullptr, "alpha elu"), zero_value},
+         nullptr, "negative side");
+  const phx_value positive = op(PHX_OP_RELU, {x}, nullptr, "positive side");
+  im.define(node, 0, im.add_node(node, PHX_OP_ADD, nullptr, {positive, negative})[0],
+            im.input(node, 0).elem_type);
+}
+
+// IsNaN: x != x, the one value unequal to itself.
+void convert_is_nan(Importer& im, const onnx::NodeProto& node) {
+  if (is_integral(im.input(node, 0).elem_type)) im.invalid(node, "the input must be a float");
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value same = im.add_node(node, PHX_OP_EQUAL, nullptr, {x, x}, 1, {}, "x == x")[0];
+  im.define(node, 0, im.add_node(node, PHX_OP_NOT, nullptr, {same})[0], onnx::TensorProto::BOOL);
+}
+
+// IsInf: |x| == inf (both signs), x == inf or x == -inf (one), or x < -inf, false
+// everywhere (neither).
+void convert_is_inf(Importer& im, const onnx::NodeProto& node) {
+  const bool negative = attr_int(node, "detect_negative", 1) != 0;
+  const bool positive = attr_int(node, "detect_positive", 1) != 0;
+  if (is_integral(im.input(node, 0).elem_type)) im.invalid(node, "the input must be a float");
+  phx_value x = im.graph_input(node, 0);
+  phx_op_id compare_op = PHX_OP_EQUAL;
+  if (negative && positive) {
+    x = im.add_node(node, PHX_OP_ABS, nullptr, {x}, 1, {}, "abs")[0];
+  } else if (!negative && !positive) {
+    compare_op = PHX_OP_LESS;
+  }
+  const phx_value bound = im.float_constant(node, positive ? INFINITY : -INFINITY, "infinity");
+  im.define(node, 0, im.add_node(node, compare_op, nullptr, {x, bound})[0],
+            onnx::TensorProto::BOOL);
 }
 
 // The bounds: attributes before opset 11, optional inputs known at import from it on.

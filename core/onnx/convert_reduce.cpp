@@ -1,6 +1,8 @@
 // Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax, the global pools
-// (a mean or max over the spatial dimensions), and the norms of a sum of squares or of
-// absolute values, made of an elementwise op and a sum.
+// (a mean or max over the spatial dimensions), the norms of a sum of squares or of
+// absolute values, made of an elementwise op and a sum, and ReduceLogSumExp.
+#include <cmath>
+
 #include "attributes.h"
 #include "converters.h"
 #include "known_ops.h"
@@ -91,6 +93,42 @@ void convert_reduce_l2(Importer& im, const onnx::NodeProto& n) {
 }
 void convert_reduce_log_sum(Importer& im, const onnx::NodeProto& n) {
   reduce(im, n, PHX_OP_REDUCE_SUM, kAxesInputOpset, PHX_OP_INVALID, PHX_OP_LOG);
+}
+
+// ReduceLogSumExp: log(sum(e^(x - m))) + m with m the largest element of each reduced set,
+// so that no e^x overflows. An infinite m is taken as 0, as ONNX Runtime does: a set of
+// only -inf gives -inf (log 0) and one holding +inf gives +inf, not NaN.
+void convert_reduce_log_sum_exp(Importer& im, const onnx::NodeProto& node) {
+  if (is_integral(im.input(node, 0).elem_type))
+    im.unsupported(node, "ReduceLogSumExp of integers (only of floats)");
+  const phx_value x = im.graph_input(node, 0);
+  phx_reduce_params params;
+  if (!reduce_params(im, node, im.info(x).rank, im.opset() >= kAxesInputOpset, params)) {
+    convert_identity(im, node);
+    return;
+  }
+  auto op = [&](phx_op_id id, std::vector<phx_value> inputs, const void* p, const char* suffix) {
+    return im.add_node(node, id, p, inputs, 1, {}, suffix)[0];
+  };
+  const phx_value inf_value = im.float_constant(node, INFINITY, "inf");
+  const phx_value zero_value = im.float_constant(node, 0.0, "0");
+  // m twice: kept as 1s for the subtraction, and in the result's shape for the sum.
+  auto finite_max = [&](bool keep_dims, const char* suffix) {
+    phx_reduce_params p = params;
+    p.keep_dims = keep_dims;
+    const phx_value m = op(PHX_OP_REDUCE_MAX, {x}, &p, suffix);
+    const phx_value infinite =
+        op(PHX_OP_EQUAL, {op(PHX_OP_ABS, {m}, nullptr, "|max|"), inf_value}, nullptr, "infinite");
+    return op(PHX_OP_WHERE, {infinite, zero_value, m}, nullptr, "finite max");
+  };
+  const phx_value kept = finite_max(true, "max kept");
+  const phx_value shifted = op(PHX_OP_SUB, {x, kept}, nullptr, "x - max");
+  const phx_value sum =
+      op(PHX_OP_REDUCE_SUM, {op(PHX_OP_EXP, {shifted}, nullptr, "exp")}, &params, "sum");
+  const phx_value log_sum = op(PHX_OP_LOG, {sum}, nullptr, "log");
+  const phx_value m = params.keep_dims ? kept : finite_max(false, "max");
+  im.define(node, 0, im.add_node(node, PHX_OP_ADD, nullptr, {log_sum, m})[0],
+            im.input(node, 0).elem_type);
 }
 
 void convert_arg_max(Importer& im, const onnx::NodeProto& node) {

@@ -38,6 +38,12 @@ void convert_elu(Importer&, const onnx::NodeProto&);
 void convert_selu(Importer&, const onnx::NodeProto&);
 void convert_hard_sigmoid(Importer&, const onnx::NodeProto&);
 void convert_hard_swish(Importer&, const onnx::NodeProto&);
+void convert_sin(Importer&, const onnx::NodeProto&);
+void convert_cos(Importer&, const onnx::NodeProto&);
+void convert_round(Importer&, const onnx::NodeProto&);
+void convert_celu(Importer&, const onnx::NodeProto&);
+void convert_is_nan(Importer&, const onnx::NodeProto&);
+void convert_is_inf(Importer&, const onnx::NodeProto&);
 void convert_clip(Importer&, const onnx::NodeProto&);
 void convert_pow(Importer&, const onnx::NodeProto&);
 void convert_max(Importer&, const onnx::NodeProto&);
@@ -77,6 +83,7 @@ void convert_reduce_sum_square(Importer&, const onnx::NodeProto&);
 void convert_reduce_l1(Importer&, const onnx::NodeProto&);
 void convert_reduce_l2(Importer&, const onnx::NodeProto&);
 void convert_reduce_log_sum(Importer&, const onnx::NodeProto&);
+void convert_reduce_log_sum_exp(Importer&, const onnx::NodeProto&);
 void convert_arg_max(Importer&, const onnx::NodeProto&);
 void convert_arg_min(Importer&, const onnx::NodeProto&);
 void convert_global_average_pool(Importer&, const onnx::NodeProto&);
@@ -95,6 +102,8 @@ void convert_scatter_nd(Importer&, const onnx::NodeProto&);
 void convert_expand(Importer&, const onnx::NodeProto&);
 void convert_tile(Importer&, const onnx::NodeProto&);
 void convert_pad(Importer&, const onnx::NodeProto&);
+void convert_depth_to_space(Importer&, const onnx::NodeProto&);
+void convert_space_to_depth(Importer&, const onnx::NodeProto&);
 // x reshaped to shape (0 copies x's dimension, one -1 is inferred): a reshape node named
 // after node with suffix.
 phx_value reshape_to(Importer& im, const onnx::NodeProto& node, phx_value x,

@@ -422,6 +422,14 @@ phx_value Importer::constant(const KnownValue& known, const std::string& name) {
   return v;
 }
 
+phx_value Importer::float_constant(const onnx::NodeProto& node, double value,
+                                   const std::string& what) {
+  KnownValue known;
+  known.elem_type = input(node, 0).elem_type;
+  known.reals = {value};
+  return constant(known, node.name() + " " + what);
+}
+
 phx_value Importer::constant_tensor(const onnx::TensorProto& tensor, const std::string& name) {
   const std::string what = "constant '" + name + "'";
   const TensorBytes bytes = read_tensor(tensor, what);

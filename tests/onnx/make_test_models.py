@@ -179,6 +179,29 @@ def hard_activations(folder, rng):
               [("x", x)], [("y", swish.astype(np.float32))])
 
 
+def rotary_and_log_sum_exp(folder, rng):
+    """Sin and Cos of the angles a rotary embedding takes (positions up to 4095 times its
+    frequencies, up to 4095 radians), which ONNX's own tests keep within [-10, 10]; and
+    ReduceLogSumExp over rows of -inf only, holding +inf, and finite, which must give -inf,
+    +inf and log(sum(exp)) (ONNX's tests have no infinities)."""
+    positions = np.arange(0, 4096, 37, dtype=np.float64)
+    frequencies = 1.0 / 10000.0 ** (np.arange(0, 8, dtype=np.float64) / 8)
+    angles = (positions[:, None] * frequencies[None, :]).astype(np.float32)
+    node_test(folder, "sin_cos_rotary_angles",
+              [helper.make_node("Sin", ["x"], ["s"]), helper.make_node("Cos", ["x"], ["c"])],
+              [("x", angles)], [("s", np.sin(angles.astype(np.float64)).astype(np.float32)),
+                                ("c", np.cos(angles.astype(np.float64)).astype(np.float32))])
+    x = rng.uniform(-30, 30, (4, 5)).astype(np.float32)
+    x[0, :] = -np.inf
+    x[1, 2] = np.inf
+    x[2, 3] = -np.inf
+    with np.errstate(divide="ignore", over="ignore"):
+        y = np.log(np.sum(np.exp(x.astype(np.float64)), axis=1))
+    node_test(folder, "reduce_log_sum_exp_infinities",
+              [helper.make_node("ReduceLogSumExp", ["x"], ["y"], axes=[1], keepdims=0)],
+              [("x", x)], [("y", y.astype(np.float32))])
+
+
 def bf16_tensor(name, values, as_uint16=False):
     """values rounded to bfloat16 (to nearest even, as ONNX's helper does) as a BFLOAT16
     TensorProto, or as ONNX 1.12's test data stores bfloat16 (numpy has none): UINT16
@@ -414,6 +437,13 @@ def refused(folder):
     single_node(folder, "upsample_nearest_down",
                 helper.make_node("Upsample", ["x", "scales"], ["y"], name="up", mode="nearest"),
                 [vi("x", f, [1, 1, 4, 4])], [vi("y", f, [1, 1, 2, 2])], [half], opset=9)
+    # Blocks move between channels and positions of a static C, H and W.
+    single_node(folder, "depth_to_space_dynamic_height",
+                helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2),
+                [vi("x", f, [1, 8, "h", 2])], [vi("y", f, [1, 2, "h2", 4])])
+    single_node(folder, "depth_to_space_channels",
+                helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=3),
+                [vi("x", f, [1, 8, 2, 2])], [vi("y", f, [1, 1, 6, 6])])
 
 
 def max_pool_reference(x, kernel, strides, dilations, pads, ceil_mode, storage_order):
@@ -555,6 +585,7 @@ def main():
     bfloat16(folder, rng)
     range_of_inputs(folder)
     hard_activations(folder, rng)
+    rotary_and_log_sum_exp(folder, rng)
     old_opset(folder, rng)
     known_mask(folder, rng)
     trilu_tests(folder, rng)

@@ -342,6 +342,10 @@ TEST_F(OnnxImport, RefusedModelsSayWhy) {
                  {"node 'c3'", "Conv", "dynamic spatial dimension"});
   expect_refused("convtranspose3d_no_output", PHX_STATUS_INVALID_ARGUMENT,
                  {"node 't3'", "ConvTranspose", "no output depth"});
+  expect_refused("depth_to_space_dynamic_height", PHX_STATUS_UNSUPPORTED,
+                 {"node 'd2s'", "DepthToSpace", "dynamic C, H or W", "give the input sizes"});
+  expect_refused("depth_to_space_channels", PHX_STATUS_INVALID_ARGUMENT,
+                 {"node 'd2s'", "C = 8", "blocksize^2"});
   expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
   expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
 }
