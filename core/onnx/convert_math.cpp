@@ -133,8 +133,8 @@ void convert_celu(Importer& im, const onnx::NodeProto& node) {
     return;
   }
   const phx_value x = im.graph_input(node, 0);
-  const phx_value alpha_value = im.float_constant(node, alpha, "alpha");
-  const phx_value zero_value = im.float_constant(node, 0.0, "0");
+  const phx_value alpha_value = im.scalar_constant(node, alpha, "alpha");
+  const phx_value zero_value = im.scalar_constant(node, 0.0, "0");
   auto op = [&](phx_op_id id, std::vector<phx_value> inputs, const void* params,
                 const char* suffix) {
     return im.add_node(node, id, params, inputs, 1, {}, suffix)[0];
@@ -171,7 +171,7 @@ void convert_is_inf(Importer& im, const onnx::NodeProto& node) {
   } else if (!negative && !positive) {
     compare_op = PHX_OP_LESS;
   }
-  const phx_value bound = im.float_constant(node, positive ? INFINITY : -INFINITY, "infinity");
+  const phx_value bound = im.scalar_constant(node, positive ? INFINITY : -INFINITY, "infinity");
   im.define(node, 0, im.add_node(node, compare_op, nullptr, {x, bound})[0],
             onnx::TensorProto::BOOL);
 }

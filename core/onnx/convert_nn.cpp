@@ -13,21 +13,11 @@
 namespace phx::onnx_import {
 namespace {
 
-KnownValue scalar_like(int32_t elem_type, double value) {
-  KnownValue k;
-  k.elem_type = elem_type;
-  if (is_integral(elem_type))
-    k.ints = {static_cast<int64_t>(value)};
-  else
-    k.reals = {value};
-  return k;
-}
-
-// y = x * factor, unless factor is 1.
-phx_value scaled(Importer& im, const onnx::NodeProto& node, phx_value x, int32_t elem_type,
-                 double factor, const char* suffix) {
+// y = x * factor (in input 0's element type), unless factor is 1.
+phx_value scaled(Importer& im, const onnx::NodeProto& node, phx_value x, double factor,
+                 const char* suffix) {
   if (factor == 1.0) return x;
-  const phx_value f = im.constant(scalar_like(elem_type, factor), node.name() + " " + suffix);
+  const phx_value f = im.scalar_constant(node, factor, suffix);
   return im.add_node(node, PHX_OP_MUL, nullptr, {x, f}, 1, {}, suffix)[0];
 }
 
@@ -96,7 +86,7 @@ void layer_norm_statistics(Importer& im, const onnx::NodeProto& node, phx_value 
       im.add_node(node, PHX_OP_MUL, nullptr, {centred, centred}, 1, {}, "square")[0];
   const phx_value variance =
       im.add_node(node, PHX_OP_REDUCE_MEAN, &mean_params, {square}, 1, {}, "variance")[0];
-  const phx_value eps = im.constant(scalar_like(type, epsilon), node.name() + " epsilon");
+  const phx_value eps = im.scalar_constant(node, epsilon, "epsilon");
   const phx_value shifted =
       im.add_node(node, PHX_OP_ADD, nullptr, {variance, eps}, 1, {}, "+ eps")[0];
   const phx_value std_dev = im.add_node(node, PHX_OP_SQRT, nullptr, {shifted}, 1, {}, "std")[0];
@@ -141,11 +131,11 @@ void convert_gemm(Importer& im, const onnx::NodeProto& node) {
   std::vector<phx_value> inputs = {im.graph_input(node, 0), im.graph_input(node, 1)};
   const bool has_c = im.has_input(node, 2) && beta != 0.0;
   phx_value c = PHX_VALUE_NONE;
-  if (has_c) c = scaled(im, node, im.graph_input(node, 2), type, beta, "beta");
+  if (has_c) c = scaled(im, node, im.graph_input(node, 2), beta, "beta");
   if (has_c && alpha == 1.0) inputs.push_back(c);  // the product's own bias
   phx_value y = im.add_node(node, PHX_OP_MATMUL, &params, inputs)[0];
   if (alpha != 1.0) {
-    y = scaled(im, node, y, type, alpha, "alpha");
+    y = scaled(im, node, y, alpha, "alpha");
     if (has_c) y = im.add_node(node, PHX_OP_ADD, nullptr, {y, c}, 1, {}, "bias")[0];
   }
   im.define(node, 0, y, type);

@@ -110,8 +110,8 @@ void convert_reduce_log_sum_exp(Importer& im, const onnx::NodeProto& node) {
   auto op = [&](phx_op_id id, std::vector<phx_value> inputs, const void* p, const char* suffix) {
     return im.add_node(node, id, p, inputs, 1, {}, suffix)[0];
   };
-  const phx_value inf_value = im.float_constant(node, INFINITY, "inf");
-  const phx_value zero_value = im.float_constant(node, 0.0, "0");
+  const phx_value inf_value = im.scalar_constant(node, INFINITY, "inf");
+  const phx_value zero_value = im.scalar_constant(node, 0.0, "0");
   // m twice: kept as 1s for the subtraction, and in the result's shape for the sum.
   auto finite_max = [&](bool keep_dims, const char* suffix) {
     phx_reduce_params p = params;

@@ -5,6 +5,7 @@
 #include <onnx/version_converter/convert.h>
 #include <phx/abi_structs.h>
 
+#include <cmath>
 #include <unordered_set>
 
 #include "import_error.h"
@@ -422,11 +423,17 @@ phx_value Importer::constant(const KnownValue& known, const std::string& name) {
   return v;
 }
 
-phx_value Importer::float_constant(const onnx::NodeProto& node, double value,
-                                   const std::string& what) {
+phx_value Importer::scalar_constant(const onnx::NodeProto& node, double value,
+                                    const std::string& what) {
   KnownValue known;
   known.elem_type = input(node, 0).elem_type;
-  known.reals = {value};
+  if (is_integral(known.elem_type)) {
+    // Only a value within int64's range converts (NaN and infinities fail the test).
+    if (!(std::fabs(value) < 0x1p63)) unsupported(node, what + " on integers");
+    known.ints = {static_cast<int64_t>(value)};
+  } else {
+    known.reals = {value};
+  }
   return constant(known, node.name() + " " + what);
 }
 

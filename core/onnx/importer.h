@@ -50,9 +50,10 @@ class Importer {
   phx_value graph_input(const onnx::NodeProto& node, int i);
   // A known value as a new graph constant.
   phx_value constant(const KnownValue& known, const std::string& name);
-  // A float constant of one element, of input 0's element type, named after the node and
-  // what (the bounds and factors of an operator made of several ops).
-  phx_value float_constant(const onnx::NodeProto& node, double value, const std::string& what);
+  // A constant of one element of input 0's element type (value truncated for an integer
+  // one; refused beyond int64's range), named after the node and what: the factors and
+  // bounds of an operator made of several ops.
+  phx_value scalar_constant(const onnx::NodeProto& node, double value, const std::string& what);
   // A tensor of the model as a new graph constant, read without an import-time copy.
   phx_value constant_tensor(const onnx::TensorProto& tensor, const std::string& name);
   phx_value_info info(phx_value value) const;
