@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <initializer_list>
 
 #include "passes.h"
 
@@ -47,14 +48,16 @@ class Fusion {
     return graph::only_reader(p_, readers_, value, index);
   }
 
-  // Replaces node n with candidate, which absorbed node absorbed, if the device node n
-  // would go to runs it.
-  void absorb(size_t n, Node candidate, size_t absorbed) {
+  // Replaces node n with candidate, which absorbed the nodes absorbed (in their order),
+  // if the device node n would go to runs it.
+  void absorb(size_t n, Node candidate, std::initializer_list<size_t> absorbed) {
     if (first_device_running(p_, candidate) != first_device_running(p_, p_.nodes[n])) return;
-    candidate.name += " + " + p_.nodes[absorbed].name;
+    for (size_t a : absorbed) {
+      candidate.name += " + " + p_.nodes[a].name;
+      p_.live[a] = false;
+      ++p_.fused_nodes;
+    }
     p_.nodes[n] = std::move(candidate);
-    p_.live[absorbed] = false;
-    ++p_.fused_nodes;
   }
 
   void take_bias(size_t n) {
@@ -74,7 +77,7 @@ class Fusion {
     candidate.inputs.resize(3, PHX_VALUE_NONE);
     candidate.inputs[2] = bias;
     candidate.outputs = add->outputs;
-    absorb(n, std::move(candidate), a);
+    absorb(n, std::move(candidate), {a});
   }
 
   // The activation parameter of a matmul or conv2d node.
@@ -95,7 +98,7 @@ class Fusion {
     if (activation_of(unary->op) == PHX_ACTIVATION_NONE) return;
     activation_param(candidate) = activation_of(unary->op);
     candidate.outputs = unary->outputs;
-    absorb(n, std::move(candidate), r);
+    absorb(n, std::move(candidate), {r});
   }
 
   // silu as exporters write it, x * sigmoid(x) (EfficientNet's activation): node n's result
@@ -118,11 +121,7 @@ class Fusion {
       Node candidate = p_.nodes[n];
       activation_param(candidate) = PHX_ACTIVATION_SILU;
       candidate.outputs = mul.outputs;
-      if (first_device_running(p_, candidate) != first_device_running(p_, p_.nodes[n])) return;
-      candidate.name += " + " + sigmoid.name + " + " + mul.name;
-      p_.nodes[n] = std::move(candidate);
-      p_.live[s] = p_.live[m] = false;
-      p_.fused_nodes += 2;
+      absorb(n, std::move(candidate), {s, m});
       return;
     }
   }

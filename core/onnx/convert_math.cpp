@@ -127,7 +127,7 @@ void convert_round(Importer& im, const onnx::NodeProto& n) { unary(im, n, PHX_OP
 void convert_celu(Importer& im, const onnx::NodeProto& node) {
   if (is_integral(im.input(node, 0).elem_type)) im.invalid(node, "the input must be a float");
   const float alpha = attr_float(node, "alpha", 1.0f);
-  if (!(alpha != 0.0f) || !std::isfinite(alpha)) im.invalid(node, "alpha must be finite and not 0");
+  if (alpha == 0.0f || !std::isfinite(alpha)) im.invalid(node, "alpha must be finite and not 0");
   if (alpha == 1.0f) {
     with_alpha_beta(im, node, PHX_OP_ELU, 1.0f, 0.0f);
     return;

@@ -225,8 +225,8 @@ void print_bench(std::vector<double> times) {
       times.front() / 1e6, times.back() / 1e6);
 }
 
-// The tolerance of values expected to be expected, computed at precision: derived from
-// both (onnx_session.cpp), or --rtol and --atol where given.
+// The tolerance for comparing a result computed at precision with expected: derived
+// from both (onnx_session.cpp), or --rtol and --atol where given.
 Tolerance tolerance_for(const HostTensor& expected, const ComputePrecision& precision,
                         const Options& o) {
   Tolerance tolerance = precision_tolerance(expected.dtype, precision, largest_magnitude(expected));
