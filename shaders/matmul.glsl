@@ -4,7 +4,8 @@
 //
 // A workgroup owns a 128 x 128 tile of one output matrix: the logical unit of the "MXU"
 // (gl_WorkGroupID.x: the tile's column, .y: its row, .z: the batch). Element (r, k) of
-// a is at a_rs * r + a_cs * k, so transposed operands are only other strides.
+// a is at a_rs * r + a_cs * k, so transposed operands are only other strides; a row
+// stride may exceed the row's length.
 
 #ifndef MATMUL_GLSL
 #define MATMUL_GLSL
@@ -55,9 +56,13 @@ uint batch_offset(uint batch, uint mask, uint matrix) {
   return offset;
 }
 
-uint a_batch_offset(uint batch) { return batch_offset(batch, p.batch_mask & 0xFFu, p.m * p.k); }
+// An operand's batch matrix spans its outer dimension times that dimension's stride: rows
+// of a b may be padded past n (conv2d's columns, ops/conv2d.cpp), so it is not k n.
+uint a_batch_offset(uint batch) {
+  return batch_offset(batch, p.batch_mask & 0xFFu, max(p.m * p.a_rs, p.k * p.a_cs));
+}
 uint b_batch_offset(uint batch) {
-  return batch_offset(batch, (p.batch_mask >> 8) & 0xFFu, p.k * p.n);
+  return batch_offset(batch, (p.batch_mask >> 8) & 0xFFu, max(p.k * p.b_rs, p.n * p.b_cs));
 }
 
 // The first element of batch `batch`'s output matrix and of its bias matrix, computed once

@@ -59,7 +59,9 @@ layout(local_size_x = LANES * BANDS * (TILE / COLS)) in;
 // 1: a is not transposed and its rows start at multiples of 8 elements (k and the first
 // element multiples of 8); 0: element loads.
 layout(constant_id = 0) const uint A_VEC = 0u;
-// 1: the same for b (not transposed, n and the first element multiples of 8).
+// 1: the same for b (not transposed, its row stride and the first element multiples of 8;
+// the row stride may exceed n, conv2d's padded columns: columns up to n rounded up to 8
+// are read, their results past n not stored).
 layout(constant_id = 1) const uint B_VEC = 0u;
 
 // Views of a and b in which one load brings 8 elements: for f32 32-byte vectors of 64-bit
@@ -117,7 +119,7 @@ void main() {
   }
   uint b_at[COLS];  // b(k = 0, column j); with B_VEC, b_at[8 g] starts 8 columns
   [[unroll]] for (uint j = 0u; j < COLS; ++j) {
-    b_at[j] = b_base + (B_VEC != 0u ? min(col0 + j - j % 8u, p.n - 8u) + j % 8u
+    b_at[j] = b_base + (B_VEC != 0u ? min(col0 + j - j % 8u, ((p.n + 7u) & ~7u) - 8u) + j % 8u
                                     : min(col0 + j, p.n - 1u) * p.b_cs);
   }
 

@@ -82,6 +82,8 @@ foreach(dtype IN LISTS phx_float_dtypes)
   phx_vulkan_shader(NAME layer_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X})
   phx_vulkan_shader(NAME rms_norm_${dtype} SOURCE ${PHX_SHADER_DIR}/norm.comp DEFINES X_${X} RMS)
   phx_vulkan_shader(NAME conv2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv2d.comp DEFINES X_${X})
+  phx_vulkan_shader(NAME conv2d_window_${dtype} SOURCE ${PHX_SHADER_DIR}/conv2d_window.comp
+                    DEFINES X_${X})
   phx_vulkan_shader(NAME conv_transpose2d_${dtype} SOURCE ${PHX_SHADER_DIR}/conv_transpose2d.comp
                     DEFINES X_${X})
   phx_vulkan_shader(NAME attention_${dtype} SOURCE ${PHX_SHADER_DIR}/attention.comp DEFINES X_${X})
@@ -116,6 +118,10 @@ foreach(size_define 1:X_U8 2:X_I16 4:X_I32)
     phx_vulkan_shader(NAME ${shader}_${size} SOURCE ${PHX_SHADER_DIR}/${shader}.comp DEFINES ${define})
   endforeach()
 endforeach()
+
+# conv2d's columns for its matmul (ops/conv2d.cpp): the float sizes, 2 and 4 bytes.
+phx_vulkan_shader(NAME im2col_2 SOURCE ${PHX_SHADER_DIR}/im2col.comp DEFINES X_I16)
+phx_vulkan_shader(NAME im2col_4 SOURCE ${PHX_SHADER_DIR}/im2col.comp DEFINES X_I32)
 
 # Pooling: max over every dtype, average over the float ones.
 foreach(dtype IN LISTS phx_all_dtypes)

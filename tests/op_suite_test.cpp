@@ -938,6 +938,8 @@ TEST_P(Conv2dTest, StrideAsymmetricPaddingDilation) {
   ConvCase dilated{1, 2, 12, 10, 3, 3, 3};
   dilated.dilation_h = 2;
   dilated.dilation_w = 3;
+  ConvCase wide_stride{1, 2, 9, 40, 3, 3, 3};  // 8 outputs span 38 inputs of a row
+  wide_stride.stride_w = 5;
   ConvCase all{2, 4, 15, 14, 6, 3, 2};
   all.stride_h = 2;
   all.stride_w = 1;
@@ -947,7 +949,7 @@ TEST_P(Conv2dTest, StrideAsymmetricPaddingDilation) {
   all.pad_right = 1;
   all.dilation_h = 1;
   all.dilation_w = 2;
-  check_all({strided, padded, dilated, all}, 71);
+  check_all({strided, padded, dilated, wide_stride, all}, 71);
 }
 
 TEST_P(Conv2dTest, GroupsAndDepthwise) {
@@ -961,7 +963,21 @@ TEST_P(Conv2dTest, GroupsAndDepthwise) {
   ConvCase depthwise_multiplier{1, 4, 8, 9, 8, 3, 3};  // two outputs per input channel
   depthwise_multiplier.groups = 4;
   depthwise_multiplier.stride_h = depthwise_multiplier.stride_w = 2;
-  check_all({grouped, three_groups, depthwise, depthwise_multiplier}, 72);
+  ConvCase depthwise_7x7{1, 6, 10, 19, 6, 7, 7};  // ConvNeXt's
+  depthwise_7x7.groups = 6;
+  depthwise_7x7.pad_top = depthwise_7x7.pad_bottom = 3;
+  depthwise_7x7.pad_left = depthwise_7x7.pad_right = 3;
+  ConvCase depthwise_5x5{1, 4, 11, 21, 4, 5, 5};
+  depthwise_5x5.groups = 4;
+  depthwise_5x5.stride_h = depthwise_5x5.stride_w = 2;
+  depthwise_5x5.pad_left = depthwise_5x5.pad_top = 2;
+  depthwise_5x5.dilation_w = 2;
+  ConvCase groups_of_8{1, 16, 6, 11, 16, 3, 3};  // RegNet's group width
+  groups_of_8.groups = 2;
+  groups_of_8.pad_left = groups_of_8.pad_right = 1;
+  check_all({grouped, three_groups, depthwise, depthwise_multiplier, depthwise_7x7, depthwise_5x5,
+             groups_of_8},
+            72);
 }
 
 TEST_P(Conv2dTest, BiasAndFusedActivations) {
@@ -978,6 +994,51 @@ TEST_P(Conv2dTest, BiasAndFusedActivations) {
   depthwise_bias.bias = true;
   cases.push_back(depthwise_bias);
   check_all(cases, 73);
+}
+
+// Shapes a device may run as a matmul (Vulkan does, for NCHW groups of 32 outputs or 8
+// outputs from more than 16 channels, and 8 inputs x taps or more): K and the output
+// positions not multiples of 8 (padded columns), a 1x1 convolution that is a matmul of x
+// itself, more than one 128 x 128 tile, groups, the strided 7x7 of a ResNet's stem, every
+// activation in the matmul's epilogue.
+TEST_P(Conv2dTest, ShapesOfAMatmul) {
+  std::vector<ConvCase> cases;
+  ConvCase padded_k{2, 3, 9, 10, 32, 3, 3};  // K 27, 90 positions
+  padded_k.pad_top = padded_k.pad_bottom = padded_k.pad_left = padded_k.pad_right = 1;
+  cases.push_back(padded_k);
+  cases.push_back(ConvCase(2, 16, 4, 6, 32, 1, 1));  // K 16, 24 positions: x itself
+  cases.push_back(ConvCase(1, 12, 5, 5, 32, 1, 1));  // K 12
+  cases.push_back(ConvCase(1, 24, 7, 9, 16, 1, 1));  // 16 outputs from 24 channels
+  ConvCase grouped{1, 16, 9, 7, 64, 3, 3};
+  grouped.groups = 2;
+  grouped.stride_h = 2;
+  grouped.dilation_w = 2;
+  cases.push_back(grouped);
+  ConvCase stem{1, 3, 20, 18, 32, 7, 7};
+  stem.stride_h = stem.stride_w = 2;
+  stem.pad_top = stem.pad_bottom = stem.pad_left = stem.pad_right = 3;
+  cases.push_back(stem);
+  ConvCase tiles{1, 32, 20, 20, 136, 3, 3};  // m 136, 400 positions
+  tiles.bias = true;
+  cases.push_back(tiles);
+  for (phx_activation act : kActivations) {
+    ConvCase c{2, 3, 7, 6, 32, 3, 3};
+    c.bias = true;
+    c.activation = act;
+    c.pad_top = c.pad_left = 1;
+    cases.push_back(c);
+  }
+  check_all(cases, 74);
+}
+
+// Columns of 6.5 MB per image: a device that writes them in chunks of images (Vulkan's are
+// at most 16 MiB) takes three images in two chunks.
+TEST_P(Conv2dTest, ImagesInChunks) {
+  ConvCase c{3, 8, 150, 150, 32, 3, 3};
+  c.pad_top = c.pad_bottom = c.pad_left = c.pad_right = 1;
+  c.bias = true;
+  Random rng(75);
+  check(c, PHX_LAYOUT_NCHW, PHX_DTYPE_F32, rng);
 }
 
 // ---- Streams, tickets, profiling, memory, transfers -------------------------------------------

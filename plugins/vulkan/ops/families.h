@@ -2,6 +2,7 @@
 #pragma once
 
 #include "../op_recorder.h"
+#include "op_util.h"
 
 namespace phx::vulkan::ops {
 
@@ -28,5 +29,27 @@ void record_pad(OpRecorder& recorder, const phx_plugin_op& op);
 void record_pool(OpRecorder& recorder, const phx_plugin_op& op);
 void record_conv_transpose2d(OpRecorder& recorder, const phx_plugin_op& op);
 void record_resize(OpRecorder& recorder, const phx_plugin_op& op);
+
+// x's elements as rows x cols, each row padded with zeros to padded_cols, into y
+// (shaders/layout_pad.comp): conv2d's weights as its matmul loads them.
+void record_zero_padded_rows(OpRecorder& recorder, const phx_plugin_tensor& x, uint32_t rows,
+                             uint32_t cols, uint32_t padded_cols, Binding y);
+
+// The matmul of ops built on it (conv2d, ops/conv2d.cpp) over memory they bound
+// themselves: for each image i < images and group g < groups,
+//   y(i, g) [m x n] = a(g) [m x k] x b(i, g) [k x n] + bias(g) [m, one per row],
+// activated. The matrices lie one after another in their bindings from their shifts (in
+// elements): a(g) at g m k, b(i, g) at (i groups + g) k b_rs (b's rows are b_rs >= n
+// apart), y(i, g) at (i groups + g) m n, bias(g) at g m. a, b, y and the bias are of
+// dtype; the sums are f32, rounded once.
+struct GroupedMatmul {
+  phx_dtype dtype;
+  uint32_t m, n, k, b_rs;
+  uint32_t images, groups;
+  uint32_t activation;  // phx_activation
+  ElementRange a, b, y;
+  const ElementRange* bias;  // null: none
+};
+void record_grouped_matmul(OpRecorder& recorder, const GroupedMatmul& mm);
 
 }  // namespace phx::vulkan::ops

@@ -195,6 +195,18 @@ void record_pad(OpRecorder& recorder, const phx_plugin_op& op) {
                   fill_bits(params.value, x.dtype), params.begin);
 }
 
+void record_zero_padded_rows(OpRecorder& recorder, const phx_plugin_tensor& x, uint32_t rows,
+                             uint32_t cols, uint32_t padded_cols, Binding y) {
+  PadPush push = {};
+  push.rank = 2;
+  push.mode = PHX_PAD_CONSTANT;
+  push.out_extent[0] = push.in_extent[0] = rows;
+  push.out_extent[1] = padded_cols;
+  push.in_extent[1] = cols;
+  dispatch_per_element(recorder, moving_kernel("layout_pad", x.dtype), {recorder.bind(x), y}, push,
+                       static_cast<uint64_t>(rows) * padded_cols);
+}
+
 void record_tile(OpRecorder& recorder, const phx_plugin_op& op) {
   record_pad_like(recorder, op.inputs[0], op.outputs[0], kWrap, 0, nullptr);
 }

@@ -138,10 +138,10 @@ struct MatmulKernel {
                         (p.m_end - p.m_base + kTile - 1) / kTile, batch_count);
     } else {
       // Operands whose rows start at multiples of 8 elements are loaded 8 elements at a
-      // time (shaders/matmul_direct.comp): not transposed, the row length and the first
+      // time (shaders/matmul_direct.comp): not transposed, the row stride and the first
       // element multiples of 8 (a batch matrix then starts at one too).
-      const uint32_t a_vec = !ta && p.k % 8 == 0 && p.a_shift % 8 == 0 ? 1 : 0;
-      const uint32_t b_vec = !tb && p.n % 8 == 0 && p.b_shift % 8 == 0 ? 1 : 0;
+      const uint32_t a_vec = !ta && p.a_rs % 8 == 0 && p.a_shift % 8 == 0 ? 1 : 0;
+      const uint32_t b_vec = !tb && p.b_rs % 8 == 0 && p.b_shift % 8 == 0 ? 1 : 0;
       recorder.dispatch(name, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}},
                         (p.n + kTile - 1) / kTile, (p.m_end - p.m_base + kTile - 1) / kTile,
                         batch_count);
@@ -149,25 +149,20 @@ struct MatmulKernel {
   }
 };
 
-MatmulKernel matmul_kernel(OpRecorder& recorder, const phx_plugin_op& op) {
-  const auto& params = *static_cast<const phx_matmul_params*>(op.params);
+MatmulKernel matmul_kernel(OpRecorder& recorder, phx_dtype in, phx_dtype out, bool ta, bool tb) {
   const uint32_t k_block = use_shared_memory(recorder.caps()) ? shared_k_block(recorder.caps()) : 0;
   std::string name = std::string(k_block ? "matmul_shared_" : "matmul_direct_") +
-                     std::string(dtype_name(op.inputs[0].dtype)) + "_" +
-                     std::string(dtype_name(op.outputs[0].dtype));
-  return {recorder, std::move(name), k_block, params.transpose_a != 0, params.transpose_b != 0};
+                     std::string(dtype_name(in)) + "_" + std::string(dtype_name(out));
+  return {recorder, std::move(name), k_block, ta, tb};
 }
 
 // Every operand in one binding: dispatches only as the grid's limits on rows and batches
 // require.
-void record_whole(const MatmulKernel& kernel, const phx_plugin_op& op, Push& p,
+void record_whole(const MatmulKernel& kernel, Push& p, Binding ab, Binding bb, Binding yb,
                   const Binding* bias) {
   const DeviceCaps& caps = kernel.recorder.caps();
   const uint64_t max_rows = static_cast<uint64_t>(caps.max_workgroup_count[1]) * kTile;
   const uint64_t batches = batch_count(p);
-  const Binding ab = kernel.recorder.bind(op.inputs[0]);
-  const Binding bb = kernel.recorder.bind(op.inputs[1]);
-  const Binding yb = kernel.recorder.bind(op.outputs[0]);
   for (uint64_t batch = 0; batch < batches; batch += caps.max_workgroup_count[2]) {
     for (uint64_t row = 0; row < p.m; row += max_rows) {
       p.batch_base = static_cast<uint32_t>(batch);
@@ -234,7 +229,9 @@ void record_in_row_blocks(const MatmulKernel& kernel, const phx_plugin_op& op, P
 void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   const DeviceCaps& caps = recorder.caps();
   Push p = matmul_push(op);
-  const MatmulKernel kernel = matmul_kernel(recorder, op);
+  const auto& params = *static_cast<const phx_matmul_params*>(op.params);
+  const MatmulKernel kernel = matmul_kernel(recorder, op.inputs[0].dtype, op.outputs[0].dtype,
+                                            params.transpose_a != 0, params.transpose_b != 0);
   if ((p.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {
     fail_unsupported("matmul: N = " + std::to_string(p.n) + " exceeds the device's grid");
   }
@@ -246,9 +243,41 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
                     element_count(op.inputs[1]) * in_bytes <= limit &&
                     element_count(op.outputs[0]) * dtype_bytes(op.outputs[0].dtype) <= limit;
   if (fits)
-    record_whole(kernel, op, p, bias ? &bias_binding : nullptr);
+    record_whole(kernel, p, recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]),
+                 recorder.bind(op.outputs[0]), bias ? &bias_binding : nullptr);
   else
     record_in_row_blocks(kernel, op, p, bias ? &bias_binding : nullptr);
+}
+
+void record_grouped_matmul(OpRecorder& recorder, const GroupedMatmul& mm) {
+  const DeviceCaps& caps = recorder.caps();
+  if ((mm.n + kTile - 1) / kTile > caps.max_workgroup_count[0]) {
+    fail_unsupported("matmul: N = " + std::to_string(mm.n) + " exceeds the device's grid");
+  }
+  // Batch dimensions (images, groups): a and the bias broadcast over the images.
+  Push p = {};
+  p.m = mm.m;
+  p.n = mm.n;
+  p.k = mm.k;
+  p.a_rs = mm.k;
+  p.a_cs = 1;
+  p.b_rs = mm.b_rs;
+  p.b_cs = 1;
+  p.bias_rs = 1;
+  p.bias_cs = 0;
+  p.bias_matrix = mm.m;
+  p.a_shift = mm.a.shift;
+  p.b_shift = mm.b.shift;
+  p.y_shift = mm.y.shift;
+  p.bias_shift = mm.bias ? mm.bias->shift : 0;
+  p.batch_rank = 2;
+  p.batch_shape[0] = mm.images;
+  p.batch_shape[1] = mm.groups;
+  p.batch_mask = 0x1u | 0x10000u;
+  p.flags = mm.activation | (mm.bias ? 0x100u : 0u);
+  const MatmulKernel kernel = matmul_kernel(recorder, mm.dtype, mm.dtype, false, false);
+  record_whole(kernel, p, mm.a.binding, mm.b.binding, mm.y.binding,
+               mm.bias ? &mm.bias->binding : nullptr);
 }
 
 }  // namespace phx::vulkan::ops

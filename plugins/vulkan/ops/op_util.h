@@ -54,7 +54,8 @@ void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
 // Push starts with the words base and count, which each dispatch sets for its share.
 template <class Push>
 void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
-                          std::initializer_list<Binding> bindings, Push push, uint64_t total) {
+                          std::initializer_list<Binding> bindings, Push push, uint64_t total,
+                          std::initializer_list<OpRecorder::SpecConstant> spec_constants = {}) {
   constexpr uint64_t kWorkgroup = 256;
   if (total > UINT32_MAX) fail_unsupported(std::string(kernel) + ": more than 2^32 elements");
   const uint64_t chunk = max_grid_groups(recorder.caps()) * kWorkgroup;
@@ -63,7 +64,7 @@ void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
     push.base = static_cast<uint32_t>(first);
     push.count = static_cast<uint32_t>(count);
     dispatch_grid(recorder, kernel, bindings, &push, sizeof push,
-                  (count + kWorkgroup - 1) / kWorkgroup);
+                  (count + kWorkgroup - 1) / kWorkgroup, spec_constants);
   }
 }
 
