@@ -249,6 +249,8 @@ TEST_P(MatmulTest, BatchedWithBroadcastBatchDims) {
       {{4, 1, 7, 9}, {1, 5, 9, 5}},                  // both sides broadcast
       {{2, 1, 3, 5, 4}, {6, 1, 4, 3}},               // rank 5 against rank 4
       MatmulCase({5, 9, 7}, {1, 5, 9}, true, true),  // with both transposed
+      {{2, 3, 7, 9}, {9, 5}},                        // b one matrix for all
+      {{37, 1, 16}, {16, 24}},                       // a Linear over [S, B, E]
   };
   check_all(cases, 3);
 }
@@ -264,6 +266,8 @@ TEST_P(MatmulTest, BiasVectorAndGeneralBroadcast) {
       MatmulCase(plain).with_bias({}),           // a scalar
       MatmulCase(batched).with_bias({3, 1, 5}),  // middle batch dim
       MatmulCase(batched).with_bias({2, 1, 7, 1}),
+      MatmulCase(batched).with_bias({1, 5}),        // one row for every batch
+      MatmulCase(batched).with_bias({2, 3, 7, 5}),  // a matrix per batch
       MatmulCase({5, 9, 7}, {9, 5}, true).with_bias({5}),
   };
   check_all(cases, 4);

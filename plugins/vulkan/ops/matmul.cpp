@@ -79,6 +79,29 @@ uint64_t batch_offset(const Push& p, uint64_t batch, uint32_t mask, uint64_t mat
   return offset;
 }
 
+// A batch of matrices times one matrix is one matmul of the batches' rows stacked: a not
+// transposed and not broadcast, b broadcast over every batch dimension, the bias one row
+// for all or a whole matrix per batch. torch exports a Linear applied to [S, B, E] so
+// ([197 x 1 x 768] x [768 x 2304] in ViT), and 197 products of one row each leave a
+// 128 x 128 tile nearly empty and load b 197 times.
+void fold_batches_into_rows(Push& p, bool ta, bool has_bias) {
+  if (p.batch_rank == 0 || ta) return;
+  const uint32_t all = (1u << p.batch_rank) - 1;
+  const uint32_t a_broadcast = p.batch_mask & 0xFFu;
+  const uint32_t b_broadcast = (p.batch_mask >> 8) & 0xFFu;
+  const uint32_t bias_broadcast = (p.batch_mask >> 16) & 0xFFu;
+  const bool bias_folds = !has_bias || (bias_broadcast == all && p.bias_rs == 0) ||
+                          (bias_broadcast == 0 && p.bias_rs == p.n && p.bias_cs == 1);
+  if (a_broadcast != 0 || b_broadcast != all || !bias_folds) return;
+  uint64_t rows = p.m;
+  for (uint32_t d = 0; d < p.batch_rank; ++d) rows *= p.batch_shape[d];
+  if (rows > UINT32_MAX) return;
+  p.m = static_cast<uint32_t>(rows);
+  p.batch_rank = 0;
+  p.batch_mask = 0;
+  std::fill(std::begin(p.batch_shape), std::end(p.batch_shape), 0u);
+}
+
 // The push constants of matmul y = a x b (+ bias): sizes, strides and batch broadcasting.
 // The dispatch fields (shifts, bases, m_end) are set per dispatch.
 Push matmul_push(const phx_plugin_op& op) {
@@ -114,6 +137,7 @@ Push matmul_push(const phx_plugin_op& op) {
     p.bias_matrix = static_cast<uint32_t>(bias_m * bias_n);
   }
   p.flags = static_cast<uint32_t>(params.activation) | (bias ? 0x100u : 0u);
+  fold_batches_into_rows(p, ta, bias != nullptr);
   return p;
 }
 
