@@ -1,8 +1,9 @@
-// The unary ops: one invocation per element, computed in X_C (f32 for the floats,
+// The unary ops: one invocation per element (or per 8, VEC8 below), computed in X_C (f32 for the floats,
 // shaders/math.glsl; int or uint for the integers, where neg and abs wrap around as the
 // dtype's store narrows them). Defines: X_<dtype> (x and y alike), OP_<op>.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #define GRID_WORKGROUP 256u
 #include "grid.glsl"
 #include "math.glsl"
@@ -12,6 +13,19 @@ layout(local_size_x = GRID_WORKGROUP) in;
 
 layout(set = 0, binding = 0) readonly buffer X { X_T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { X_T y[]; };
+
+// 1: an invocation takes 8 consecutive elements (shaders/vec8.glsl; ops/op_util.h,
+// record_elementwise_map, sets it on CPU devices for 4- and 2-byte dtypes whose element
+// indices and shifts allow).
+layout(constant_id = 0) const uint VEC8 = 0u;
+#if !defined(X_I8) && !defined(X_U8)
+#include "vec8.glsl"
+layout(set = 0, binding = 0) readonly buffer XVec { X_VEC8 x_vec[]; };
+layout(set = 0, binding = 1) writeonly buffer YVec { X_VEC8 y_vec[]; };
+#else  // 1-byte dtypes: one element per invocation only
+#define X_LOAD8(view, at, c)
+#define X_STORE8(view, at, c)
+#endif
 
 layout(push_constant) uniform Push {
   uint base;
@@ -36,11 +50,8 @@ layout(push_constant) uniform Push {
 #define BETA int(p.beta)
 #endif
 
-void main() {
-  const uint g = flat_invocation();
-  if (g >= p.count) return;
-  const uint i = p.base + g;
-  const X_C v = X_LOAD(x[i + p.x_shift]);
+// The op on one value.
+X_C unary(const X_C v) {
 #if defined(OP_RELU)
   const X_C r = v < X_C(0) ? X_C(0) : v;
 #elif defined(OP_GELU)
@@ -101,5 +112,32 @@ void main() {
 #elif defined(OP_NOT)
   const X_C r = v == 0u ? 1u : 0u;
 #endif
-  y[i + p.y_shift] = X_STORE(r);
+  return r;
+}
+
+void main() {
+  if (VEC8 == 0u) {
+    const uint g = flat_invocation();
+    if (g >= p.count) return;
+    const uint i = p.base + g;
+    y[i + p.y_shift] = X_STORE(unary(X_LOAD(x[i + p.x_shift])));
+    return;
+  }
+  // Eight elements from 8 g; past the last whole eight, one at a time.
+  const uint first = 8u * flat_invocation();
+  if (first >= p.count) return;
+  const uint i = p.base + first;
+  if (first + 8u <= p.count) {
+    X_C c[8];
+    X_LOAD8(x_vec, i + p.x_shift, c);
+    // Not unrolled here: Debian 12's spirv-opt drops the NoContraction (precise) of the
+    // instructions it copies when unrolling, and the math functions' exact steps need it
+    // (their results then moved by ulps); the driver unrolls the loop, keeping it.
+    for (uint e = 0u; e < 8u; ++e) c[e] = unary(c[e]);
+    X_STORE8(y_vec, i + p.y_shift, c);
+  } else {
+    for (uint e = 0u; e < p.count - first; ++e) {
+      y[i + e + p.y_shift] = X_STORE(unary(X_LOAD(x[i + e + p.x_shift])));
+    }
+  }
 }

@@ -101,7 +101,7 @@ void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
 
 void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
                             const phx_plugin_tensor& x, const phx_plugin_tensor& y,
-                            std::initializer_list<uint32_t> params) {
+                            std::initializer_list<uint32_t> params, bool takes_eight) {
   struct Push {
     uint32_t base, count, x_shift, y_shift;
     uint32_t params[4];
@@ -115,6 +115,9 @@ void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
   const uint64_t chunk =
       std::min({elements_per_binding(caps, std::max(dtype_bytes(x.dtype), dtype_bytes(y.dtype))),
                 max_grid_groups(caps) * kWorkgroup});
+  const uint32_t bytes = dtype_bytes(x.dtype);
+  const bool eight_fit = takes_eight && caps.cpu_device && (bytes == 2 || bytes == 4) &&
+                         (bytes == 2 || caps.shader_int64);
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);
@@ -122,8 +125,11 @@ void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
     Push push = {
         static_cast<uint32_t>(first), static_cast<uint32_t>(count), xr.shift, yr.shift, {}};
     std::copy(params.begin(), params.end(), push.params);
+    const uint32_t at = push.base;  // the binding-relative index is at + shift (mod 2^32)
+    const bool eight = eight_fit && (at + xr.shift) % 8 == 0 && (at + yr.shift) % 8 == 0;
+    const uint64_t invocations = eight ? (count + 7) / 8 : count;
     dispatch_grid(recorder, kernel, {xr.binding, yr.binding}, &push, push_size,
-                  (count + kWorkgroup - 1) / kWorkgroup);
+                  (invocations + kWorkgroup - 1) / kWorkgroup, {{0, eight ? 1u : 0u}});
   }
 }
 

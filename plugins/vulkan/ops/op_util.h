@@ -71,8 +71,11 @@ void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
 // One invocation per element, the same index in x and y (unary ops, cast): push
 // constants {base, count, x_shift, y_shift} and then the words of `params` (at most 4),
 // workgroups of 256, tensors of any size split into dispatches over sub-ranges.
+// takes_eight: the kernel has specialization constant 0, VEC8 (shaders/vec8.glsl), which
+// is set on CPU devices for 4- and 2-byte dtypes where a dispatch's first element lies at
+// a multiple of 8 in both bindings; an invocation then takes 8 elements.
 void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
                             const phx_plugin_tensor& x, const phx_plugin_tensor& y,
-                            std::initializer_list<uint32_t> params = {});
+                            std::initializer_list<uint32_t> params = {}, bool takes_eight = false);
 
 }  // namespace phx::vulkan::ops

@@ -34,15 +34,16 @@ void record_unary(OpRecorder& recorder, const phx_plugin_op& op) {
       std::string(find_op_schema(op.op)->name) + "_" + std::string(dtype_name(x.dtype));
   const auto* params = static_cast<const phx_elementwise_params*>(op.params);
   if (params == nullptr) {
-    record_elementwise_map(recorder, kernel, x, op.outputs[0]);
+    record_elementwise_map(recorder, kernel, x, op.outputs[0], {}, true);
   } else if (op.op == PHX_OP_CLIP && !is_float(x.dtype)) {
     record_elementwise_map(recorder, kernel, x, op.outputs[0],
                            {static_cast<uint32_t>(int_bound(x.dtype, params->alpha, true)),
-                            static_cast<uint32_t>(int_bound(x.dtype, params->beta, false))});
+                            static_cast<uint32_t>(int_bound(x.dtype, params->beta, false))},
+                           true);
   } else {
     record_elementwise_map(
         recorder, kernel, x, op.outputs[0],
-        {std::bit_cast<uint32_t>(params->alpha), std::bit_cast<uint32_t>(params->beta)});
+        {std::bit_cast<uint32_t>(params->alpha), std::bit_cast<uint32_t>(params->beta)}, true);
   }
 }
 
