@@ -63,6 +63,9 @@ layout(constant_id = 0) const uint A_VEC = 0u;
 // the row stride may exceed n, conv2d's padded columns: columns up to n rounded up to 8
 // are read, their results past n not stored).
 layout(constant_id = 1) const uint B_VEC = 0u;
+// 1: the output is f32, n and the output's first element multiples of 8: the epilogue
+// stores 8 columns at a time, one 32-byte vector each (ops/matmul.cpp sets it).
+layout(constant_id = 2) const uint Y_VEC = 0u;
 
 // Views of a and b in which one load brings 8 elements: for f32 32-byte vectors of 64-bit
 // integers (4 components where two vec4s would be 8), for 16-bit dtypes 16-byte vectors.
@@ -74,6 +77,10 @@ layout(constant_id = 1) const uint B_VEC = 0u;
 #endif
 layout(set = 0, binding = 0) readonly buffer AVec { X_VEC a_vec[]; };
 layout(set = 0, binding = 1) readonly buffer BVec { X_VEC b_vec[]; };
+#if defined(Y_F32)
+#extension GL_ARB_gpu_shader_int64 : require
+layout(set = 0, binding = 2) writeonly buffer OutVec { u64vec4 y_vec[]; };
+#endif
 
 // v = the 8 elements from element `at` (a multiple of 8) of a view.
 #if defined(X_F32)
@@ -179,6 +186,49 @@ void main() {
   const uint y_base = y_batch_offset(batch);
   const uint bias_base = bias_batch_offset(batch);
   const uint rows = min(ROWS, p.m_end - min(row0, p.m_end));
+#if defined(Y_F32)
+  if (Y_VEC != 0u) {
+    // A bias of one row (a Linear's) is loaded once for all rows, a bias of one column
+    // (a convolution's) once per row, any other per element; stores of 8 columns.
+    const bool has_bias = (p.flags & 0x100u) != 0u;
+    float bias_col[COLS];
+    [[unroll]] for (uint j = 0u; j < COLS; ++j) {
+      bias_col[j] = 0.0;
+      if (has_bias && p.bias_rs == 0u) {
+        bias_col[j] = Y_LOAD(bias[bias_base + min(col0 + j, p.n - 1u) * p.bias_cs]);
+      }
+    }
+    for (uint r = 0u; r < rows; ++r) {
+      const uint row = row0 + r;
+      float v[COLS] = acc[0];
+      [[unroll]] for (uint i = 1u; i < ROWS; ++i) {
+        [[unroll]] for (uint j = 0u; j < COLS; ++j) v[j] = r == i ? acc[i][j] : v[j];
+      }
+      float bias_row = 0.0;
+      if (has_bias && p.bias_cs == 0u) bias_row = Y_LOAD(bias[bias_base + row * p.bias_rs]);
+      [[unroll]] for (uint g = 0u; g < COLS / 8u; ++g) {
+        if (col0 + 8u * g >= p.n) break;
+        u64vec4 w;
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          float pair[2];
+          [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+            const uint j = 8u * g + 2u * q + h;
+            float sum = v[j];
+            if (has_bias) {  // as store_output adds it (no + 0.0 that would turn -0.0 to 0.0)
+              if (p.bias_rs == 0u) sum += bias_col[j];
+              else if (p.bias_cs == 0u) sum += bias_row;
+              else sum += Y_LOAD(bias[bias_base + row * p.bias_rs + (col0 + j) * p.bias_cs]);
+            }
+            pair[h] = activate(p.flags & 0xFFu, sum);
+          }
+          w[q] = packUint2x32(uvec2(floatBitsToUint(pair[0]), floatBitsToUint(pair[1])));
+        }
+        y_vec[(y_base + row * p.n + col0 + 8u * g) >> 3] = w;
+      }
+    }
+    return;
+  }
+#endif
   for (uint r = 0u; r < rows; ++r) {
     float v[COLS] = acc[0];
     [[unroll]] for (uint i = 1u; i < ROWS; ++i) {

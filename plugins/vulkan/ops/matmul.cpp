@@ -153,6 +153,7 @@ struct MatmulKernel {
   std::string name;
   uint32_t k_block;  // the shared variant's K block; 0 for the direct variant
   bool ta, tb;
+  bool f32_out;
 
   // Rows m_base..m_end of the output, for batch_count batches from batch_base.
   void dispatch(const Push& p, std::initializer_list<Binding> bindings,
@@ -166,7 +167,9 @@ struct MatmulKernel {
       // element multiples of 8 (a batch matrix then starts at one too).
       const uint32_t a_vec = !ta && p.a_rs % 8 == 0 && p.a_shift % 8 == 0 ? 1 : 0;
       const uint32_t b_vec = !tb && p.b_rs % 8 == 0 && p.b_shift % 8 == 0 ? 1 : 0;
-      recorder.dispatch(name, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}},
+      // An f32 output whose rows start at multiples of 8 is stored 8 columns at a time.
+      const uint32_t y_vec = f32_out && p.n % 8 == 0 && p.y_shift % 8 == 0 ? 1 : 0;
+      recorder.dispatch(name, bindings, &p, sizeof p, {{0, a_vec}, {1, b_vec}, {2, y_vec}},
                         (p.n + kTile - 1) / kTile, (p.m_end - p.m_base + kTile - 1) / kTile,
                         batch_count);
     }
@@ -177,7 +180,7 @@ MatmulKernel matmul_kernel(OpRecorder& recorder, phx_dtype in, phx_dtype out, bo
   const uint32_t k_block = use_shared_memory(recorder.caps()) ? shared_k_block(recorder.caps()) : 0;
   std::string name = std::string(k_block ? "matmul_shared_" : "matmul_direct_") +
                      std::string(dtype_name(in)) + "_" + std::string(dtype_name(out));
-  return {recorder, std::move(name), k_block, ta, tb};
+  return {recorder, std::move(name), k_block, ta, tb, out == PHX_DTYPE_F32};
 }
 
 // Every operand in one binding: dispatches only as the grid's limits on rows and batches
