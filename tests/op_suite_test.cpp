@@ -304,6 +304,12 @@ const std::vector<std::pair<Shape, Shape>>& broadcast_cases() {
       {{5, 1, 7}, {1, 6, 1}},  // both sides broadcast
       {{127, 1}, {1, 129}},
       {{2, 3, 4, 5}, {4, 1}},  // ranks differ
+      // Innermost sizes that are multiples of 8 (a device may take 8 outputs at a time):
+      {{9, 24}, {24}},         // a row
+      {{9, 24}, {9, 1}},       // a column
+      {{4, 3, 16}, {}},        // a scalar
+      {{}, {5, 8}},            // a scalar on the left
+      {{3, 2, 8}, {3, 1, 8}},  // a middle dim
   };
   return cases;
 }
