@@ -91,7 +91,8 @@ TEST_P(LayoutTest, ConcatAlongEveryAxisOf1To9Inputs) {
                              {{{2, 3, 4}, {2, 1, 4}}, -2},
                              {{{2, 3, 4}, {2, 3, 1}, {2, 3, 7}}, -1},
                              {{{5}}, 0},
-                             {{{300, 100}, {300, 200}}, 1}};
+                             {{{300, 100}, {300, 200}}, 1},
+                             {{{2, 2, 8}, {2, 3, 8}}, 1}};  // rows of 8, 8-aligned
   Case nine{{}, 1};
   for (int64_t i = 1; i <= 9; ++i) nine.inputs.push_back({3, i, 2});
   cases.push_back(nine);

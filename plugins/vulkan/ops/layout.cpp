@@ -48,12 +48,58 @@ void row_major_strides(const phx_plugin_tensor& t, int64_t* stride) {
 
 // Copies the box push.extent of x, read at src_base with src_stride, into the binding yb
 // at dst_base with dst_stride.
-void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPush& push,
+// On CPU devices, 4- and 2-byte elements whose eights lie at multiples of 8 in both x and
+// y move 8 at a time (shaders/layout_copy.comp, VEC8): the innermost dimension contiguous
+// in both, its extent, the bases and the outer strides multiples of 8.
+// The same box with each dimension that is contiguous with the next in both x and y
+// merged into it (DenseNet's concatenations of 32 channels of 14 x 14: one run of 6272).
+CopyPush merge_contiguous_dims(const CopyPush& push) {
+  CopyPush merged = push;
+  merged.rank = 0;
+  for (uint32_t d = 0; d < push.rank; ++d) {
+    const uint32_t last = merged.rank - 1;
+    if (merged.rank > 0 &&
+        merged.src_stride[last] == push.src_stride[d] * static_cast<int32_t>(push.extent[d]) &&
+        merged.dst_stride[last] == push.dst_stride[d] * push.extent[d]) {
+      merged.extent[last] *= push.extent[d];
+      merged.src_stride[last] = push.src_stride[d];
+      merged.dst_stride[last] = push.dst_stride[d];
+      continue;
+    }
+    merged.extent[merged.rank] = push.extent[d];
+    merged.src_stride[merged.rank] = push.src_stride[d];
+    merged.dst_stride[merged.rank] = push.dst_stride[d];
+    ++merged.rank;
+  }
+  return merged;
+}
+
+void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPush& box,
                  Binding yb) {
+  constexpr uint64_t kWorkgroup = 256;
+  const CopyPush push = merge_contiguous_dims(box);
   uint64_t total = 1;
   for (uint32_t d = 0; d < push.rank; ++d) total *= push.extent[d];
-  dispatch_per_element(recorder, moving_kernel("layout_copy", x.dtype), {recorder.bind(x), yb},
-                       push, total);
+  const DeviceCaps& caps = recorder.caps();
+  const uint32_t bytes = dtype_bytes(x.dtype);
+  const uint32_t inner = push.rank - 1;
+  bool eight = caps.cpu_device && (bytes == 2 || (bytes == 4 && caps.shader_int64)) &&
+               push.rank > 0 && push.src_stride[inner] == 1 && push.dst_stride[inner] == 1 &&
+               push.extent[inner] % 8 == 0 && push.src_base % 8 == 0 && push.dst_base % 8 == 0 &&
+               total <= max_grid_groups(caps) * kWorkgroup;
+  for (uint32_t d = 0; eight && d < inner; ++d) {
+    eight = push.src_stride[d] % 8 == 0 && push.dst_stride[d] % 8 == 0;
+  }
+  const std::string kernel = moving_kernel("layout_copy", x.dtype);
+  if (!eight) {
+    dispatch_per_element(recorder, kernel, {recorder.bind(x), yb}, push, total);
+    return;
+  }
+  CopyPush whole = push;
+  whole.base = 0;
+  whole.count = static_cast<uint32_t>(total);
+  dispatch_grid(recorder, kernel, {recorder.bind(x), yb}, &whole, sizeof whole,
+                (total / 8 + kWorkgroup - 1) / kWorkgroup, {{0, 1}});
 }
 
 // A copy into all of y, reading x at src_base and src_stride per output dimension.
