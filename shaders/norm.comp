@@ -27,23 +27,23 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-  const uint row = p.base + flat_workgroup();
-  if (flat_workgroup() >= p.count) return;  // uniform across the workgroup
+  if (line_id() >= p.count) return;  // uniform across a workgroup that shares a line
+  const uint row = p.base + line_id();
   const uint first = row * p.d;
 #ifdef RMS
   const float mean = 0.0;
 #else
   float s = 0.0;
-  for (uint i = gl_LocalInvocationID.x; i < p.d; i += LINE_WORKGROUP) s += X_LOAD(x[first + i]);
+  for (uint i = line_first(); i < p.d; i += line_step()) s += X_LOAD(x[first + i]);
   const float mean = line_sum(s) / float(p.d);
 #endif
   float q = 0.0;
-  for (uint i = gl_LocalInvocationID.x; i < p.d; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.d; i += line_step()) {
     const float v = X_LOAD(x[first + i]) - mean;
     q += v * v;
   }
   const float inv = 1.0 / sqrt(line_sum(q) / float(p.d) + p.epsilon);
-  for (uint i = gl_LocalInvocationID.x; i < p.d; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.d; i += line_step()) {
     float v = (X_LOAD(x[first + i]) - mean) * inv;
 #ifdef INSTANCE
     const uint k = row % p.channels;

@@ -26,30 +26,30 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-  const uint line = p.base + flat_workgroup();
-  if (flat_workgroup() >= p.count) return;  // uniform across the workgroup
+  if (line_id() >= p.count) return;  // uniform across a workgroup that shares a line
+  const uint line = p.base + line_id();
   const uint first = (line / p.inner) * p.n * p.inner + line % p.inner;
   float m = uintBitsToFloat(0xFF800000u);
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.n; i += line_step()) {
     const float v = X_LOAD(x[first + i * p.inner]);
     if (isnan(v) || v > m) m = v;
   }
   m = line_max(m);
   float s = 0.0;
 #ifdef LOG
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.n; i += line_step()) {
     s += exp_f32(X_LOAD(x[first + i * p.inner]) - m);
   }
   const float log_sum = log_f32(line_sum(s));
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.n; i += line_step()) {
     y[first + i * p.inner] = X_STORE((X_LOAD(x[first + i * p.inner]) - m) - log_sum);
   }
 #else
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.n; i += line_step()) {
     s += exp(X_LOAD(x[first + i * p.inner]) - m);
   }
   s = line_sum(s);
-  for (uint i = gl_LocalInvocationID.x; i < p.n; i += LINE_WORKGROUP) {
+  for (uint i = line_first(); i < p.n; i += line_step()) {
     y[first + i * p.inner] = X_STORE(exp(X_LOAD(x[first + i * p.inner]) - m) / s);
   }
 #endif

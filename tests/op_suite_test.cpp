@@ -473,6 +473,7 @@ TEST_P(OpSuite, SoftmaxOnSeveralAxes) {
       {{3, 5, 7}, 1, 8.0},   {{3, 5, 7}, -3, 8.0}, {{3, 5, 7}, -2, 8.0}, {{1, 1}, -1, 8.0},
       {{4, 127}, -1, 100.0},  // exp(100) overflows f32: the max must be subtracted
       {{257, 129}, -1, 8.0}, {{257, 129}, 0, 8.0},  // split over threads
+      {{1030, 65}, -1, 8.0},                        // many lines (a line per invocation)
   };
   Random rng(30);
   for (phx_dtype dt : kFloatDtypes) {
@@ -581,8 +582,8 @@ TEST_P(NormTest, LayerNormWithAndWithoutGammaBeta) {
   for (phx_dtype dt : kFloatDtypes) {
     for (bool gamma : {false, true}) {
       for (bool beta : {false, true}) {
-        for (const Shape& shape :
-             {Shape{7, 129}, Shape{2, 3, 1000}, Shape{127, 7}, Shape{3, 1}, Shape{257, 129}}) {
+        for (const Shape& shape : {Shape{7, 129}, Shape{2, 3, 1000}, Shape{127, 7}, Shape{3, 1},
+                                   Shape{257, 129}, Shape{1030, 65}}) {
           check(PHX_OP_LAYER_NORM, {shape, gamma, beta, 1e-5f}, dt, rng, false);
         }
         check(PHX_OP_LAYER_NORM, {{5, 33}, gamma, beta, 0.5f}, dt, rng, true);

@@ -1,6 +1,7 @@
 // softmax and log_softmax along any axis, layer_norm and rms_norm over the last
 // dimension, instance_norm over the spatial dimensions (shaders/softmax.comp,
-// shaders/norm.comp): a workgroup per line. Tensors larger than one binding are
+// shaders/norm.comp): a workgroup per line (an invocation per line on CPU devices,
+// dispatch_lines). Tensors larger than one binding are
 // UNSUPPORTED. batch_norm (shaders/batch_norm.comp): an invocation per element.
 #include <phx/op_table.h>
 
@@ -14,16 +15,24 @@ namespace phx::vulkan::ops {
 namespace {
 
 // Dispatches one workgroup per line in grids the device allows; Push begins with
-// {base, count}.
+// {base, count}. On CPU devices one invocation per line, in workgroups of 64
+// (shaders/reduce_line.glsl), where the lines are short (a workgroup's barriers would
+// cost more than its lanes save) or many (enough workgroups of 64 for the host's threads).
 template <class Push>
 void dispatch_lines(OpRecorder& recorder, const std::string& kernel,
-                    std::initializer_list<Binding> bindings, Push push, uint64_t lines) {
-  const uint64_t chunk = max_grid_groups(recorder.caps());
+                    std::initializer_list<Binding> bindings, Push push, uint64_t lines,
+                    uint64_t line_length) {
+  constexpr uint64_t kLineWorkgroup = 64;
+  const bool per_invocation =
+      recorder.caps().cpu_device && (line_length < kLineWorkgroup || lines >= 16 * kLineWorkgroup);
+  const uint64_t lines_per_group = per_invocation ? kLineWorkgroup : 1;
+  const uint64_t chunk = max_grid_groups(recorder.caps()) * lines_per_group;
   for (uint64_t first = 0; first < lines; first += chunk) {
     const uint64_t count = std::min(chunk, lines - first);
     push.base = static_cast<uint32_t>(first);
     push.count = static_cast<uint32_t>(count);
-    dispatch_grid(recorder, kernel, bindings, &push, sizeof push, count);
+    dispatch_grid(recorder, kernel, bindings, &push, sizeof push,
+                  (count + lines_per_group - 1) / lines_per_group, {{0, per_invocation ? 1u : 0u}});
   }
 }
 
@@ -44,7 +53,7 @@ void record_softmax(OpRecorder& recorder, const phx_plugin_op& op) {
   const Push push = {0, 0, static_cast<uint32_t>(n), static_cast<uint32_t>(inner)};
   const char* name = op.op == PHX_OP_SOFTMAX ? "softmax_" : "log_softmax_";
   dispatch_lines(recorder, name + std::string(dtype_name(x.dtype)),
-                 {recorder.bind(x), recorder.bind(op.outputs[0])}, push, element_count(x) / n);
+                 {recorder.bind(x), recorder.bind(op.outputs[0])}, push, element_count(x) / n, n);
 }
 
 void record_norm(OpRecorder& recorder, const phx_plugin_op& op) {
@@ -73,7 +82,7 @@ void record_norm(OpRecorder& recorder, const phx_plugin_op& op) {
   const std::string kernel =
       std::string(find_op_schema(op.op)->name) + "_" + std::string(dtype_name(x.dtype));
   dispatch_lines(recorder, kernel, {xb, gb, bb, recorder.bind(op.outputs[0])}, push,
-                 element_count(x) / d);
+                 element_count(x) / d, d);
 }
 
 void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op) {
