@@ -251,6 +251,7 @@ TEST_P(MatmulTest, BatchedWithBroadcastBatchDims) {
       MatmulCase({5, 9, 7}, {1, 5, 9}, true, true),  // with both transposed
       {{2, 3, 7, 9}, {9, 5}},                        // b one matrix for all
       {{37, 1, 16}, {16, 24}},                       // a Linear over [S, B, E]
+      {{1, 5, 3, 16}, {16, 8}},                      // and over [1, H, W, C]
   };
   check_all(cases, 3);
 }

@@ -86,10 +86,15 @@ uint64_t batch_offset(const Push& p, uint64_t batch, uint32_t mask, uint64_t mat
 // 128 x 128 tile nearly empty and load b 197 times.
 void fold_batches_into_rows(Push& p, bool ta, bool has_bias) {
   if (p.batch_rank == 0 || ta) return;
-  const uint32_t all = (1u << p.batch_rank) - 1;
-  const uint32_t a_broadcast = p.batch_mask & 0xFFu;
-  const uint32_t b_broadcast = (p.batch_mask >> 8) & 0xFFu;
-  const uint32_t bias_broadcast = (p.batch_mask >> 16) & 0xFFu;
+  // Batch dimensions of size 1 count as neither broadcast nor not (Swin's [1 x 14 x 14 x
+  // 384] has one).
+  uint32_t all = 0;
+  for (uint32_t d = 0; d < p.batch_rank; ++d) {
+    if (p.batch_shape[d] > 1) all |= 1u << d;
+  }
+  const uint32_t a_broadcast = p.batch_mask & all;
+  const uint32_t b_broadcast = (p.batch_mask >> 8) & all;
+  const uint32_t bias_broadcast = (p.batch_mask >> 16) & all;
   const bool bias_folds = !has_bias || (bias_broadcast == all && p.bias_rs == 0) ||
                           (bias_broadcast == 0 && p.bias_rs == p.n && p.bias_cs == 1);
   if (a_broadcast != 0 || b_broadcast != all || !bias_folds) return;
