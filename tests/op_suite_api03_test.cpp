@@ -650,7 +650,8 @@ TEST_P(NormalizationTest, LogSoftmaxOnSeveralAxes) {
 }
 
 TEST_P(NormalizationTest, BatchNormPerChannel) {
-  const Shape shapes[] = {{2, 3}, {2, 3, 129}, {1, 4, 5, 7}, {3, 2, 2, 2, 2}, {2, 16, 33, 65}};
+  const Shape shapes[] = {{2, 3},          {2, 3, 129},     {1, 4, 5, 7},
+                          {3, 2, 2, 2, 2}, {2, 16, 33, 65}, {2, 5, 4, 6}};  // last: 24 per channel
   Random rng(510);
   for (phx_dtype dt : kFloatDtypes) {
     for (const Shape& shape : shapes) {

@@ -1,8 +1,9 @@
 // softmax and log_softmax along any axis, layer_norm and rms_norm over the last
 // dimension, instance_norm over the spatial dimensions (shaders/softmax.comp,
 // shaders/norm.comp): a workgroup per line (an invocation per line on CPU devices,
-// dispatch_lines). Tensors larger than one binding are
-// UNSUPPORTED. batch_norm (shaders/batch_norm.comp): an invocation per element.
+// dispatch_lines). Tensors larger than one binding are UNSUPPORTED. batch_norm
+// (shaders/batch_norm.comp): an invocation per element, or per 8 of one channel on CPU
+// devices.
 #include <phx/op_table.h>
 
 #include <algorithm>
@@ -105,8 +106,13 @@ void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op) {
   const Binding mean = recorder.bind(op.inputs[3]);
   const Binding var = recorder.bind(op.inputs[4]);
   const DeviceCaps& caps = recorder.caps();
-  const uint64_t chunk = std::min(elements_per_binding(caps, dtype_bytes(x.dtype)),
-                                  max_grid_groups(caps) * kWorkgroup);
+  uint64_t chunk = std::min(elements_per_binding(caps, dtype_bytes(x.dtype)),
+                            max_grid_groups(caps) * kWorkgroup);
+  chunk -= chunk % 8;  // every chunk's first element a multiple of 8
+  // On CPU devices 8 elements of one channel per invocation (batch_norm.comp's VEC8).
+  const uint32_t bytes = dtype_bytes(x.dtype);
+  const bool eight_fit =
+      caps.cpu_device && (bytes == 2 || caps.shader_int64) && push.spatial % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);
@@ -115,8 +121,10 @@ void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op) {
     push.count = static_cast<uint32_t>(count);
     push.x_shift = xr.shift;
     push.y_shift = yr.shift;
+    const bool eight = eight_fit && xr.shift % 8 == 0 && yr.shift % 8 == 0;
+    const uint64_t invocations = eight ? (count + 7) / 8 : count;
     dispatch_grid(recorder, kernel, {xr.binding, scale, bias, mean, var, yr.binding}, &push,
-                  sizeof push, (count + kWorkgroup - 1) / kWorkgroup);
+                  sizeof push, (invocations + kWorkgroup - 1) / kWorkgroup, {{0, eight ? 1u : 0u}});
   }
 }
 
