@@ -19,8 +19,9 @@
 # and an imported CNN on the CPU device against the same network with OpenBLAS; and, with
 # the Python package built, a tiny op from Python against C (python_overhead.py) and numpy
 # sharing memory with CPU tensors against copying (python_host_memory.py), and real models
-# exported by torch on the CPU device against ONNX Runtime (bench/models/run.sh: optional,
-# python3-torch and onnxruntime-node in build/ort); and, with
+# exported by torch on the CPU device against ONNX Runtime and on the Vulkan device against
+# the CPU device (bench/models/run.sh: optional, python3-torch and onnxruntime-node in
+# build/ort); and, with
 # libphynexus_mpi built, all_reduce over 4 MPI processes against MPI_Allreduce (bench_mpi,
 # under mpirun).
 #
@@ -91,7 +92,8 @@ programs=(bench_peak bench_gemm bench_conv bench_comm bench_dispatch bench_graph
 [ "$have_vulkan" -gt 0 ] && programs+=(bench_vulkan)
 [ "$have_mpi" -gt 0 ] && programs+=(bench_mpi)
 [ "$have_python" -gt 0 ] && programs+=(python_overhead python_host_memory)
-# Real models exported by torch, on the CPU device against ONNX Runtime (bench/models/).
+# Real models exported by torch, on the CPU device against ONNX Runtime and on the
+# Vulkan device against the CPU device (bench/models/).
 [ "$have_python" -gt 0 ] && [ "$have_onnx" -gt 0 ] && programs+=(models)
 
 # The progress line, as phx/progress.h (base/progress) draws it for the library and the C++

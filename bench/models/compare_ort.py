@@ -56,11 +56,11 @@ def ort_median(args, model, folder):
     return statistics.median(json.loads(result.stdout)["times_ms"]), ""
 
 
-def phynexus_median(args, model):
-    """The CPU device's median ms, as phx-run-onnx --bench prints it."""
+def phynexus_median(args, model, device="cpu"):
+    """The device's median ms, as phx-run-onnx --bench prints it."""
     data = os.path.join(os.path.dirname(model), "data")
     env = dict(os.environ, PHX_NUM_THREADS=str(args.threads))
-    result = subprocess.run([args.run_onnx, model, "--device", "cpu", "--inputs", data,
+    result = subprocess.run([args.run_onnx, model, "--device", device, "--inputs", data,
                              "--bench", str(args.runs)], capture_output=True, text=True,
                             env=env, timeout=1800)
     match = re.search(r"median (\d+\.\d+) ms", result.stdout)
