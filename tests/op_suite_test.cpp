@@ -1030,6 +1030,13 @@ TEST_P(Conv2dTest, ShapesOfAMatmul) {
   stem.stride_h = stem.stride_w = 2;
   stem.pad_top = stem.pad_bottom = stem.pad_left = stem.pad_right = 3;
   cases.push_back(stem);
+  ConvCase rows_of_16{1, 8, 6, 16, 32, 3, 3};  // output rows of whole eights
+  rows_of_16.pad_top = rows_of_16.pad_bottom = rows_of_16.pad_left = rows_of_16.pad_right = 1;
+  cases.push_back(rows_of_16);
+  ConvCase strided_rows{1, 4, 9, 32, 32, 3, 3};  // the same, strided
+  strided_rows.stride_h = strided_rows.stride_w = 2;
+  strided_rows.pad_top = strided_rows.pad_left = strided_rows.pad_right = 1;
+  cases.push_back(strided_rows);
   ConvCase tiles{1, 32, 20, 20, 136, 3, 3};  // m 136, 400 positions
   tiles.bias = true;
   cases.push_back(tiles);

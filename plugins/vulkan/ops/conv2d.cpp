@@ -202,6 +202,12 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       pointwise ? g.n
                 : static_cast<uint32_t>(std::clamp<uint64_t>(kColumnBytes / image_columns, 1, g.n));
 
+  // On CPU devices, output rows of whole eights are written 8 columns at a time.
+  const DeviceCaps& caps = recorder.caps();
+  const uint32_t element = dtype_bytes(x.dtype);
+  const bool eight_columns =
+      caps.cpu_device && g.w_out % 8 == 0 && (element == 2 || (element == 4 && caps.shader_int64));
+
   const ElementRange a = matmul_weights(recorder, op.inputs[1], k_rows);
   const ElementRange bias_range = bias ? ElementRange{recorder.bind(*bias), 0} : ElementRange{};
   const Binding xb = pointwise ? Binding{} : recorder.bind(x);
@@ -235,7 +241,8 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
                                k_rows,
                                p_cols};
       dispatch_per_element(recorder, moving_kernel("im2col", x.dtype), {xb, columns}, push,
-                           static_cast<uint64_t>(images) * groups * k_rows * g.h_out);
+                           static_cast<uint64_t>(images) * groups * k_rows * g.h_out,
+                           {{0, eight_columns ? 1u : 0u}});
       recorder.barrier();
       b = {columns, 0};
     }
