@@ -24,6 +24,10 @@ layout(local_size_x = 64) in;
 layout(set = 0, binding = 0) readonly buffer X { X_T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { OUT_T y[]; };
 
+// 1 (CPU devices, ops/reduce.cpp): an invocation per output, no barriers (lavapipe runs a
+// barrier as a switch through the whole workgroup; see reduce_line.glsl).
+layout(constant_id = 0) const uint PER_INVOCATION = 0u;
+
 layout(push_constant) uniform Push {
   uint base;   // the output element of workgroup 0
   uint count;  // output elements of this dispatch
@@ -88,10 +92,27 @@ shared X_C partial[WORKGROUP];
 shared uint partial_index[WORKGROUP];
 #endif
 
+#ifndef OP_ARGMAX
+#define NONE 0u  // no index to keep
+#endif
+
+// Writes output out_index from the reduction s (argmax: its index si).
+void store(uint out_index, X_C s, uint si) {
+#if defined(OP_ARGMAX)
+  y[out_index] = int(si);
+#elif defined(OP_MEAN)
+  y[out_index] = X_STORE(s / float(p.reduced));
+#else
+  y[out_index] = X_STORE(s);
+#endif
+}
+
 void main() {
-  const uint out_index = p.base + flat_workgroup();
-  if (flat_workgroup() >= p.count) return;  // uniform across the workgroup
-  const uint lid = gl_LocalInvocationID.x;
+  const bool own = PER_INVOCATION != 0u;
+  const uint slot = own ? flat_invocation() : flat_workgroup();
+  if (slot >= p.count) return;  // uniform across a workgroup that shares an output
+  const uint out_index = p.base + slot;
+  const uint lid = own ? 0u : gl_LocalInvocationID.x;
   // The offset of the first element of this output: kept coordinates, row-major.
   uint first = 0u, stride = 1u, rest = out_index;
   for (int d = int(p.rank) - 1; d >= 0; --d) {
@@ -103,11 +124,11 @@ void main() {
   }
 #ifdef OP_ARGMAX
   X_C s = X_C(0);
-  uint si = NONE;
 #else
   X_C s = IDENTITY;
 #endif
-  for (uint r = lid; r < p.reduced; r += WORKGROUP) {
+  uint si = NONE;
+  for (uint r = lid; r < p.reduced; r += own ? 1u : WORKGROUP) {
     uint offset = first, st = 1u, rr = r;
     for (int d = int(p.rank) - 1; d >= 0; --d) {
       if ((p.mask & (1u << d)) != 0u) {
@@ -125,6 +146,10 @@ void main() {
 #else
     s = combine(s, X_LOAD(x[offset]));
 #endif
+  }
+  if (own) {
+    store(out_index, s, si);
+    return;
   }
   partial[lid] = s;
 #ifdef OP_ARGMAX
@@ -145,12 +170,9 @@ void main() {
     }
     barrier();
   }
-  if (lid != 0u) return;
-#if defined(OP_ARGMAX)
-  y[out_index] = int(partial_index[0]);
-#elif defined(OP_MEAN)
-  y[out_index] = X_STORE(partial[0] / float(p.reduced));
+#ifdef OP_ARGMAX
+  if (lid == 0u) store(out_index, partial[0], partial_index[0]);
 #else
-  y[out_index] = X_STORE(partial[0]);
+  if (lid == 0u) store(out_index, partial[0], NONE);
 #endif
 }

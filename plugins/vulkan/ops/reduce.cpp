@@ -54,12 +54,20 @@ void record_reduce(OpRecorder& recorder, const phx_plugin_op& op) {
   const Binding xb = recorder.bind(x);
   const Binding yb = recorder.bind(y);
   const uint64_t outputs = element_count(y);
-  const uint64_t chunk = max_grid_groups(recorder.caps());
+  // On CPU devices an invocation per output where the reductions are short or the outputs
+  // many, as softmax does (softmax_norm.cpp, dispatch_lines).
+  constexpr uint64_t kWorkgroup = 64;
+  const bool per_invocation =
+      recorder.caps().cpu_device && (reduced < kWorkgroup || outputs >= 2 * kWorkgroup);
+  const uint64_t outputs_per_group = per_invocation ? kWorkgroup : 1;
+  const uint64_t chunk = max_grid_groups(recorder.caps()) * outputs_per_group;
   for (uint64_t first = 0; first < outputs; first += chunk) {
     const uint64_t count = std::min(chunk, outputs - first);
     push.base = static_cast<uint32_t>(first);
     push.count = static_cast<uint32_t>(count);
-    dispatch_grid(recorder, kernel, {xb, yb}, &push, sizeof push, count);
+    dispatch_grid(recorder, kernel, {xb, yb}, &push, sizeof push,
+                  (count + outputs_per_group - 1) / outputs_per_group,
+                  {{0, per_invocation ? 1u : 0u}});
   }
 }
 
