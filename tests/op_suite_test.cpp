@@ -629,6 +629,9 @@ TEST_P(OpSuite, TransposePermsOfRanks2To4) {
            {0, 2, 1, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}, {0, 1, 3, 2}}) {
     cases.push_back({{2, 3, 4, 5}, perm});
   }
+  // The last axis kept, rows of multiples of 8 (attention heads, ShuffleNet's channels).
+  cases.push_back({{4, 3, 2, 16}, {2, 0, 1, 3}});
+  cases.push_back({{1, 2, 3, 40}, {0, 2, 1, 3}});
   Random rng(50);
   for (phx_dtype dt : kAllDtypes) {
     for (const Case& c : cases) {

@@ -30,6 +30,12 @@ void record_pool(OpRecorder& recorder, const phx_plugin_op& op);
 void record_conv_transpose2d(OpRecorder& recorder, const phx_plugin_op& op);
 void record_resize(OpRecorder& recorder, const phx_plugin_op& op);
 
+// All of y copied from x, read at src_base and src_stride (elements, per dimension of y)
+// by shaders/layout_copy.comp: slice and expand, and a transpose that keeps the last axis.
+// Tensors of more than 2^31 elements are UNSUPPORTED.
+void record_gather_view(OpRecorder& recorder, const phx_plugin_tensor& x,
+                        const phx_plugin_tensor& y, int64_t src_base, const int64_t* src_stride);
+
 // x's elements as rows x cols, each row padded with zeros to padded_cols, into y
 // (shaders/layout_pad.comp): conv2d's weights as its matmul loads them.
 void record_zero_padded_rows(OpRecorder& recorder, const phx_plugin_tensor& x, uint32_t rows,

@@ -102,22 +102,6 @@ void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPus
                 (total / 8 + kWorkgroup - 1) / kWorkgroup, {{0, 1}});
 }
 
-// A copy into all of y, reading x at src_base and src_stride per output dimension.
-void record_gather_view(OpRecorder& recorder, const phx_plugin_tensor& x,
-                        const phx_plugin_tensor& y, int64_t src_base, const int64_t* src_stride) {
-  int64_t y_stride[8] = {};
-  row_major_strides(y, y_stride);
-  CopyPush push = {};
-  push.rank = y.rank;
-  push.src_base = static_cast<int32_t>(src_base);
-  for (uint32_t d = 0; d < y.rank; ++d) {
-    push.extent[d] = static_cast<uint32_t>(y.shape[d]);
-    push.src_stride[d] = static_cast<int32_t>(src_stride[d]);
-    push.dst_stride[d] = static_cast<uint32_t>(y_stride[d]);
-  }
-  record_copy(recorder, x, push, recorder.bind(y));
-}
-
 // The constant's bits in x's dtype, converted as cast converts: floats rounded to nearest
 // even, integers rounded to nearest even and saturated, NaN to 0.
 uint32_t fill_bits(float value, phx_dtype dtype) {
@@ -164,6 +148,21 @@ void record_pad_like(OpRecorder& recorder, const phx_plugin_tensor& x, const phx
 }
 
 }  // namespace
+
+void record_gather_view(OpRecorder& recorder, const phx_plugin_tensor& x,
+                        const phx_plugin_tensor& y, int64_t src_base, const int64_t* src_stride) {
+  int64_t y_stride[8] = {};
+  row_major_strides(y, y_stride);
+  CopyPush push = {};
+  push.rank = y.rank;
+  push.src_base = static_cast<int32_t>(src_base);
+  for (uint32_t d = 0; d < y.rank; ++d) {
+    push.extent[d] = static_cast<uint32_t>(y.shape[d]);
+    push.src_stride[d] = static_cast<int32_t>(src_stride[d]);
+    push.dst_stride[d] = static_cast<uint32_t>(y_stride[d]);
+  }
+  record_copy(recorder, x, push, recorder.bind(y));
+}
 
 void record_reshape(OpRecorder& recorder, const phx_plugin_op& op) {
   // The same row-major elements: a flat copy.

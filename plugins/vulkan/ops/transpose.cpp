@@ -1,6 +1,7 @@
-// transpose with any permutation up to rank 8 (shaders/transpose.comp): one module per
-// element size, since values are only moved. Tensors larger than one binding are
-// UNSUPPORTED.
+// transpose with any permutation up to rank 8 (shaders/transpose.comp, or the layout ops'
+// strided copy when the last axis stays): one module per element size, since values are
+// only moved. Tensors larger than one binding are UNSUPPORTED.
+#include <cstdint>
 #include <string>
 
 #include "families.h"
@@ -24,6 +25,17 @@ void record_transpose(OpRecorder& recorder, const phx_plugin_op& op) {
   for (uint32_t d = x.rank; d-- > 0;) {
     x_stride[d] = stride;
     stride *= static_cast<uint64_t>(x.shape[d]);
+  }
+  // A permutation that keeps the last axis moves whole rows: the layout ops' strided copy
+  // takes it, merging the dimensions contiguous in both and, on CPU devices, moving 8
+  // elements at a time (the transposes of attention heads and of ShuffleNet's channels).
+  if (y.rank > 0 && params.perm[y.rank - 1] == y.rank - 1 && stride <= INT32_MAX) {
+    int64_t src_stride[8] = {};
+    for (uint32_t d = 0; d < y.rank; ++d) {
+      src_stride[d] = static_cast<int64_t>(x_stride[params.perm[d]]);
+    }
+    record_gather_view(recorder, x, y, 0, src_stride);
+    return;
   }
   Push push = {};
   push.rank = y.rank;
