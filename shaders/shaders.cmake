@@ -105,6 +105,9 @@ foreach(dtype IN LISTS phx_float_dtypes)
     phx_vulkan_shader(NAME matmul_direct_${dtype}_${out}
                       SOURCE ${PHX_SHADER_DIR}/matmul_direct.comp DEFINES X_${X} Y_${Y}
                       DRIVER_UNROLLS)
+    # One row (M = 1) on CPU devices.
+    phx_vulkan_shader(NAME matvec_${dtype}_${out} SOURCE ${PHX_SHADER_DIR}/matvec.comp
+                      DEFINES X_${X} Y_${Y})
   endforeach()
 endforeach()
 

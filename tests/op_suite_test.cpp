@@ -274,6 +274,19 @@ TEST_P(MatmulTest, BiasVectorAndGeneralBroadcast) {
   check_all(cases, 4);
 }
 
+// One row of a (a classifier's, a decoder's token): a device may take it with a kernel of
+// its own (Vulkan on CPU devices does), b transposed or not, rows of multiples of 8 or not.
+TEST_P(MatmulTest, OneRow) {
+  const std::vector<MatmulCase> cases = {
+      MatmulCase({1, 64}, {40, 64}, false, true).with_bias({40}),
+      MatmulCase({1, 67}, {13, 67}, false, true).with_activation(PHX_ACTIVATION_GELU),
+      MatmulCase({1, 64}, {64, 24}).with_bias({1}).with_activation(PHX_ACTIVATION_RELU),
+      MatmulCase({1, 37}, {37, 21}).with_bias({1, 21}),
+      MatmulCase({1, 1000}, {1000, 16}),
+  };
+  check_all(cases, 6);
+}
+
 TEST_P(MatmulTest, FusedActivations) {
   std::vector<MatmulCase> cases;
   for (phx_activation act : kActivations) {

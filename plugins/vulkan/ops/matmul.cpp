@@ -256,6 +256,26 @@ void record_in_row_blocks(const MatmulKernel& kernel, const phx_plugin_op& op, P
   }
 }
 
+// One row (M = 1, no batch, a not transposed) on a CPU device: shaders/matvec.comp, an
+// invocation per output (b transposed) or per 8 outputs.
+void record_matvec(OpRecorder& recorder, const phx_plugin_op& op, const Push& p, bool tb,
+                   const Binding* bias) {
+  struct MatvecPush {
+    uint32_t n, k;
+    uint32_t a_shift, b_shift, y_shift, bias_shift;
+    uint32_t bias_cs, flags;
+  };
+  const MatvecPush push = {p.n, p.k, 0, 0, 0, 0, p.bias_cs, p.flags};
+  const uint32_t vec = (tb ? p.k : p.n) % 8 == 0 ? 1 : 0;
+  const uint64_t invocations = tb ? p.n : (p.n + 7) / 8;
+  const Binding yb = recorder.bind(op.outputs[0]);
+  dispatch_grid(recorder,
+                "matvec_" + std::string(dtype_name(op.inputs[0].dtype)) + "_" +
+                    std::string(dtype_name(op.outputs[0].dtype)),
+                {recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]), yb, bias ? *bias : yb},
+                &push, sizeof push, (invocations + 63) / 64, {{0, tb ? 1u : 0u}, {1, vec}});
+}
+
 }  // namespace
 
 void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
@@ -274,11 +294,15 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   const bool fits = element_count(op.inputs[0]) * in_bytes <= limit &&
                     element_count(op.inputs[1]) * in_bytes <= limit &&
                     element_count(op.outputs[0]) * dtype_bytes(op.outputs[0].dtype) <= limit;
-  if (fits)
+  if (fits && p.m == 1 && p.batch_rank == 0 && params.transpose_a == 0 && caps.cpu_device &&
+      caps.shader_int64) {
+    record_matvec(recorder, op, p, params.transpose_b != 0, bias ? &bias_binding : nullptr);
+  } else if (fits) {
     record_whole(kernel, p, recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]),
                  recorder.bind(op.outputs[0]), bias ? &bias_binding : nullptr);
-  else
+  } else {
     record_in_row_blocks(kernel, op, p, bias ? &bias_binding : nullptr);
+  }
 }
 
 void record_grouped_matmul(OpRecorder& recorder, const GroupedMatmul& mm) {
