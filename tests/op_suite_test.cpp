@@ -1053,7 +1053,12 @@ TEST_P(Conv2dTest, ShapesOfAMatmul) {
   strided_rows.stride_h = strided_rows.stride_w = 2;
   strided_rows.pad_top = strided_rows.pad_left = strided_rows.pad_right = 1;
   cases.push_back(strided_rows);
-  ConvCase tiles{1, 32, 20, 20, 136, 3, 3};  // m 136, 400 positions
+  ConvCase squeeze{1, 40, 1, 1, 96, 1, 1};  // a squeeze-excitation's 1x1 of one position
+  squeeze.bias = true;
+  squeeze.activation = PHX_ACTIVATION_SILU;
+  cases.push_back(squeeze);
+  cases.push_back(ConvCase(1, 13, 1, 1, 32, 1, 1));  // the same, K 13
+  ConvCase tiles{1, 32, 20, 20, 136, 3, 3};          // m 136, 400 positions
   tiles.bias = true;
   cases.push_back(tiles);
   for (phx_activation act : kActivations) {

@@ -188,10 +188,27 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   const uint32_t p_cols = round_up8(positions);
   // A 1x1 convolution without stride or padding is a matmul of x itself, when its rows
   // need no padding.
-  const bool pointwise = g.kh == 1 && g.kw == 1 && params.stride[0] == 1 && params.stride[1] == 1 &&
-                         params.padding[0] == 0 && params.padding[1] == 0 &&
-                         params.padding[2] == 0 && params.padding[3] == 0 && k == k_rows &&
-                         positions == p_cols;
+  const bool unpadded_1x1 = g.kh == 1 && g.kw == 1 && params.stride[0] == 1 &&
+                            params.stride[1] == 1 && params.padding[0] == 0 &&
+                            params.padding[1] == 0 && params.padding[2] == 0 &&
+                            params.padding[3] == 0;
+  const bool pointwise = unpadded_1x1 && k == k_rows && positions == p_cols;
+
+  // One image's 1x1 convolution of one position (a squeeze-excitation's) is a row times
+  // the weights, where the device has a kernel for that.
+  if (unpadded_1x1 && g.n == 1 && positions == 1 && groups == 1) {
+    const Binding yb = recorder.bind(y);
+    const Binding bb = bias ? recorder.bind(*bias) : Binding{};
+    const RowTimesMatrix mm = {x.dtype,
+                               g.c_out,
+                               k,
+                               recorder.bind(x),
+                               recorder.bind(op.inputs[1]),
+                               yb,
+                               bias ? &bb : nullptr,
+                               static_cast<uint32_t>(params.activation)};
+    if (record_row_times_matrix(recorder, mm)) return;
+  }
 
   const uint64_t image_columns =
       static_cast<uint64_t>(groups) * k_rows * p_cols * dtype_bytes(x.dtype);

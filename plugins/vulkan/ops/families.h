@@ -58,4 +58,17 @@ struct GroupedMatmul {
 };
 void record_grouped_matmul(OpRecorder& recorder, const GroupedMatmul& mm);
 
+// y [1 x n] = a [1 x k] x b^T, b stored [n x k], + bias (one per column), activated, by
+// the matmul's one-row kernel (shaders/matvec.comp): conv2d's 1x1 convolutions of one
+// position. Every binding from element 0, of dtype. Runs on CPU devices only; false
+// (nothing recorded) elsewhere.
+struct RowTimesMatrix {
+  phx_dtype dtype;
+  uint32_t n, k;
+  Binding a, b, y;
+  const Binding* bias;  // null: none
+  uint32_t activation;  // phx_activation
+};
+bool record_row_times_matrix(OpRecorder& recorder, const RowTimesMatrix& mm);
+
 }  // namespace phx::vulkan::ops

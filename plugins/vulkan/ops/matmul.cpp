@@ -256,24 +256,26 @@ void record_in_row_blocks(const MatmulKernel& kernel, const phx_plugin_op& op, P
   }
 }
 
-// One row (M = 1, no batch, a not transposed) on a CPU device: shaders/matvec.comp, an
-// invocation per output (b transposed) or per 8 outputs.
-void record_matvec(OpRecorder& recorder, const phx_plugin_op& op, const Push& p, bool tb,
-                   const Binding* bias) {
+// Whether the device runs shaders/matvec.comp: CPU devices (64-bit integers for its
+// 8-element loads of f32).
+bool runs_matvec(const DeviceCaps& caps) { return caps.cpu_device && caps.shader_int64; }
+
+// y [1 x n] = a [1 x k] x b (+ bias) by shaders/matvec.comp: an invocation per output (b
+// transposed, [n x k]) or per 8 outputs (b [k x n]). Every binding from element 0.
+void record_matvec(OpRecorder& recorder, phx_dtype in, phx_dtype out, uint32_t n, uint32_t k,
+                   bool tb, std::initializer_list<Binding> bindings, uint32_t bias_cs,
+                   uint32_t flags) {
   struct MatvecPush {
     uint32_t n, k;
     uint32_t a_shift, b_shift, y_shift, bias_shift;
     uint32_t bias_cs, flags;
   };
-  const MatvecPush push = {p.n, p.k, 0, 0, 0, 0, p.bias_cs, p.flags};
-  const uint32_t vec = (tb ? p.k : p.n) % 8 == 0 ? 1 : 0;
-  const uint64_t invocations = tb ? p.n : (p.n + 7) / 8;
-  const Binding yb = recorder.bind(op.outputs[0]);
-  dispatch_grid(recorder,
-                "matvec_" + std::string(dtype_name(op.inputs[0].dtype)) + "_" +
-                    std::string(dtype_name(op.outputs[0].dtype)),
-                {recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]), yb, bias ? *bias : yb},
-                &push, sizeof push, (invocations + 63) / 64, {{0, tb ? 1u : 0u}, {1, vec}});
+  const MatvecPush push = {n, k, 0, 0, 0, 0, bias_cs, flags};
+  const uint32_t vec = (tb ? k : n) % 8 == 0 ? 1 : 0;
+  const uint64_t invocations = tb ? n : (n + 7) / 8;
+  dispatch_grid(
+      recorder, "matvec_" + std::string(dtype_name(in)) + "_" + std::string(dtype_name(out)),
+      bindings, &push, sizeof push, (invocations + 63) / 64, {{0, tb ? 1u : 0u}, {1, vec}});
 }
 
 }  // namespace
@@ -294,9 +296,13 @@ void record_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   const bool fits = element_count(op.inputs[0]) * in_bytes <= limit &&
                     element_count(op.inputs[1]) * in_bytes <= limit &&
                     element_count(op.outputs[0]) * dtype_bytes(op.outputs[0].dtype) <= limit;
-  if (fits && p.m == 1 && p.batch_rank == 0 && params.transpose_a == 0 && caps.cpu_device &&
-      caps.shader_int64) {
-    record_matvec(recorder, op, p, params.transpose_b != 0, bias ? &bias_binding : nullptr);
+  if (fits && p.m == 1 && p.batch_rank == 0 && params.transpose_a == 0 && runs_matvec(caps)) {
+    // One row: a 128 x 128 tile would compute 64 rows for it.
+    const Binding yb = recorder.bind(op.outputs[0]);
+    record_matvec(
+        recorder, op.inputs[0].dtype, op.outputs[0].dtype, p.n, p.k, params.transpose_b != 0,
+        {recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]), yb, bias ? bias_binding : yb},
+        p.bias_cs, p.flags);
   } else if (fits) {
     record_whole(kernel, p, recorder.bind(op.inputs[0]), recorder.bind(op.inputs[1]),
                  recorder.bind(op.outputs[0]), bias ? &bias_binding : nullptr);
@@ -334,6 +340,14 @@ void record_grouped_matmul(OpRecorder& recorder, const GroupedMatmul& mm) {
   const MatmulKernel kernel = matmul_kernel(recorder, mm.dtype, mm.dtype, false, false);
   record_whole(kernel, p, mm.a.binding, mm.b.binding, mm.y.binding,
                mm.bias ? &mm.bias->binding : nullptr);
+}
+
+bool record_row_times_matrix(OpRecorder& recorder, const RowTimesMatrix& mm) {
+  if (!runs_matvec(recorder.caps())) return false;
+  record_matvec(recorder, mm.dtype, mm.dtype, mm.n, mm.k, true,
+                {mm.a, mm.b, mm.y, mm.bias ? *mm.bias : mm.y}, 1,
+                mm.activation | (mm.bias ? 0x100u : 0u));
+  return true;
 }
 
 }  // namespace phx::vulkan::ops
