@@ -128,14 +128,21 @@ void main() {
   X_C s = IDENTITY;
 #endif
   uint si = NONE;
+  // Reduced only along the (collapsed) last dimension, an output's elements are
+  // consecutive: no division per element (a global average pool's).
+  const bool consecutive = p.rank > 0u && p.mask == (1u << (p.rank - 1u));
   for (uint r = lid; r < p.reduced; r += own ? 1u : WORKGROUP) {
-    uint offset = first, st = 1u, rr = r;
-    for (int d = int(p.rank) - 1; d >= 0; --d) {
-      if ((p.mask & (1u << d)) != 0u) {
-        offset += (rr % p.shape[d]) * st;
-        rr /= p.shape[d];
+    uint offset = first + r;
+    if (!consecutive) {
+      offset = first;
+      uint st = 1u, rr = r;
+      for (int d = int(p.rank) - 1; d >= 0; --d) {
+        if ((p.mask & (1u << d)) != 0u) {
+          offset += (rr % p.shape[d]) * st;
+          rr /= p.shape[d];
+        }
+        st *= p.shape[d];
       }
-      st *= p.shape[d];
     }
 #ifdef OP_ARGMAX
     const X_C v = X_LOAD(x[offset]);
