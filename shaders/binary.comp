@@ -1,5 +1,5 @@
 // The binary ops with NumPy broadcasting: one invocation per output element (or per 8,
-// VEC8 below). Floats in
+// EIGHT below). Floats in
 // f32 (pow by shaders/math.glsl), integers in int or uint (add, sub and mul wrap around
 // as the dtype's store narrows them). The comparisons write u8 0 or 1.
 // Defines: X_<dtype> (a and b, and y but for the comparisons), OP_<op>.
@@ -29,10 +29,12 @@ layout(set = 0, binding = 0) readonly buffer A { X_T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { X_T b[]; };
 layout(set = 0, binding = 2) writeonly buffer Y { Y_T y[]; };
 
-// 1: an invocation takes 8 consecutive outputs (shaders/vec8.glsl), which ops/binary.cpp
-// sets on CPU devices for the ops whose output has x's 4- or 2-byte dtype, when the
-// innermost dimension's size, the first output and every shift are multiples of 8.
-layout(constant_id = 0) const uint VEC8 = 0u;
+// How many outputs an invocation takes (ops/binary.cpp sets it on CPU devices, where the
+// per-lane loads and the divisions of the indices cost): 0, one; 1, eight moved as vectors
+// (shaders/vec8.glsl: an output of x's 4- or 2-byte dtype, the innermost dimension's size,
+// the first output and every shift multiples of 8); 2, eight one by one, the operands'
+// indices computed for the first and stepped along the innermost dimension.
+layout(constant_id = 0) const uint EIGHT = 0u;
 #if !defined(Y_U8) && !defined(X_I8) && !defined(X_U8)
 #include "vec8.glsl"
 layout(set = 0, binding = 0) readonly buffer AVec { X_VEC8 a_vec[]; };
@@ -121,7 +123,31 @@ void operand_indices(uint i, out uint ia, out uint ib) {
 }
 
 void main() {
-  if (VEC8 == 0u) {
+  if (EIGHT == 2u) {
+    const uint first = 8u * flat_invocation();
+    if (first >= p.count) return;
+    uint i = p.base + first;
+    uint ia, ib;
+    operand_indices(i, ia, ib);
+    const uint inner = p.rank - 1u;
+    const uint row = p.rank > 0u ? p.shape[inner] : 1u;
+    const uint a_step = p.rank > 0u && (p.mask & (1u << inner)) == 0u ? 1u : 0u;
+    const uint b_step = p.rank > 0u && (p.mask & (0x100u << inner)) == 0u ? 1u : 0u;
+    uint c = i % row;
+    // Not unrolled (see unary.comp): pow's exact steps need their NoContraction.
+    for (uint at = first; at < min(first + 8u, p.count); ++at, ++i) {
+      store_result(i + p.y_shift, binary(X_LOAD(a[ia + p.a_shift]), X_LOAD(b[ib + p.b_shift])));
+      if (++c == row) {  // the next output starts a row: its indices afresh
+        c = 0u;
+        operand_indices(i + 1u, ia, ib);
+      } else {
+        ia += a_step;
+        ib += b_step;
+      }
+    }
+    return;
+  }
+  if (EIGHT == 0u) {
     const uint g = flat_invocation();
     if (g >= p.count) return;
     const uint i = p.base + g;

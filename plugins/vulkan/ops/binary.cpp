@@ -70,7 +70,7 @@ ElementRange bind_operand(OpRecorder& recorder, const phx_plugin_tensor& t,
 
 // Records kernel over the output in chunks, with push constants {base, count, the
 // shifts of the operands and of y, rank, mask, shape[8]}. takes_eight: the kernel has
-// binary.comp's VEC8 constant, set where an invocation may take 8 outputs.
+// binary.comp's EIGHT constant, which on CPU devices is set for 8 outputs per invocation.
 void record_broadcast(OpRecorder& recorder, const std::string& kernel,
                       std::initializer_list<const phx_plugin_tensor*> operands,
                       const phx_plugin_tensor& y, bool takes_eight = false) {
@@ -97,12 +97,13 @@ void record_broadcast(OpRecorder& recorder, const std::string& kernel,
   // Chunks of whole eights, so that every chunk's first output is a multiple of 8.
   uint64_t chunk = std::min(elements_per_binding(caps, widest), max_grid_groups(caps) * kWorkgroup);
   chunk -= chunk % 8;
-  // Eight outputs per invocation need a CPU device, 4- or 2-byte elements moved as
-  // vectors, and eight outputs in one innermost row.
+  // Eight outputs per invocation on CPU devices; as vectors where the output has the
+  // operands' 4- or 2-byte dtype and the innermost rows are whole eights.
+  const bool eight = takes_eight && caps.cpu_device;
   const uint32_t bytes = dtype_bytes(y.dtype);
-  const bool eight_fit = takes_eight && caps.cpu_device &&
-                         (bytes == 2 || (bytes == 4 && caps.shader_int64)) && c.rank > 0 &&
-                         c.shape[c.rank - 1] % 8 == 0;
+  const bool vectors_fit = eight && y.dtype == operands.begin()[0]->dtype &&
+                           (bytes == 2 || (bytes == 4 && caps.shader_int64)) && c.rank > 0 &&
+                           c.shape[c.rank - 1] % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     Binding bindings[4];
@@ -118,13 +119,14 @@ void record_broadcast(OpRecorder& recorder, const std::string& kernel,
     push[0] = static_cast<uint32_t>(first);
     push[1] = static_cast<uint32_t>(count);
     // first is a multiple of 8, so aligned shifts put every eight at a vector.
-    const bool eight = eight_fit && std::all_of(shifts, shifts + operands.size() + 1,
-                                                [](uint32_t s) { return s % 8 == 0; });
+    const bool vectors = vectors_fit && std::all_of(shifts, shifts + operands.size() + 1,
+                                                    [](uint32_t s) { return s % 8 == 0; });
+    const uint32_t mode = !eight ? 0 : vectors ? 1 : 2;  // binary.comp's EIGHT
     const uint64_t invocations = eight ? (count + 7) / 8 : count;
     const uint64_t groups = (invocations + kWorkgroup - 1) / kWorkgroup;
     if (operands.size() == 2) {
       dispatch_grid(recorder, kernel, {bindings[0], bindings[1], bindings[2]}, push, push_size,
-                    groups, {{0, eight ? 1u : 0u}});
+                    groups, {{0, mode}});
     } else {
       dispatch_grid(recorder, kernel, {bindings[0], bindings[1], bindings[2], bindings[3]}, push,
                     push_size, groups);
@@ -138,9 +140,7 @@ void record_binary(OpRecorder& recorder, const phx_plugin_op& op) {
   const phx_plugin_tensor& a = op.inputs[0];
   const std::string kernel =
       std::string(find_op_schema(op.op)->name) + "_" + std::string(dtype_name(a.dtype));
-  // The comparisons write u8: their outputs are not moved 8 at a time.
-  const bool same_dtype_out = op.outputs[0].dtype == a.dtype;
-  record_broadcast(recorder, kernel, {&a, &op.inputs[1]}, op.outputs[0], same_dtype_out);
+  record_broadcast(recorder, kernel, {&a, &op.inputs[1]}, op.outputs[0], true);
 }
 
 void record_where(OpRecorder& recorder, const phx_plugin_op& op) {
