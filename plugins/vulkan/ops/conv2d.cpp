@@ -62,12 +62,31 @@ Geometry geometry(const phx_plugin_op& op, bool nhwc) {
           nhwc ? dim(y, 2) : dim(y, 3)};
 }
 
+// The words conv2d.comp's and im2col.comp's push constants share, in their order: where
+// an output's window lies in x.
+struct Window {
+  uint32_t kh, kw, h_out, w_out;
+  uint32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+};
+
+Window window(const Geometry& g, const phx_conv2d_params& params) {
+  return {g.kh,
+          g.kw,
+          g.h_out,
+          g.w_out,
+          params.stride[0],
+          params.stride[1],
+          params.padding[0],
+          params.padding[2],
+          params.dilation[0],
+          params.dilation[1]};
+}
+
 void record_direct(OpRecorder& recorder, const phx_plugin_op& op) {
   struct Push {
     uint32_t base, count;
-    uint32_t n, c, h, w;
-    uint32_t c_out, kh, kw, h_out, w_out;
-    uint32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+    uint32_t n, c, h, w, c_out;
+    Window window;
     uint32_t groups;
     uint32_t flags;  // bit 0: NHWC; bit 1: a bias is bound; bits 8..15: the activation
   };
@@ -75,26 +94,9 @@ void record_direct(OpRecorder& recorder, const phx_plugin_op& op) {
   const auto& params = *static_cast<const phx_conv2d_params*>(op.params);
   const bool nhwc = params.layout == PHX_LAYOUT_NHWC;
   const Geometry g = geometry(op, nhwc);
-  const Push push = {
-      0,
-      0,
-      g.n,
-      g.c,
-      g.h,
-      g.w,
-      g.c_out,
-      g.kh,
-      g.kw,
-      g.h_out,
-      g.w_out,
-      params.stride[0],
-      params.stride[1],
-      params.padding[0],
-      params.padding[2],
-      params.dilation[0],
-      params.dilation[1],
-      params.groups,
-      (nhwc ? 1u : 0u) | (bias ? 2u : 0u) | (static_cast<uint32_t>(params.activation) << 8)};
+  const uint32_t flags =
+      (nhwc ? 1u : 0u) | (bias ? 2u : 0u) | (static_cast<uint32_t>(params.activation) << 8);
+  const Push push = {0, 0, g.n, g.c, g.h, g.w, g.c_out, window(g, params), params.groups, flags};
   const Binding wb = recorder.bind(op.inputs[1]);
   const Binding bb = bias ? recorder.bind(*bias) : wb;  // unread without a bias
   dispatch_per_element(recorder, "conv2d_" + std::string(dtype_name(op.inputs[0].dtype)),
@@ -172,8 +174,7 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   struct Im2colPush {
     uint32_t base, count, image0;
     uint32_t c, h, w, groups;
-    uint32_t kh, kw, h_out, w_out;
-    uint32_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+    Window window;
     uint32_t k_rows, p_cols;
   };
   const phx_plugin_tensor& x = op.inputs[0];
@@ -238,25 +239,8 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       b = bind_from(recorder, x, image0 * x_image, images * x_image);
     } else {
       if (image0 > 0) recorder.barrier();  // the last chunk's matmul has read the columns
-      const Im2colPush push = {0,
-                               0,
-                               image0,
-                               g.c,
-                               g.h,
-                               g.w,
-                               groups,
-                               g.kh,
-                               g.kw,
-                               g.h_out,
-                               g.w_out,
-                               params.stride[0],
-                               params.stride[1],
-                               params.padding[0],
-                               params.padding[2],
-                               params.dilation[0],
-                               params.dilation[1],
-                               k_rows,
-                               p_cols};
+      const Im2colPush push = {0,      0,     image0, g.c, g.h, g.w, groups, window(g, params),
+                               k_rows, p_cols};
       dispatch_per_element(recorder, moving_kernel("im2col", x.dtype), {xb, columns}, push,
                            static_cast<uint64_t>(images) * groups * k_rows * g.h_out,
                            {{0, eight_columns ? 1u : 0u}});
