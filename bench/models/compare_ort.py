@@ -95,18 +95,25 @@ def main():
             rows.append({"model": name, "ort_ms": ort_ms, "phynexus_ms": phx_ms,
                          "ratio": phx_ms / ort_ms if ort_ms and phx_ms else None,
                          "note": ort_why or phx_why})
-    print(f"| model | ONNX Runtime (ms) | Phynexus cpu (ms) | Phynexus / ORT |\n"
-          f"|---|---|---|---|")
+    report(args, rows, ("ONNX Runtime (ms)", "ort_ms"), ("Phynexus cpu (ms)", "phynexus_ms"),
+           "Phynexus / ORT")
+
+
+def report(args, rows, first, second, ratio_name):
+    """Prints rows (model, first, second: medians in ms; their ratio; a note) as a table,
+    the median and largest ratio, and writes them as JSON to --json if given. first and
+    second are (column title, key)."""
+    print(f"| model | {first[0]} | {second[0]} | {ratio_name} |\n|---|---|---|---|")
     for r in rows:
-        cells = [f"{r[k]:.2f}" if r[k] is not None else "-" for k in ("ort_ms", "phynexus_ms",
+        cells = [f"{r[k]:.2f}" if r[k] is not None else "-" for k in (first[1], second[1],
                                                                       "ratio")]
         print(f"| {r['model']} | " + " | ".join(cells) + (f" ({r['note']})" if r["note"] else "")
               + " |")
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     if ratios:
-        print(f"\nmedian Phynexus / ORT over {len(ratios)} models: "
-              f"{statistics.median(ratios):.2f} (median of {args.runs} runs each, "
-              f"{args.threads} threads)")
+        print(f"\nmedian {ratio_name} over {len(ratios)} models: "
+              f"{statistics.median(ratios):.2f}, largest {max(ratios):.2f} (median of "
+              f"{args.runs} runs each, {args.threads} threads)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": args.runs, "threads": args.threads, "models": rows}, f, indent=1)

@@ -12,13 +12,11 @@ its own threads from LP_NUM_THREADS, by default one per core). Without a Vulkan 
 this says so and exits 77 (skipped)."""
 
 import argparse
-import json
 import os
-import statistics
 import subprocess
 import sys
 
-from compare_ort import ROOT, phynexus_median
+from compare_ort import ROOT, phynexus_median, report
 
 
 def main():
@@ -45,21 +43,8 @@ def main():
         rows.append({"model": name, "cpu_ms": cpu_ms, "vulkan_ms": vulkan_ms,
                      "ratio": vulkan_ms / cpu_ms if cpu_ms and vulkan_ms else None,
                      "note": cpu_why or vulkan_why})
-    print("| model | Phynexus cpu (ms) | Phynexus vulkan (ms) | vulkan / cpu |\n|---|---|---|---|")
-    for r in rows:
-        cells = [f"{r[k]:.1f}" if k != "ratio" and r[k] is not None else
-                 f"{r[k]:.2f}" if r[k] is not None else "-" for k in ("cpu_ms", "vulkan_ms",
-                                                                      "ratio")]
-        print(f"| {r['model']} | " + " | ".join(cells) + (f" ({r['note']})" if r["note"] else "")
-              + " |")
-    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
-    if ratios:
-        print(f"\nmedian vulkan / cpu over {len(ratios)} models: {statistics.median(ratios):.2f}, "
-              f"largest {max(ratios):.2f} (median of {args.runs} runs each, "
-              f"{args.threads} threads)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"runs": args.runs, "threads": args.threads, "models": rows}, f, indent=1)
+    report(args, rows, ("Phynexus cpu (ms)", "cpu_ms"), ("Phynexus vulkan (ms)", "vulkan_ms"),
+           "vulkan / cpu")
 
 
 if __name__ == "__main__":
