@@ -1,13 +1,16 @@
 // A chain of elementwise f32 ops on tensors of one shape, fused by an executable
 // (plugins/vulkan/executable.h, ElementwiseProgram in op_recorder.h): one invocation per
 // element loads the operands the program uses, applies its steps to an accumulator and
-// stores the result once. The program is specialization constants, so that the driver
-// compiles each program to straight-line code: STEP_k for k < STEP_COUNT is
-// op | a << 3 | b << 7, op 0..6 = add, sub, mul, div, relu, gelu, silu, and a source
-// 0 the accumulator or 1 + the operand's index. `precise` keeps each step rounded as the
-// op's own shader rounds it (no multiply-add contracted across two steps).
+// stores the result once (on CPU devices an invocation takes 8 elements, VEC8 below).
+// The program is specialization constants, so that the driver compiles each program to
+// straight-line code: STEP_k for k < STEP_COUNT is op | a << 3 | b << 7, op 0..6 = add,
+// sub, mul, div, relu, gelu, silu, and a source 0 the accumulator or 1 + the operand's
+// index. `precise` keeps each step rounded as the op's own shader rounds it (no
+// multiply-add contracted across two steps).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_ARB_gpu_shader_int64 : require
 #define GRID_WORKGROUP 256u
 #include "activation.glsl"
 #include "grid.glsl"
@@ -96,8 +99,22 @@ layout(constant_id = 62) const uint STEP_60 = 0u;
 layout(constant_id = 63) const uint STEP_61 = 0u;
 layout(constant_id = 64) const uint STEP_62 = 0u;
 layout(constant_id = 65) const uint STEP_63 = 0u;
+// 1 (CPU devices, ops/elementwise_program.cpp): an invocation takes 8 consecutive elements,
+// each operand's 8 and the result's moved as one 32-byte vector (see shaders/vec8.glsl;
+// every shift a multiple of 8).
+layout(constant_id = 66) const uint VEC8 = 0u;
 
-float load(uint k, uint i) {
+layout(set = 0, binding = 0) writeonly buffer YVec { u64vec4 y_vec[]; };
+layout(set = 0, binding = 1) readonly buffer O0Vec { u64vec4 o0_vec[]; };
+layout(set = 0, binding = 2) readonly buffer O1Vec { u64vec4 o1_vec[]; };
+layout(set = 0, binding = 3) readonly buffer O2Vec { u64vec4 o2_vec[]; };
+layout(set = 0, binding = 4) readonly buffer O3Vec { u64vec4 o3_vec[]; };
+layout(set = 0, binding = 5) readonly buffer O4Vec { u64vec4 o4_vec[]; };
+layout(set = 0, binding = 6) readonly buffer O5Vec { u64vec4 o5_vec[]; };
+layout(set = 0, binding = 7) readonly buffer O6Vec { u64vec4 o6_vec[]; };
+layout(set = 0, binding = 8) readonly buffer O7Vec { u64vec4 o7_vec[]; };
+
+float load_element(uint k, uint i) {
   switch (k) {
     case 0u: return o0[i + p.shift[0]];
     case 1u: return o1[i + p.shift[1]];
@@ -107,6 +124,20 @@ float load(uint k, uint i) {
     case 5u: return o5[i + p.shift[5]];
     case 6u: return o6[i + p.shift[6]];
     default: return o7[i + p.shift[7]];
+  }
+}
+
+// Operand k's 8 elements from element i (a multiple of 8 once shifted).
+u64vec4 load8(uint k, uint i) {
+  switch (k) {
+    case 0u: return o0_vec[(i + p.shift[0]) >> 3];
+    case 1u: return o1_vec[(i + p.shift[1]) >> 3];
+    case 2u: return o2_vec[(i + p.shift[2]) >> 3];
+    case 3u: return o3_vec[(i + p.shift[3]) >> 3];
+    case 4u: return o4_vec[(i + p.shift[4]) >> 3];
+    case 5u: return o5_vec[(i + p.shift[5]) >> 3];
+    case 6u: return o6_vec[(i + p.shift[6]) >> 3];
+    default: return o7_vec[(i + p.shift[7]) >> 3];
   }
 }
 
@@ -133,11 +164,8 @@ float apply(uint step, float acc, float operands[8]) {
 #define STEP(k) \
   if (k < STEP_COUNT) acc = apply(STEP_##k, acc, operands);
 
-void main() {
-  const uint i = flat_invocation();
-  if (i >= p.count) return;
-  float operands[8];
-  for (uint k = 0u; k < 8u; ++k) operands[k] = (OPERANDS_USED & (1u << k)) != 0u ? load(k, i) : 0.0;
+// The program on one element's operands.
+float evaluate(float operands[8]) {
   float acc = 0.0;
   STEP(0)
   STEP(1)
@@ -203,5 +231,46 @@ void main() {
   STEP(61)
   STEP(62)
   STEP(63)
-  y[i + p.y_shift] = acc;
+  return acc;
+}
+
+float load(uint k, uint i) {
+  return (OPERANDS_USED & (1u << k)) != 0u ? load_element(k, i) : 0.0;
+}
+
+void run_one(uint i) {
+  float operands[8];
+  for (uint k = 0u; k < 8u; ++k) operands[k] = load(k, i);
+  y[i + p.y_shift] = evaluate(operands);
+}
+
+void main() {
+  if (VEC8 == 0u) {
+    const uint i = flat_invocation();
+    if (i < p.count) run_one(i);
+    return;
+  }
+  const uint first = 8u * flat_invocation();
+  if (first >= p.count) return;
+  if (first + 8u > p.count) {  // the last, partial eight
+    for (uint i = first; i < p.count; ++i) run_one(i);
+    return;
+  }
+  uvec2 words[8][4];  // operand k's elements 2q and 2q + 1 in words[k][q]
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    const u64vec4 v = (OPERANDS_USED & (1u << k)) != 0u ? load8(k, first) : u64vec4(0ul);
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) words[k][q] = unpackUint2x32(v[q]);
+  }
+  u64vec4 packed;
+  // Not unrolled (see unary.comp): the steps' `precise` must survive.
+  for (uint q = 0u; q < 4u; ++q) {
+    uint result[2];
+    for (uint h = 0u; h < 2u; ++h) {
+      float operands[8];
+      for (uint k = 0u; k < 8u; ++k) operands[k] = uintBitsToFloat(words[k][q][h]);
+      result[h] = floatBitsToUint(evaluate(operands));
+    }
+    packed[q] = packUint2x32(uvec2(result[0], result[1]));
+  }
+  y_vec[(first + p.y_shift) >> 3] = packed;
 }

@@ -1,5 +1,6 @@
 // Fused chains of elementwise f32 ops (shaders/elementwise_program.comp): one dispatch
 // over every element, the program given as specialization constants.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,15 @@ void record_elementwise_program(OpRecorder& recorder, const ElementwiseProgram& 
                          op_code(s.op) | source_code(s.a) << 3 | source_code(s.b) << 7});
   }
   constants[1].value = used;
-  const uint64_t groups = (total + kWorkgroup - 1) / kWorkgroup;
+  // On CPU devices 8 elements per invocation, where every binding's first element lies at
+  // a multiple of 8 (elementwise_program.comp's VEC8).
+  const DeviceCaps& caps = recorder.caps();
+  const bool eight = caps.cpu_device && caps.shader_int64 && push.y_shift % 8 == 0 &&
+                     std::all_of(std::begin(push.shift), std::end(push.shift),
+                                 [](uint32_t s) { return s % 8 == 0; });
+  constants.push_back({66, eight ? 1u : 0u});
+  const uint64_t invocations = eight ? (total + 7) / 8 : total;
+  const uint64_t groups = (invocations + kWorkgroup - 1) / kWorkgroup;
   const uint64_t x = std::min<uint64_t>(groups, recorder.caps().max_workgroup_count[0]);
   recorder.dispatch("elementwise_program", bindings, &push, sizeof push, constants,
                     static_cast<uint32_t>(x), static_cast<uint32_t>((groups + x - 1) / x), 1);
