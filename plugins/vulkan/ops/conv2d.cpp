@@ -267,6 +267,7 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
 }  // namespace
 
 void record_conv2d(OpRecorder& recorder, const phx_plugin_op& op) {
+  if (element_count(op.outputs[0]) == 0) return;  // no image or no output channel
   const auto& params = *static_cast<const phx_conv2d_params*>(op.params);
   const phx_plugin_tensor& weight = op.inputs[1];
   const bool nchw = params.layout == PHX_LAYOUT_NCHW;
