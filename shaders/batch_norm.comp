@@ -60,7 +60,7 @@ void main() {
   }
 #if defined(X_VEC8)
   // Eight elements from 8 g, all of one channel (spatial is a multiple of 8): its
-  // parameters loaded once, the values as one vector.
+  // parameters loaded once, the values as vectors.
   const uint first = 8u * flat_invocation();
   if (first >= p.count) return;
   const uint i = p.base + first;

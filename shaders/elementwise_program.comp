@@ -10,7 +10,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_ARB_gpu_shader_int64 : require
 #define GRID_WORKGROUP 256u
 #include "activation.glsl"
 #include "grid.glsl"
@@ -100,19 +99,19 @@ layout(constant_id = 63) const uint STEP_61 = 0u;
 layout(constant_id = 64) const uint STEP_62 = 0u;
 layout(constant_id = 65) const uint STEP_63 = 0u;
 // 1 (CPU devices, ops/elementwise_program.cpp): an invocation takes 8 consecutive elements,
-// each operand's 8 and the result's moved as one 32-byte vector (see shaders/vec8.glsl;
-// every shift a multiple of 8).
+// each operand's 8 and the result's moved as two uvec4s (as shaders/vec8.glsl does; every
+// shift a multiple of 8).
 layout(constant_id = 66) const uint VEC8 = 0u;
 
-layout(set = 0, binding = 0) writeonly buffer YVec { u64vec4 y_vec[]; };
-layout(set = 0, binding = 1) readonly buffer O0Vec { u64vec4 o0_vec[]; };
-layout(set = 0, binding = 2) readonly buffer O1Vec { u64vec4 o1_vec[]; };
-layout(set = 0, binding = 3) readonly buffer O2Vec { u64vec4 o2_vec[]; };
-layout(set = 0, binding = 4) readonly buffer O3Vec { u64vec4 o3_vec[]; };
-layout(set = 0, binding = 5) readonly buffer O4Vec { u64vec4 o4_vec[]; };
-layout(set = 0, binding = 6) readonly buffer O5Vec { u64vec4 o5_vec[]; };
-layout(set = 0, binding = 7) readonly buffer O6Vec { u64vec4 o6_vec[]; };
-layout(set = 0, binding = 8) readonly buffer O7Vec { u64vec4 o7_vec[]; };
+layout(set = 0, binding = 0) writeonly buffer YVec { uvec4 y_vec[]; };
+layout(set = 0, binding = 1) readonly buffer O0Vec { uvec4 o0_vec[]; };
+layout(set = 0, binding = 2) readonly buffer O1Vec { uvec4 o1_vec[]; };
+layout(set = 0, binding = 3) readonly buffer O2Vec { uvec4 o2_vec[]; };
+layout(set = 0, binding = 4) readonly buffer O3Vec { uvec4 o3_vec[]; };
+layout(set = 0, binding = 5) readonly buffer O4Vec { uvec4 o4_vec[]; };
+layout(set = 0, binding = 6) readonly buffer O5Vec { uvec4 o5_vec[]; };
+layout(set = 0, binding = 7) readonly buffer O6Vec { uvec4 o6_vec[]; };
+layout(set = 0, binding = 8) readonly buffer O7Vec { uvec4 o7_vec[]; };
 
 float load_element(uint k, uint i) {
   switch (k) {
@@ -127,17 +126,18 @@ float load_element(uint k, uint i) {
   }
 }
 
-// Operand k's 8 elements from element i (a multiple of 8 once shifted).
-u64vec4 load8(uint k, uint i) {
+// Half h (elements 4h .. 4h + 3) of operand k's 8 elements from element i (a multiple of
+// 8 once shifted).
+uvec4 load4(uint k, uint i, uint h) {
   switch (k) {
-    case 0u: return o0_vec[(i + p.shift[0]) >> 3];
-    case 1u: return o1_vec[(i + p.shift[1]) >> 3];
-    case 2u: return o2_vec[(i + p.shift[2]) >> 3];
-    case 3u: return o3_vec[(i + p.shift[3]) >> 3];
-    case 4u: return o4_vec[(i + p.shift[4]) >> 3];
-    case 5u: return o5_vec[(i + p.shift[5]) >> 3];
-    case 6u: return o6_vec[(i + p.shift[6]) >> 3];
-    default: return o7_vec[(i + p.shift[7]) >> 3];
+    case 0u: return o0_vec[((i + p.shift[0]) >> 2) + h];
+    case 1u: return o1_vec[((i + p.shift[1]) >> 2) + h];
+    case 2u: return o2_vec[((i + p.shift[2]) >> 2) + h];
+    case 3u: return o3_vec[((i + p.shift[3]) >> 2) + h];
+    case 4u: return o4_vec[((i + p.shift[4]) >> 2) + h];
+    case 5u: return o5_vec[((i + p.shift[5]) >> 2) + h];
+    case 6u: return o6_vec[((i + p.shift[6]) >> 2) + h];
+    default: return o7_vec[((i + p.shift[7]) >> 2) + h];
   }
 }
 
@@ -256,21 +256,20 @@ void main() {
     for (uint i = first; i < p.count; ++i) run_one(i);
     return;
   }
-  uvec2 words[8][4];  // operand k's elements 2q and 2q + 1 in words[k][q]
+  uvec4 words[8][2];  // operand k's element 4h + q in words[k][h][q]
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const u64vec4 v = (OPERANDS_USED & (1u << k)) != 0u ? load8(k, first) : u64vec4(0ul);
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) words[k][q] = unpackUint2x32(v[q]);
-  }
-  u64vec4 packed;
-  // Not unrolled (see unary.comp): the steps' `precise` must survive.
-  for (uint q = 0u; q < 4u; ++q) {
-    uint result[2];
-    for (uint h = 0u; h < 2u; ++h) {
-      float operands[8];
-      for (uint k = 0u; k < 8u; ++k) operands[k] = uintBitsToFloat(words[k][q][h]);
-      result[h] = floatBitsToUint(evaluate(operands));
+    [[unroll]] for (uint h = 0u; h < 2u; ++h) {
+      words[k][h] = (OPERANDS_USED & (1u << k)) != 0u ? load4(k, first, h) : uvec4(0u);
     }
-    packed[q] = packUint2x32(uvec2(result[0], result[1]));
   }
-  y_vec[(first + p.y_shift) >> 3] = packed;
+  // Not unrolled (see unary.comp): the steps' `precise` must survive.
+  for (uint h = 0u; h < 2u; ++h) {
+    uvec4 result;
+    for (uint q = 0u; q < 4u; ++q) {
+      float operands[8];
+      for (uint k = 0u; k < 8u; ++k) operands[k] = uintBitsToFloat(words[k][h][q]);
+      result[q] = floatBitsToUint(evaluate(operands));
+    }
+    y_vec[((first + p.y_shift) >> 2) + h] = result;
+  }
 }

@@ -23,8 +23,8 @@ layout(local_size_x = GRID_WORKGROUP) in;
 layout(set = 0, binding = 0) readonly buffer X { X_T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Col { X_T col[]; };
 
-// 1 (CPU devices, w_out a multiple of 8; ops/conv2d.cpp): 8 columns per store, one
-// vector (shaders/vec8.glsl).
+// 1 (CPU devices, w_out a multiple of 8; ops/conv2d.cpp): 8 columns stored at a time, as
+// vectors (shaders/vec8.glsl).
 layout(constant_id = 0) const uint VEC8 = 0u;
 #include "vec8.glsl"
 layout(set = 0, binding = 0) readonly buffer XVec { X_VEC8 x_vec[]; };
@@ -61,8 +61,8 @@ void main() {
   uint ix = kx * p.dilation_w - p.pad_left;
 #if defined(X_VEC8)
   if (VEC8 != 0u) {
-    // w_out is a multiple of 8: the output row is whole eights, each stored as one vector;
-    // with stride 1 an eight whose inputs all lie in x at a multiple of 8 loads as one.
+    // w_out is a multiple of 8: the output row is whole eights, each stored as vectors;
+    // with stride 1 an eight whose inputs all lie in x at a multiple of 8 loads so too.
     for (uint ox = 0u; ox < p.w_out; ox += 8u, ix += 8u * p.stride_w) {
       X_C v[8];
       if (row_in && p.stride_w == 1u && ix + 8u <= p.w && (x_row + ix) % 8u == 0u) {

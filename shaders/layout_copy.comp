@@ -16,7 +16,7 @@ layout(local_size_x = GRID_WORKGROUP) in;
 layout(set = 0, binding = 0) readonly buffer X { X_T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { X_T y[]; };
 
-// 1: an invocation moves 8 consecutive elements as one vector (shaders/vec8.glsl), which
+// 1: an invocation moves 8 consecutive elements as vectors (shaders/vec8.glsl), which
 // ops/layout.cpp sets on CPU devices for 4- and 2-byte elements when the innermost
 // dimension is contiguous in both and every eight lies at a multiple of 8 in both.
 layout(constant_id = 0) const uint VEC8 = 0u;
@@ -68,6 +68,6 @@ void main() {
   int from;
   uint to;
   box_indices(p.base + first, from, to);
-  y_vec[to >> 3] = x_vec[uint(from) >> 3];
+  X_COPY8(y_vec, to, x_vec, uint(from));
 #endif
 }

@@ -102,8 +102,7 @@ void record_broadcast(OpRecorder& recorder, const std::string& kernel,
   const bool eight = takes_eight && caps.cpu_device;
   const uint32_t bytes = dtype_bytes(y.dtype);
   const bool vectors_fit = eight && y.dtype == operands.begin()[0]->dtype &&
-                           (bytes == 2 || (bytes == 4 && caps.shader_int64)) && c.rank > 0 &&
-                           c.shape[c.rank - 1] % 8 == 0;
+                           (bytes == 2 || bytes == 4) && c.rank > 0 && c.shape[c.rank - 1] % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     Binding bindings[4];

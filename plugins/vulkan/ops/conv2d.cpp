@@ -223,8 +223,7 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
   // On CPU devices, output rows of whole eights are written 8 columns at a time.
   const DeviceCaps& caps = recorder.caps();
   const uint32_t element = dtype_bytes(x.dtype);
-  const bool eight_columns =
-      caps.cpu_device && g.w_out % 8 == 0 && (element == 2 || (element == 4 && caps.shader_int64));
+  const bool eight_columns = caps.cpu_device && g.w_out % 8 == 0 && (element == 2 || element == 4);
 
   const ElementRange a = matmul_weights(recorder, op.inputs[1], k_rows);
   const ElementRange bias_range = bias ? ElementRange{recorder.bind(*bias), 0} : ElementRange{};

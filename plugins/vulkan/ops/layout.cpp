@@ -83,8 +83,8 @@ void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPus
   const DeviceCaps& caps = recorder.caps();
   const uint32_t bytes = dtype_bytes(x.dtype);
   const uint32_t inner = push.rank - 1;
-  bool eight = caps.cpu_device && (bytes == 2 || (bytes == 4 && caps.shader_int64)) &&
-               push.rank > 0 && push.src_stride[inner] == 1 && push.dst_stride[inner] == 1 &&
+  bool eight = caps.cpu_device && (bytes == 2 || bytes == 4) && push.rank > 0 &&
+               push.src_stride[inner] == 1 && push.dst_stride[inner] == 1 &&
                push.extent[inner] % 8 == 0 && push.src_base % 8 == 0 && push.dst_base % 8 == 0 &&
                total <= max_grid_groups(caps) * kWorkgroup;
   for (uint32_t d = 0; eight && d < inner; ++d) {

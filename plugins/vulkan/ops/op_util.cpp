@@ -116,8 +116,7 @@ void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
       std::min({elements_per_binding(caps, std::max(dtype_bytes(x.dtype), dtype_bytes(y.dtype))),
                 max_grid_groups(caps) * kWorkgroup});
   const uint32_t bytes = dtype_bytes(x.dtype);
-  const bool eight_fit = takes_eight && caps.cpu_device && (bytes == 2 || bytes == 4) &&
-                         (bytes == 2 || caps.shader_int64);
+  const bool eight_fit = takes_eight && caps.cpu_device && (bytes == 2 || bytes == 4);
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);

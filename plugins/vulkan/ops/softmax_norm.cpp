@@ -112,8 +112,7 @@ void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op) {
   chunk -= chunk % 8;  // every chunk's first element a multiple of 8
   // On CPU devices 8 elements of one channel per invocation (batch_norm.comp's VEC8).
   const uint32_t bytes = dtype_bytes(x.dtype);
-  const bool eight_fit =
-      caps.cpu_device && (bytes == 2 || caps.shader_int64) && push.spatial % 8 == 0;
+  const bool eight_fit = caps.cpu_device && (bytes == 2 || bytes == 4) && push.spatial % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);
