@@ -36,7 +36,8 @@ run() {
 }
 
 if [ ! -x "$bin/phx-devices" ] || [ ! -x "$bin/bench_vulkan" ]; then
-  echo "gpu-check: no Release build in $build (cmake --preset default && cmake --build --preset default)"
+  echo "gpu-check: no Release build in $build" \
+    "(cmake --preset default && cmake --build --preset default)"
   exit 2
 fi
 
@@ -94,7 +95,8 @@ fi
 rm -f "$summary"
 
 step "three models, Vulkan against the CPU device"
-if [ ! -f "$models/resnet50/model.onnx" ] && python3 -c 'import torch, torchvision' 2>/dev/null; then
+if [ ! -f "$models/resnet50/model.onnx" ] &&
+  python3 -c 'import torch, torchvision' 2>/dev/null; then
   run 180 python3 bench/models/export.py "$models"
 fi
 for model in resnet50 vit_b_16 gpt_like_decoder; do

@@ -76,9 +76,14 @@ void main() {
       }
     }
   }
-  const float b = (p.flags & 2u) != 0u ? X_LOAD(bias[o]) : 0.0;
+  // The bias added only where bound: + 0.0 would turn a -0.0 sum into 0.0.
+  const bool has_bias = (p.flags & 2u) != 0u;
+  const float b = has_bias ? X_LOAD(bias[o]) : 0.0;
   const uint out_row = ((n * p.c_out + o) * p.h_out + oy) * p.w_out;
   [[unroll]] for (uint j = 0u; j < OUTPUTS; ++j) {
-    if (ox0 + j < p.w_out) y[out_row + ox0 + j] = X_STORE(activate((p.flags >> 8) & 0xFFu, acc[j] + b));
+    if (ox0 + j < p.w_out) {
+      const float sum = has_bias ? acc[j] + b : acc[j];
+      y[out_row + ox0 + j] = X_STORE(activate((p.flags >> 8) & 0xFFu, sum));
+    }
   }
 }

@@ -1,6 +1,6 @@
-// The unary ops: one invocation per element (or per 8, VEC8 below), computed in X_C (f32 for the floats,
-// shaders/math.glsl; int or uint for the integers, where neg and abs wrap around as the
-// dtype's store narrows them). Defines: X_<dtype> (x and y alike), OP_<op>.
+// The unary ops: one invocation per element (or per 8, VEC8 below), computed in X_C (f32
+// for the floats, shaders/math.glsl; int or uint for the integers, where neg and abs wrap
+// around as the dtype's store narrows them). Defines: X_<dtype> (x and y alike), OP_<op>.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -18,13 +18,10 @@ layout(set = 0, binding = 1) writeonly buffer Y { X_T y[]; };
 // record_elementwise_map, sets it on CPU devices for 4- and 2-byte dtypes whose element
 // indices and shifts allow).
 layout(constant_id = 0) const uint VEC8 = 0u;
-#if !defined(X_I8) && !defined(X_U8)
+#if !defined(X_I8) && !defined(X_U8)  // 1-byte dtypes: one element per invocation only
 #include "vec8.glsl"
 layout(set = 0, binding = 0) readonly buffer XVec { X_VEC8 x_vec[]; };
 layout(set = 0, binding = 1) writeonly buffer YVec { X_VEC8 y_vec[]; };
-#else  // 1-byte dtypes: one element per invocation only
-#define X_LOAD8(view, at, c)
-#define X_STORE8(view, at, c)
 #endif
 
 layout(push_constant) uniform Push {
@@ -123,6 +120,7 @@ void main() {
     y[i + p.y_shift] = X_STORE(unary(X_LOAD(x[i + p.x_shift])));
     return;
   }
+#if defined(X_VEC8)
   // Eight elements from 8 g; past the last whole eight, one at a time.
   const uint first = 8u * flat_invocation();
   if (first >= p.count) return;
@@ -140,4 +138,5 @@ void main() {
       y[i + e + p.y_shift] = X_STORE(unary(X_LOAD(x[i + e + p.x_shift])));
     }
   }
+#endif
 }

@@ -100,9 +100,9 @@ void record_broadcast(OpRecorder& recorder, const std::string& kernel,
   // Eight outputs per invocation on CPU devices; as vectors where the output has the
   // operands' 4- or 2-byte dtype and the innermost rows are whole eights.
   const bool eight = takes_eight && caps.cpu_device;
-  const uint32_t bytes = dtype_bytes(y.dtype);
   const bool vectors_fit = eight && y.dtype == operands.begin()[0]->dtype &&
-                           (bytes == 2 || bytes == 4) && c.rank > 0 && c.shape[c.rank - 1] % 8 == 0;
+                           moves_eights(caps, y.dtype) && c.rank > 0 &&
+                           c.shape[c.rank - 1] % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     Binding bindings[4];

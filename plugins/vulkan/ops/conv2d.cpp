@@ -220,10 +220,9 @@ void record_as_matmul(OpRecorder& recorder, const phx_plugin_op& op) {
       pointwise ? g.n
                 : static_cast<uint32_t>(std::clamp<uint64_t>(kColumnBytes / image_columns, 1, g.n));
 
-  // On CPU devices, output rows of whole eights are written 8 columns at a time.
-  const DeviceCaps& caps = recorder.caps();
-  const uint32_t element = dtype_bytes(x.dtype);
-  const bool eight_columns = caps.cpu_device && g.w_out % 8 == 0 && (element == 2 || element == 4);
+  // Output rows of whole eights are written 8 columns at a time where the device moves
+  // eights.
+  const bool eight_columns = moves_eights(recorder.caps(), x.dtype) && g.w_out % 8 == 0;
 
   const ElementRange a = matmul_weights(recorder, op.inputs[1], k_rows);
   const ElementRange bias_range = bias ? ElementRange{recorder.bind(*bias), 0} : ElementRange{};

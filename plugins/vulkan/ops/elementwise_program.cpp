@@ -86,7 +86,7 @@ void record_elementwise_program(OpRecorder& recorder, const ElementwiseProgram& 
   // On CPU devices 8 elements per invocation, where every binding's first element lies at
   // a multiple of 8 (elementwise_program.comp's VEC8).
   const DeviceCaps& caps = recorder.caps();
-  const bool eight = caps.cpu_device && push.y_shift % 8 == 0 &&
+  const bool eight = ops::moves_eights(caps, PHX_DTYPE_F32) && push.y_shift % 8 == 0 &&
                      std::all_of(std::begin(push.shift), std::end(push.shift),
                                  [](uint32_t s) { return s % 8 == 0; });
   constants.push_back({66, eight ? 1u : 0u});

@@ -46,11 +46,6 @@ void row_major_strides(const phx_plugin_tensor& t, int64_t* stride) {
   }
 }
 
-// Copies the box push.extent of x, read at src_base with src_stride, into the binding yb
-// at dst_base with dst_stride.
-// On CPU devices, 4- and 2-byte elements whose eights lie at multiples of 8 in both x and
-// y move 8 at a time (shaders/layout_copy.comp, VEC8): the innermost dimension contiguous
-// in both, its extent, the bases and the outer strides multiples of 8.
 // The same box with each dimension that is contiguous with the next in both x and y
 // merged into it (DenseNet's concatenations of 32 channels of 14 x 14: one run of 6272).
 CopyPush merge_contiguous_dims(const CopyPush& push) {
@@ -74,6 +69,11 @@ CopyPush merge_contiguous_dims(const CopyPush& push) {
   return merged;
 }
 
+// Copies the box push.extent of x, read at src_base with src_stride, into the binding yb
+// at dst_base with dst_stride. Where the device moves eights (moves_eights) and they lie
+// at multiples of 8 in both x and y, 8 at a time (shaders/layout_copy.comp, VEC8): the
+// innermost dimension contiguous in both, its extent, the bases and the outer strides
+// multiples of 8.
 void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPush& box,
                  Binding yb) {
   constexpr uint64_t kWorkgroup = 256;
@@ -81,11 +81,10 @@ void record_copy(OpRecorder& recorder, const phx_plugin_tensor& x, const CopyPus
   uint64_t total = 1;
   for (uint32_t d = 0; d < push.rank; ++d) total *= push.extent[d];
   const DeviceCaps& caps = recorder.caps();
-  const uint32_t bytes = dtype_bytes(x.dtype);
   const uint32_t inner = push.rank - 1;
-  bool eight = caps.cpu_device && (bytes == 2 || bytes == 4) && push.rank > 0 &&
-               push.src_stride[inner] == 1 && push.dst_stride[inner] == 1 &&
-               push.extent[inner] % 8 == 0 && push.src_base % 8 == 0 && push.dst_base % 8 == 0 &&
+  bool eight = moves_eights(caps, x.dtype) && push.rank > 0 && push.src_stride[inner] == 1 &&
+               push.dst_stride[inner] == 1 && push.extent[inner] % 8 == 0 &&
+               push.src_base % 8 == 0 && push.dst_base % 8 == 0 &&
                total <= max_grid_groups(caps) * kWorkgroup;
   for (uint32_t d = 0; eight && d < inner; ++d) {
     eight = push.src_stride[d] % 8 == 0 && push.dst_stride[d] % 8 == 0;

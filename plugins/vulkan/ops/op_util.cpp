@@ -99,6 +99,14 @@ void dispatch_grid(OpRecorder& recorder, std::string_view kernel,
                     static_cast<uint32_t>(y), 1);
 }
 
+bool moves_eights(const DeviceCaps& caps, phx_dtype dtype) {
+  return caps.cpu_device && (dtype_bytes(dtype) == 2 || dtype_bytes(dtype) == 4);
+}
+
+bool line_per_invocation(const DeviceCaps& caps, uint64_t lines, uint64_t line_length) {
+  return caps.cpu_device && (line_length < kLineWorkgroup || lines >= 2 * kLineWorkgroup);
+}
+
 void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
                             const phx_plugin_tensor& x, const phx_plugin_tensor& y,
                             std::initializer_list<uint32_t> params, bool takes_eight) {
@@ -115,8 +123,7 @@ void record_elementwise_map(OpRecorder& recorder, std::string_view kernel,
   const uint64_t chunk =
       std::min({elements_per_binding(caps, std::max(dtype_bytes(x.dtype), dtype_bytes(y.dtype))),
                 max_grid_groups(caps) * kWorkgroup});
-  const uint32_t bytes = dtype_bytes(x.dtype);
-  const bool eight_fit = takes_eight && caps.cpu_device && (bytes == 2 || bytes == 4);
+  const bool eight_fit = takes_eight && moves_eights(caps, x.dtype);
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);

@@ -68,6 +68,19 @@ void dispatch_per_element(OpRecorder& recorder, std::string_view kernel,
   }
 }
 
+// Whether the kernels move 8 elements of dtype per invocation (shaders/vec8.glsl) where
+// their indices allow: on CPU devices (lavapipe runs a load or store whose address
+// differs between lanes as a loop over the lanes), for 4- and 2-byte elements.
+bool moves_eights(const DeviceCaps& caps, phx_dtype dtype);
+
+// Whether a kernel that reduces lines (softmax, the norms, the reductions) takes a line
+// per invocation, in workgroups of 64, rather than a workgroup per line: on CPU devices
+// (lavapipe runs each barrier as a switch through the whole workgroup), where the lines
+// are short (the barriers would cost more than the lanes save) or many (two workgroups of
+// 64 or more: a line of 128, GPT's attention softmax, ran 4x faster on its own there).
+bool line_per_invocation(const DeviceCaps& caps, uint64_t lines, uint64_t line_length);
+constexpr uint64_t kLineWorkgroup = 64;
+
 // One invocation per element, the same index in x and y (unary ops, cast): push
 // constants {base, count, x_shift, y_shift} and then the words of `params` (at most 4),
 // workgroups of 256, tensors of any size split into dispatches over sub-ranges.

@@ -54,12 +54,9 @@ void record_reduce(OpRecorder& recorder, const phx_plugin_op& op) {
   const Binding xb = recorder.bind(x);
   const Binding yb = recorder.bind(y);
   const uint64_t outputs = element_count(y);
-  // On CPU devices an invocation per output where the reductions are short or the outputs
-  // many, as softmax does (softmax_norm.cpp, dispatch_lines).
-  constexpr uint64_t kWorkgroup = 64;
-  const bool per_invocation =
-      recorder.caps().cpu_device && (reduced < kWorkgroup || outputs >= 2 * kWorkgroup);
-  const uint64_t outputs_per_group = per_invocation ? kWorkgroup : 1;
+  // An output is a line: an invocation each where line_per_invocation says so.
+  const bool per_invocation = line_per_invocation(recorder.caps(), outputs, reduced);
+  const uint64_t outputs_per_group = per_invocation ? kLineWorkgroup : 1;
   const uint64_t chunk = max_grid_groups(recorder.caps()) * outputs_per_group;
   for (uint64_t first = 0; first < outputs; first += chunk) {
     const uint64_t count = std::min(chunk, outputs - first);

@@ -15,18 +15,14 @@
 namespace phx::vulkan::ops {
 namespace {
 
-// Dispatches one workgroup per line in grids the device allows; Push begins with
-// {base, count}. On CPU devices one invocation per line, in workgroups of 64
-// (shaders/reduce_line.glsl), where the lines are short (a workgroup's barriers would
-// cost more than its lanes save) or many (two workgroups of 64 or more: on lavapipe a
-// line of 128 (GPT's attention softmax) ran 4x faster on its own than with barriers).
+// Dispatches one workgroup per line, or one invocation per line where
+// line_per_invocation says so (shaders/reduce_line.glsl), in grids the device allows;
+// Push begins with {base, count}.
 template <class Push>
 void dispatch_lines(OpRecorder& recorder, const std::string& kernel,
                     std::initializer_list<Binding> bindings, Push push, uint64_t lines,
                     uint64_t line_length) {
-  constexpr uint64_t kLineWorkgroup = 64;
-  const bool per_invocation =
-      recorder.caps().cpu_device && (line_length < kLineWorkgroup || lines >= 2 * kLineWorkgroup);
+  const bool per_invocation = line_per_invocation(recorder.caps(), lines, line_length);
   const uint64_t lines_per_group = per_invocation ? kLineWorkgroup : 1;
   const uint64_t chunk = max_grid_groups(recorder.caps()) * lines_per_group;
   for (uint64_t first = 0; first < lines; first += chunk) {
@@ -111,8 +107,7 @@ void record_batch_norm(OpRecorder& recorder, const phx_plugin_op& op) {
                             max_grid_groups(caps) * kWorkgroup);
   chunk -= chunk % 8;  // every chunk's first element a multiple of 8
   // On CPU devices 8 elements of one channel per invocation (batch_norm.comp's VEC8).
-  const uint32_t bytes = dtype_bytes(x.dtype);
-  const bool eight_fit = caps.cpu_device && (bytes == 2 || bytes == 4) && push.spatial % 8 == 0;
+  const bool eight_fit = moves_eights(caps, x.dtype) && push.spatial % 8 == 0;
   for (uint64_t first = 0; first < total; first += chunk) {
     const uint64_t count = std::min(chunk, total - first);
     const ElementRange xr = bind_elements(recorder, x, first, count);
