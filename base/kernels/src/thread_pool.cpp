@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <utility>
 
 namespace phx::kernels {
@@ -46,22 +47,59 @@ void ThreadPool::drain(const std::function<void(size_t)>& task) {
   }
 }
 
+namespace {
+
+// A worker that finished a region spins this long for the next before it sleeps, and a
+// caller whose workers are still busy spins this long before it sleeps: a model's ops
+// follow each other within microseconds, while waking a sleeping thread (a futex, then an
+// interrupt to its core: 10-50 us in a virtual machine) costs more than many ops take.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or kSpin has passed; whether done() held.
+template <class Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
+
 void ThreadPool::worker_loop() {
   unsigned long seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto ready = [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; };
   for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    spin_until(ready);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!ready()) {  // a run() after this sees the sleeper and wakes it
+      ++sleepers_;
+      wake_.wait(lock, ready);
+      --sleepers_;
+    }
     if (stopping_) return;
-    seen = generation_;
+    seen = generation_.load(std::memory_order_relaxed);
     const auto* task = task_;
     if (task == nullptr) continue;  // woke after the region had already ended
-    ++busy_workers_;
+    busy_workers_.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     t_inside_region = true;
     drain(*task);
     t_inside_region = false;
     lock.lock();
-    if (--busy_workers_ == 0) done_.notify_one();
+    if (busy_workers_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_one();
   }
 }
 
@@ -71,21 +109,24 @@ void ThreadPool::run(size_t tasks, const std::function<void(size_t)>& task) {
     for (size_t i = 0; i < tasks; ++i) task(i);
     return;
   }
+  bool sleepers = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     task_ = &task;
     task_count_ = tasks;
     next_task_.store(0);
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    sleepers = sleepers_ > 0;
   }
-  wake_.notify_all();
+  if (sleepers) wake_.notify_all();  // spinning workers see the generation themselves
   t_inside_region = true;
   drain(task);
   t_inside_region = false;
   // Workers that woke late find no task left; wait until every worker that took the
   // region's task pointer has let go of it before the caller's std::function dies.
+  spin_until([&] { return busy_workers_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return busy_workers_ == 0; });
+  done_.wait(lock, [&] { return busy_workers_.load(std::memory_order_relaxed) == 0; });
   task_ = nullptr;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }

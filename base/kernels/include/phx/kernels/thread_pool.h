@@ -1,6 +1,7 @@
 // A fixed set of worker threads that run the tasks of one parallel region at a time.
 // The kernels split their work into tasks; the calling thread takes part, so a pool
-// of N threads starts N - 1 workers.
+// of N threads starts N - 1 workers. Between regions a worker spins for a while (100 us)
+// before it sleeps, so that the next op's region starts without waking it.
 #pragma once
 
 #include <atomic>
@@ -45,9 +46,11 @@ class ThreadPool {
   size_t task_count_ = 0;
   std::atomic<size_t> next_task_{0};
   std::exception_ptr error_;  // a task's exception, under mutex_
-  unsigned busy_workers_ = 0;
-  unsigned long generation_ = 0;
-  bool stopping_ = false;
+  // Changed under mutex_; read without it by the threads that spin on them.
+  std::atomic<unsigned> busy_workers_{0};
+  std::atomic<unsigned long> generation_{0};
+  unsigned sleepers_ = 0;  // workers waiting on wake_, under mutex_
+  std::atomic<bool> stopping_{false};
 };
 
 // The number of hardware threads, honouring the process's CPU affinity mask.
