@@ -4,7 +4,7 @@
 //   output row, which gemm cannot fuse, so it is added (with the activation) after.
 // NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
 //   output column, fused into gemm with the activation.
-// An f32 NCHW convolution with a short patch is computed directly instead
+// An f32 NCHW convolution with a short patch or small groups is computed directly instead
 // (ops_conv2d_direct.cpp). A 1x1 convolution with stride 1 and no padding needs no col: x
 // is the matrix. Otherwise col is built for a bounded number of whole images, or of one
 // image's output pixels, at a time (Parts); each part is one gemm call, batched over its

@@ -1,7 +1,8 @@
 // Direct convolution for a short patch (K = Cig*KH*KW <= 32: the first layer of an image
-// network, 3 input channels; a depthwise layer). There the gemm fits poorly: K is too short
-// to amortize its tiles' loads and stores, C_out too few rows for its 14-row tiles, and
-// im2col writes K copies of the image. Each output row is computed from a zero-padded copy
+// network, 3 input channels) or few channels per group (depthwise and grouped layers, at
+// any kernel size). There the gemm fits poorly: K is too short to amortize its tiles' loads
+// and stores, a group's C_out too few rows for its 14-row tiles, and im2col writes K copies
+// of the image. Each output row is computed from a zero-padded copy
 // of the image's group instead (no bounds tests): a block of kOutBlock channels times a tile
 // of pixels of accumulators, in registers, takes K multiply-adds, each a broadcast weight
 // times the tile's input values at a fixed offset. With a stride s along the width, the
@@ -11,10 +12,13 @@
 //
 // The vectors follow the instruction set that gemm_isa() names (PHX_CPU_ISA caps it): a
 // tile is 2 zmm per channel (32 pixels) with AVX-512, 2 ymm with AVX2 + FMA, 2 xmm
-// otherwise: a block is 8 registers of accumulators on every path.
+// otherwise: a block is 8 registers of accumulators on every path; a channel alone takes
+// tiles of 4 vectors.
 #include "ops_conv2d_direct.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -26,57 +30,65 @@ namespace phx::kernels::ops {
 namespace {
 
 constexpr int64_t kMaxPatch = 32;
+// Grouped convolutions with up to this many input channels per group, at any patch.
+constexpr int64_t kMaxGroupChannels = 16;
 constexpr int kOutBlock = 4;
+// Output rows narrower than this, at stride 1, are computed a plane at a time, in a
+// buffer of this many floats (16 KiB) for a block's channels.
+constexpr int64_t kNarrowRow = 24;
+constexpr int64_t kPlaneBuffer = 4096;
+// Output pixels of a task's band of rows (per channel of its block).
+constexpr int64_t kBandPixels = 256;
+// How far past a run's end its last tile reads: 4 vectors of 16 floats.
+constexpr int64_t kReadPast = 64;
 
 // Row pixels [0, n) of CB channels: y[c * ldy + t] = bias[c] + sum over k of
-// w[c * K + k] * x[off[k] + t], in tiles of 2 vectors per channel. x is read up to a tile
+// w[c * K + k] * x[off[k] + t], in tiles of T vectors per channel. x is read up to a tile
 // past n.
-template <int Lanes, int CB>
+template <int Lanes, int CB, int T>
 PHX_INLINE void block_row(const float* x, const int64_t* off, int64_t k_count, const float* w,
                           const float* bias, float* y, int64_t ldy, int64_t n) {
   using V = Vec<Lanes>;
-  for (int64_t t0 = 0; t0 < n; t0 += 2 * Lanes) {
-    V acc[CB][2];
-    for (int c = 0; c < CB; ++c) acc[c][0] = acc[c][1] = V{} + (bias != nullptr ? bias[c] : 0.0f);
+  for (int64_t t0 = 0; t0 < n; t0 += T * Lanes) {
+    V acc[CB][T];
+    for (int c = 0; c < CB; ++c)
+      for (int v = 0; v < T; ++v) acc[c][v] = V{} + (bias != nullptr ? bias[c] : 0.0f);
     for (int64_t k = 0; k < k_count; ++k) {
       const float* xr = x + off[k] + t0;
-      V x0, x1;
-      load(x0, xr);
-      load(x1, xr + Lanes);
+      V xv[T];
+      for (int v = 0; v < T; ++v) load(xv[v], xr + v * Lanes);
       for (int c = 0; c < CB; ++c) {
         const float wv = w[c * k_count + k];
-        acc[c][0] += wv * x0;
-        acc[c][1] += wv * x1;
+        for (int v = 0; v < T; ++v) acc[c][v] += wv * xv[v];
       }
     }
-    const int64_t len = std::min<int64_t>(2 * Lanes, n - t0);
+    const int64_t len = std::min<int64_t>(T * Lanes, n - t0);
     for (int c = 0; c < CB; ++c) {
       float* dst = y + c * ldy + t0;
-      if (len == 2 * Lanes) {
-        store(dst, acc[c][0]);
-        store(dst + Lanes, acc[c][1]);
+      if (len == T * Lanes) {
+        for (int v = 0; v < T; ++v) store(dst + v * Lanes, acc[c][v]);
       } else {
-        float tail[2 * Lanes];
-        store(tail, acc[c][0]);
-        store(tail + Lanes, acc[c][1]);
+        float tail[T * Lanes];
+        for (int v = 0; v < T; ++v) store(tail + v * Lanes, acc[c][v]);
         std::memcpy(dst, tail, static_cast<size_t>(len) * sizeof(float));
       }
     }
   }
 }
 
-// block_row for `channels` channels (kOutBlock, or the fewer left at the end), one at a
-// time when fewer.
+// block_row for `channels` channels: a block of kOutBlock, 2 vectors each; fewer one at a
+// time, 4 vectors each, so that a lone channel (a depthwise layer's) still has 4
+// independent sums in flight rather than waiting on the latency of 2.
 template <int Lanes>
 PHX_INLINE void rows(const float* x, const int64_t* off, int64_t k_count, const float* w,
                      const float* bias, float* y, int64_t ldy, int64_t n, int64_t channels) {
   if (channels == kOutBlock) {
-    block_row<Lanes, kOutBlock>(x, off, k_count, w, bias, y, ldy, n);
+    block_row<Lanes, kOutBlock, 2>(x, off, k_count, w, bias, y, ldy, n);
     return;
   }
   for (int64_t c = 0; c < channels; ++c)
-    block_row<Lanes, 1>(x, off, k_count, w + c * k_count, bias != nullptr ? bias + c : nullptr,
-                        y + c * ldy, ldy, n);
+    block_row<Lanes, 1, 4>(x, off, k_count, w + c * k_count, bias != nullptr ? bias + c : nullptr,
+                           y + c * ldy, ldy, n);
 }
 
 using RowsFn = void (*)(const float*, const int64_t*, int64_t, const float*, const float*, float*,
@@ -109,12 +121,88 @@ RowsFn rows_for(std::string_view isa) {
   return rows_generic;
 }
 
+// Phase columns [0, wps) of one padded row at dst: column[(k - a) * s] for k in [a, b),
+// zero elsewhere.
+PHX_INLINE void pad_phase(const float* column, int64_t s, int64_t a, int64_t b, float* dst,
+                          int64_t wps) {
+  using V = Vec<8>;
+  // The zeros first, in 8-value stores that may reach into [a, b), copied after.
+  if (wps >= 8) {
+    for (int64_t k = 0; k < a; k += 8) store(dst + std::min(k, wps - 8), V{});
+    for (int64_t k = wps; k > b; k -= 8) store(dst + std::max<int64_t>(k - 8, 0), V{});
+  } else {
+    std::fill(dst, dst + wps, 0.0f);
+  }
+  int64_t k = a;
+  if (s == 1) {
+    for (; k + 8 <= b; k += 8) {
+      V v;
+      load(v, column + (k - a));
+      store(dst + k, v);
+    }
+  } else if (s == 2) {
+    // The even values of 16; k + 8 < b keeps the last, column[2 (k - a) + 15], inside.
+    for (; k + 8 < b; k += 8) {
+      V lo, hi;
+      load(lo, column + 2 * (k - a));
+      load(hi, column + 2 * (k - a) + 8);
+      store(dst + k, V(__builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14)));
+    }
+  }
+  for (; k < b; ++k) dst[k] = column[(k - a) * s];
+}
+
+// The padded copy of `rows` input rows (w values each, consecutive at src) into rows of s
+// phases of wps columns (s * wps apart at dst), zero where the window reaches past the row:
+// column c of a padded row (input column c - pad_left) goes to c / s of phase c % s. Rows
+// here are short (7 to 114 values): the moves are written out, since a call of memcpy or
+// memset per piece would cost more.
+PHX_CLONES void pad_rows(const float* src, int64_t rows, int64_t w, int64_t pad_left, int64_t s,
+                         float* dst, int64_t wps) {
+  // Phase p's column k reads input column k * s + p - pad_left, inside for k in [a, b).
+  for (int64_t p = 0; p < s; ++p) {
+    const int64_t first = pad_left - p, a = std::clamp<int64_t>((first + s - 1) / s, 0, wps);
+    const int64_t b = std::clamp<int64_t>((first + w + s - 1) / s, a, wps);
+    for (int64_t r = 0; r < rows; ++r)
+      pad_phase(src + r * w + (a * s - first), s, a, b, dst + (r * s + p) * wps, wps);
+  }
+}
+
+// Copies `rows` rows of n values, ld apart at src, to consecutive rows at dst, in 8-value
+// moves written out (short rows: a call of memcpy per row would cost more). A row of n >= 8
+// ends with a move that overlaps the one before it; a shorter row takes one move, which
+// runs into the next row, written after it, except the last row, copied value by value.
+PHX_INLINE void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t n, float* dst) {
+  using V = Vec<8>;
+  for (int64_t r = 0; r < rows; ++r, src += ld, dst += n) {
+    V v;
+    if (n >= 8) {
+      for (int64_t k = 0; k + 8 < n; k += 8) {
+        load(v, src + k);
+        store(dst + k, v);
+      }
+      load(v, src + n - 8);
+      store(dst + n - 8, v);
+    } else if (r + 1 < rows) {
+      load(v, src);
+      store(dst, v);
+    } else {
+      for (int64_t k = 0; k < n; ++k) dst[k] = src[k];
+    }
+  }
+}
+
 }  // namespace
 
 bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype) {
   // A pointwise convolution is left to the gemm, which reads x itself there: faster with
-  // many output channels (32 -> 128 of 56x56: 0.40 ms against 0.70 directly).
-  return !g.nhwc && dtype == PHX_DTYPE_F32 && g.patch() <= kMaxPatch && !g.is_pointwise();
+  // many output channels (32 -> 128 of 56x56: 0.40 ms against 0.70 directly). A grouped
+  // one with few channels per group gives the gemm a product of a few rows per group,
+  // which fits it worse than a long patch hurts here (ConvNeXt's depthwise 7x7: 79 ms
+  // through the gemm, 5 ms directly).
+  const bool few_channels = g.groups > 1 && g.c_in_group <= kMaxGroupChannels;
+  return !g.nhwc && dtype == PHX_DTYPE_F32 && !g.is_pointwise() &&
+         (g.patch() <= kMaxPatch || few_channels);
 }
 
 void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,
@@ -122,59 +210,76 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
   const RowsFn run_rows = rows_for(isa != nullptr ? isa : gemm_isa());
   const int64_t patch = g.patch(), pixels = g.pixels_out();
   // The padded image: per channel the rows and columns the windows reach, from -pad_top
-  // and -pad_left, each row as stride_w phases of wps columns; 32 more values, which the
-  // last row's last tile reads past its end.
+  // and -pad_left, each row as stride_w phases of wps columns; kReadPast more values, which
+  // the last row's last tile reads past its end.
   const int64_t s = g.stride_w;
   const int64_t hp = (g.h_out - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1;
   const int64_t wp = (g.w_out - 1) * s + (g.kw - 1) * g.dil_w + 1, wps = (wp + s - 1) / s;
   const int64_t row = s * wps, plane = hp * row;
-  std::vector<float> padded(static_cast<size_t>(g.c_in * plane + 32), 0.0f);
+  // Written whole (rows, then the tail) before it is read: left uninitialized.
+  const std::unique_ptr<float[]> padded(new float[static_cast<size_t>(g.c_in * plane + kReadPast)]);
+  std::fill_n(padded.get() + g.c_in * plane, kReadPast, 0.0f);
   std::vector<int64_t> off(static_cast<size_t>(patch));  // of each tap (c, i, j) of a group
   for (int64_t r = 0; r < patch; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, column = r % g.kw * g.dil_w;
     off[r] = c * plane + i * g.dil_h * row + column % s * wps + column / s;
   }
-  // Input columns [iw0, iw1) land in the padded rows (those right of wp are never read).
-  const int64_t iw0 = std::max<int64_t>(0, -g.pad_left), iw1 = std::min(g.w, wp - g.pad_left);
-  // Tasks take rows of a block of channels, of any group: a depthwise layer's groups
-  // spread over the threads too.
+  // A narrow image at stride 1 is computed as one run over its padded plane, which steps
+  // from an output row to the next by `row` and holds the row's wp - w_out extra columns:
+  // fewer wasted lanes than tiles of 2 vectors per output row of 7 or 14 pixels. Each
+  // block's run goes to a buffer on the stack, whose valid columns are then copied out.
+  const int64_t run = (g.h_out - 1) * row + g.w_out;
+  const bool whole_plane = s == 1 && g.stride_h == 1 && g.w_out < kNarrowRow &&
+                           kOutBlock * g.h_out * row <= kPlaneBuffer;
+  // Tasks take bands of rows (or planes) of a block of channels, of any group: a depthwise
+  // layer's groups spread over the threads too.
   const int64_t blocks = (g.c_out_group + kOutBlock - 1) / kOutBlock;
+  const int64_t band =
+      whole_plane ? g.h_out : std::clamp<int64_t>(kBandPixels / g.w_out, 1, g.h_out);
+  const int64_t bands = (g.h_out + band - 1) / band;
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* image = x + n * g.c_in * g.h * g.w;
+    // Padded rows [top, bottom) hold input rows [top - pad_top, bottom - pad_top).
+    const int64_t top = std::clamp<int64_t>(g.pad_top, 0, hp);
+    const int64_t bottom = std::clamp<int64_t>(g.pad_top + g.h, top, hp);
     parallel_for(pool, g.c_in, plane, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = 0; r < hp; ++r) {
-          const int64_t ih = r - g.pad_top;
-          if (ih < 0 || ih >= g.h || iw0 >= iw1) continue;  // stays zero
-          const float* src = image + (c * g.h + ih) * g.w;
-          float* dst = padded.data() + c * plane + r * row;
-          if (s == 1) {
-            std::copy(src + iw0, src + iw1, dst + iw0 + g.pad_left);
-            continue;
-          }
-          for (int64_t iw = iw0; iw < iw1; ++iw) {
-            const int64_t column = iw + g.pad_left;
-            dst[column % s * wps + column / s] = src[iw];
-          }
-        }
+      for (int64_t c = c0; c < c1; ++c) {
+        float* dst = padded.get() + c * plane;
+        std::fill(dst, dst + top * row, 0.0f);
+        pad_rows(image + (c * g.h + top - g.pad_top) * g.w, bottom - top, g.w, g.pad_left, s,
+                 dst + top * row, wps);
+        std::fill(dst + bottom * row, dst + plane, 0.0f);
+      }
     });
     float* y = out + n * g.c_out * pixels;
-    parallel_for(pool, g.groups * blocks * g.h_out, kOutBlock * patch * g.w_out,
-                 [&](int64_t b0, int64_t b1) {
-                   for (int64_t b = b0; b < b1; ++b) {
-                     const int64_t oh = b % g.h_out, block = b / g.h_out % blocks,
-                                   grp = b / g.h_out / blocks;
-                     const int64_t co = grp * g.c_out_group + block * kOutBlock;
-                     const int64_t channels =
-                         std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
-                     float* yr = y + co * pixels + oh * g.w_out;
-                     run_rows(padded.data() + grp * g.c_in_group * plane + oh * g.stride_h * row,
-                              off.data(), patch, w + co * patch,
-                              bias != nullptr ? bias + co : nullptr, yr, pixels, g.w_out, channels);
-                     for (int64_t c = 0; c < channels; ++c)
-                       activation_f32(act, yr + c * pixels, g.w_out);
-                   }
-                 });
+    parallel_for(
+        pool, g.groups * blocks * bands, kOutBlock * patch * g.w_out * band,
+        [&](int64_t t0, int64_t t1) {
+          alignas(64) float buffer[kPlaneBuffer];  // whole_plane only; 16 KiB, not initialized
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t oh0 = t % bands * band, oh1 = std::min(g.h_out, oh0 + band);
+            const int64_t block = t / bands % blocks, grp = t / bands / blocks;
+            const int64_t co = grp * g.c_out_group + block * kOutBlock;
+            const int64_t channels =
+                std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
+            const float* xg = padded.get() + grp * g.c_in_group * plane;
+            const float* wb = w + co * patch;
+            const float* bb = bias != nullptr ? bias + co : nullptr;
+            float* yb = y + co * pixels + oh0 * g.w_out;
+            if (whole_plane) {
+              const int64_t ld = g.h_out * row;
+              run_rows(xg, off.data(), patch, wb, bb, buffer, ld, run, channels);
+              for (int64_t c = 0; c < channels; ++c)
+                copy_rows(buffer + c * ld, row, g.h_out, g.w_out, yb + c * pixels);
+            } else {
+              for (int64_t oh = oh0; oh < oh1; ++oh)
+                run_rows(xg + oh * g.stride_h * row, off.data(), patch, wb, bb,
+                         yb + (oh - oh0) * g.w_out, pixels, g.w_out, channels);
+            }
+            for (int64_t c = 0; c < channels; ++c)
+              activation_f32(act, yb + c * pixels, (oh1 - oh0) * g.w_out);
+          }
+        });
   }
 }
 

@@ -1,5 +1,5 @@
 // Private: conv2d computed directly, without im2col or gemm (ops_conv2d_direct.cpp), for
-// the convolutions whose patch is too short for the gemm to fit them well.
+// the convolutions whose patch or groups are too small for the gemm to fit them well.
 #pragma once
 
 #include <phynexus/phynexus.h>
@@ -9,8 +9,9 @@
 
 namespace phx::kernels::ops {
 
-// Whether conv2d_direct computes this convolution: f32, NCHW, stride 1 along the width, a
-// patch (Cig * KH * KW) of at most 32 values, not pointwise (Conv2dGeometry::is_pointwise).
+// Whether conv2d_direct computes this convolution: f32, NCHW, not pointwise
+// (Conv2dGeometry::is_pointwise), and a patch (Cig * KH * KW) of at most 32 values or
+// groups of at most 16 input channels.
 bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype);
 
 // out = act(conv2d(x, w) + bias) for a convolution conv2d_direct_fits takes; bias may be

@@ -136,12 +136,21 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       {2, 6, 14, 37, 6, 5, 5, 2, 2, {2, 2, 2, 2}, 1, 1, 6, true, PHX_ACTIVATION_NONE},
       {1, 3, 33, 65, 8, 3, 3, 2, 2, {0, 1, 0, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
       {1, 4, 9, 40, 4, 3, 3, 1, 3, {1, 1, 2, 0}, 1, 2, 4, false, PHX_ACTIVATION_NONE},
+      // Depthwise and grouped at any patch: ConvNeXt's 7x7 on narrow rows (a plane at a
+      // time) and on wide ones, RegNet's groups of 8 channels (K = 72, blocks of 4 and a
+      // remainder of 2 per group), and a narrow plane at stride 2 (rows at a time).
+      {1, 6, 7, 7, 6, 7, 7, 1, 1, {3, 3, 3, 3}, 1, 1, 6, true, PHX_ACTIVATION_NONE},
+      {2, 3, 14, 13, 3, 7, 7, 1, 1, {3, 3, 3, 3}, 1, 1, 3, true, PHX_ACTIVATION_RELU},
+      {1, 3, 9, 41, 3, 7, 7, 1, 1, {3, 3, 3, 3}, 1, 1, 3, false, PHX_ACTIVATION_NONE},
+      {1, 16, 12, 12, 20, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_RELU},
+      {1, 16, 11, 11, 12, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},
+      {1, 5, 14, 14, 5, 3, 3, 2, 2, {0, 1, 0, 1}, 1, 1, 5, false, PHX_ACTIVATION_NONE},
   };
   for (const char* isa : gemm_supported_isas())
     for (const Case& c : cases) check(c, isa, pool);
 }
 
-TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnlyAtAnyStride) {
+TEST(Conv2dDirect, TakesShortPatchesAndSmallGroupsOfF32NchwOnlyAtAnyStride) {
   const Case base = {1, 8, 6, 9, 4, 2, 2, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   Conv2dGeometry g = geometry(base);
   EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32));
@@ -154,6 +163,13 @@ TEST(Conv2dDirect, TakesShortPatchesOfF32NchwOnlyAtAnyStride) {
   g = geometry(base);
   g.c_in = g.c_in_group = 9;
   EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36";
+  g.c_in = 18;
+  g.c_out = 8;
+  g.groups = 2;
+  EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36, groups of 9 channels";
+  g.c_in_group = 17;
+  g.c_in = 34;
+  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "groups of 17 channels";
   const Case pointwise = {
       1, 8, 6, 9, 4, 1, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   EXPECT_FALSE(conv2d_direct_fits(geometry(pointwise), PHX_DTYPE_F32));
