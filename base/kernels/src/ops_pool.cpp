@@ -1,12 +1,13 @@
 // max_pool and avg_pool over the 1 to 3 spatial dimensions of x [N, C, D1..Dk].
 //
 // Every shape is taken as 3-D (missing dimensions of size 1, kernel 1); each task takes
-// whole (n, c) planes. max_pool reduces rows (below); avg_pool's output elements walk
-// their windows directly. Float inputs are converted to f32 first, and the output rounded
-// once from f32: the maximum is then exact, and avg_pool sums in f32. Integer max pooling
-// compares the integers themselves.
+// whole (n, c) planes, which both ops reduce by rows (below). Float inputs are converted to
+// f32 first, and the output rounded once from f32: the maximum is then exact, and avg_pool
+// sums in f32. Integer max pooling compares the integers themselves.
 #include <phx/op_geometry.h>
 
+#include <algorithm>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -68,43 +69,15 @@ Taps taps_of(const PoolAxis& a, int64_t o) {
   return t;
 }
 
-// Calls f(input offset in the plane) for every tap of the window of output (o0, o1, o2)
-// inside x; returns the taps inside x and, in padded, those inside the padded extent.
-template <class F>
-int64_t for_each_tap(const PoolGeometry& g, const int64_t* o, int64_t& padded, F&& f) {
-  const Taps t0 = taps_of(g.axis[0], o[0]), t1 = taps_of(g.axis[1], o[1]),
-             t2 = taps_of(g.axis[2], o[2]);
-  padded = t0.padded * t1.padded * t2.padded;
-  const PoolAxis *a0 = &g.axis[0], *a1 = &g.axis[1], *a2 = &g.axis[2];
-  for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0->dilation)
-    for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1->dilation)
-      for (int64_t k = t2.first, r = t2.first_in; k < t2.end; ++k, r += a2->dilation)
-        f((p * a1->in + q) * a2->in + r);
-  return (t0.end - t0.first) * (t1.end - t1.first) * (t2.end - t2.first);
-}
-
-// Pools planes [begin, end) of in into out (T the computing type: float or the integer);
-// reduce(window taps of one output) gives its value.
-template <class T, class Reduce>
-void pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end,
-                 Reduce reduce) {
-  for (int64_t plane = begin; plane < end; ++plane) {
-    const T* x = in + plane * g.in_plane();
-    T* y = out + plane * g.out_plane();
-    int64_t o[3];
-    for (o[0] = 0; o[0] < g.axis[0].out; ++o[0])
-      for (o[1] = 0; o[1] < g.axis[1].out; ++o[1])
-        for (o[2] = 0; o[2] < g.axis[2].out; ++o[2]) *y++ = reduce(x, o);
-  }
-}
-
-// ---- max_pool ----
-// The maximum is separable: a window's maximum is the maximum, over its taps along the
-// innermost axis, of the maxima down its taps along the outer two. Each output row first
+// ---- Separable pooling: max_pool, and avg_pool's sums ----
+// A window's maximum (or sum) is the maximum (sum), over its taps along the innermost
+// axis, of the maxima (sums) down its taps along the outer two. Each output row first
 // reduces its outer taps to one row of the input's width; the outputs whose windows lie
 // inside x then read that row at fixed offsets and a stride, in loops over the row (or
 // over the plane's rows at once) that vectorize, where a walk of each window does not.
-// The few at the padded edges walk their taps.
+// The few at the padded edges walk their taps. The f32 planes are computed inside one
+// function per instruction set (PHX_CLONES), every loop inlined in it: rows of 7 to 56
+// values are too short to pay for a call each.
 
 // NaN wins, as in reduce_max and NumPy's max.
 template <class T>
@@ -112,13 +85,26 @@ PHX_INLINE T max_or_nan(T m, T v) {
   return (v > m || v != v) ? v : m;
 }
 
-// dst[i] = src[i * stride] (kCopy) or max(dst[i], src[i * stride]) for i in [0, n). The
-// common strides get loops of their own: a constant stride vectorizes.
-template <bool kCopy, class T>
-PHX_INLINE void gather_max(const T* src, int64_t stride, T* dst, int64_t n) {
+struct MaxOf {
+  template <class T>
+  PHX_INLINE static T combine(T m, T v) {
+    return max_or_nan(m, v);
+  }
+};
+struct SumOf {
+  template <class T>
+  PHX_INLINE static T combine(T m, T v) {
+    return m + v;
+  }
+};
+
+// dst[i] = src[i * stride] (kCopy) or combine(dst[i], src[i * stride]) for i in [0, n).
+// The common strides get loops of their own: a constant stride vectorizes.
+template <class Op, bool kCopy, class T>
+PHX_INLINE void gather(const T* src, int64_t stride, T* dst, int64_t n) {
   auto run = [&](auto step) {
     for (int64_t i = 0; i < n; ++i)
-      dst[i] = kCopy ? src[i * step] : max_or_nan(dst[i], src[i * step]);
+      dst[i] = kCopy ? src[i * step] : Op::combine(dst[i], src[i * step]);
   };
   if (stride == 1) {
     run(std::integral_constant<int64_t, 1>{});
@@ -129,37 +115,25 @@ PHX_INLINE void gather_max(const T* src, int64_t stride, T* dst, int64_t n) {
   }
 }
 
-PHX_CLONES void copy_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
-  gather_max<true>(src, stride, dst, n);
-}
-PHX_CLONES void max_strided_f32(const float* src, int64_t stride, float* dst, int64_t n) {
-  gather_max<false>(src, stride, dst, n);
-}
-template <class T>
-void copy_strided(const T* src, int64_t stride, T* dst, int64_t n) {
-  gather_max<true>(src, stride, dst, n);
-}
-template <class T>
-void max_strided(const T* src, int64_t stride, T* dst, int64_t n) {
-  gather_max<false>(src, stride, dst, n);
-}
-void copy_strided(const float* src, int64_t stride, float* dst, int64_t n) {
-  copy_strided_f32(src, stride, dst, n);
-}
-void max_strided(const float* src, int64_t stride, float* dst, int64_t n) {
-  max_strided_f32(src, stride, dst, n);
-}
-
 std::vector<Taps> taps_along(const PoolAxis& a) {
   std::vector<Taps> taps(static_cast<size_t>(a.out));
   for (int64_t o = 0; o < a.out; ++o) taps[o] = taps_of(a, o);
   return taps;
 }
 
-template <class T>
-void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+// The taps of each output along the three axes.
+struct AxisTaps {
+  std::vector<Taps> outer0, outer1, cols;
+  explicit AxisTaps(const PoolGeometry& g)
+      : outer0(taps_along(g.axis[0])), outer1(taps_along(g.axis[1])), cols(taps_along(g.axis[2])) {}
+};
+
+// Planes [begin, end) of in, pooled with Op into out: a window of padding only gives 0.
+template <class Op, class T>
+PHX_INLINE void separable_planes(const PoolGeometry& g, const AxisTaps& taps, const T* in, T* out,
+                                 int64_t begin, int64_t end) {
   const PoolAxis &a0 = g.axis[0], &a1 = g.axis[1], &a2 = g.axis[2];
-  const std::vector<Taps> taps0 = taps_along(a0), taps1 = taps_along(a1), cols = taps_along(a2);
+  const std::vector<Taps>&taps0 = taps.outer0, &taps1 = taps.outer1, &cols = taps.cols;
   // Windows start further right as o grows: those inside x are one range [lo, hi).
   auto inside = [&](int64_t o) { return cols[o].first == 0 && cols[o].end == a2.kernel; };
   int64_t lo = 0, hi = a2.out;
@@ -184,8 +158,8 @@ void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, 
         std::fill(flat ? dst : y + row * a2.out, flat ? dst + pitch : y + (row + 1) * a2.out, T{0});
         continue;
       }
-      // The row of the outer taps' maxima: with one outer tap the input row itself (copied
-      // when the plane's rows are stored), else their maximum in dst.
+      // The row of the outer taps' combination: with one outer tap the input row itself
+      // (copied when the plane's rows are stored), else their combination in dst.
       const T* r = nullptr;
       for (int64_t i = t0.first, p = t0.first_in; i < t0.end; ++i, p += a0.dilation)
         for (int64_t j = t1.first, q = t1.first_in; j < t1.end; ++j, q += a1.dilation) {
@@ -194,11 +168,11 @@ void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, 
             r = src;
             continue;
           }
-          if (r != dst) copy_strided(r, 1, dst, width);
-          max_strided(src, 1, dst, width);
+          if (r != dst) gather<Op, true>(r, 1, dst, width);
+          gather<Op, false>(src, 1, dst, width);
           r = dst;
         }
-      if (flat && r != dst) copy_strided(r, 1, dst, width);
+      if (flat && r != dst) gather<Op, true>(r, 1, dst, width);
       if (flat) continue;
       T* yr = y + row * a2.out;
       auto edge = [&](int64_t o) {
@@ -206,42 +180,143 @@ void max_pool_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin, 
         T m = t.first == t.end ? T{0} : r[t.first_in];
         for (int64_t k = t.first + 1, at = t.first_in + a2.dilation; k < t.end;
              ++k, at += a2.dilation)
-          m = max_or_nan(m, r[at]);
+          m = Op::combine(m, r[at]);
         yr[o] = m;
       };
       for (int64_t o = 0; o < lo; ++o) edge(o);
       for (int64_t o = hi; o < a2.out; ++o) edge(o);
       if (lo < hi) {
         const T* start = r + lo * a2.stride - a2.pad_begin;
-        copy_strided(start, a2.stride, yr + lo, hi - lo);
+        gather<Op, true>(start, a2.stride, yr + lo, hi - lo);
         for (int64_t k = 1; k < a2.kernel; ++k)
-          max_strided(start + k * a2.dilation, a2.stride, yr + lo, hi - lo);
+          gather<Op, false>(start + k * a2.dilation, a2.stride, yr + lo, hi - lo);
       }
     }
     if (flat) {
-      copy_strided(buffer.data(), a2.stride, y, rows * a2.out);
+      gather<Op, true>(buffer.data(), a2.stride, y, rows * a2.out);
       for (int64_t k = 1; k < a2.kernel; ++k)
-        max_strided(buffer.data() + k * a2.dilation, a2.stride, y, rows * a2.out);
+        gather<Op, false>(buffer.data() + k * a2.dilation, a2.stride, y, rows * a2.out);
+    }
+  }
+}
+
+// 2-D pooling over a copy of each plane padded with `fill` (which no result can come from:
+// -inf or the integer minimum for the maximum, 0 for the sum), so that every loop runs over
+// whole planes, the rows of 7 to 56 values side by side: the rows a window reaches from
+// (h_out - 1) * stride_h + 1 rows down, each of `wp` columns, a multiple of stride_w. The
+// outer taps combine into `rows` (h_out rows of wp), the inner taps of output t of the
+// plane read rows[t * stride_w + k * dilation_w], and each output row is the first w_out
+// of its wp / stride_w results. For geometries where each window holds an input value.
+template <class Op, class T>
+PHX_INLINE void padded_planes(const PoolGeometry& g, const T* in, T* out, int64_t begin,
+                              int64_t end, T fill) {
+  const PoolAxis &a1 = g.axis[1], &a2 = g.axis[2];
+  const int64_t hp = (a1.out - 1) * a1.stride + (a1.kernel - 1) * a1.dilation + 1;
+  const int64_t reach = (a2.out - 1) * a2.stride + (a2.kernel - 1) * a2.dilation + 1;
+  const int64_t wp = (reach + a2.stride - 1) / a2.stride * a2.stride, pitch = wp / a2.stride;
+  const int64_t flat = a1.out * pitch;  // results per plane, w_out of each pitch valid
+  // The last results read (kernel - 1) * dilation values past the rows' end.
+  std::vector<T> padded(static_cast<size_t>(hp * wp)),
+      rows(static_cast<size_t>(a1.out * wp + (a2.kernel - 1) * a2.dilation), fill),
+      results(static_cast<size_t>(flat));
+  const int64_t iw0 = std::clamp<int64_t>(a2.pad_begin, 0, wp);
+  const int64_t iw1 = std::clamp<int64_t>(a2.pad_begin + a2.in, iw0, wp);
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const T* x = in + plane * g.in_plane();
+    for (int64_t r = 0; r < hp; ++r) {
+      T* dst = padded.data() + r * wp;
+      const int64_t ih = r - a1.pad_begin;
+      if (ih < 0 || ih >= a1.in) {
+        std::fill(dst, dst + wp, fill);
+        continue;
+      }
+      const T* src = x + ih * a2.in;  // column c of dst is src[c - pad_begin]
+      for (int64_t c = 0; c < wp; ++c) dst[c] = c >= iw0 && c < iw1 ? src[c - a2.pad_begin] : fill;
+    }
+    const int64_t step = a1.dilation * wp;
+    if (a1.stride == 1) {  // every output row at once
+      gather<Op, true>(padded.data(), 1, rows.data(), a1.out * wp);
+      for (int64_t i = 1; i < a1.kernel; ++i)
+        gather<Op, false>(padded.data() + i * step, 1, rows.data(), a1.out * wp);
+    } else {
+      for (int64_t r = 0; r < a1.out; ++r) {
+        const T* src = padded.data() + r * a1.stride * wp;
+        gather<Op, true>(src, 1, rows.data() + r * wp, wp);
+        for (int64_t i = 1; i < a1.kernel; ++i)
+          gather<Op, false>(src + i * step, 1, rows.data() + r * wp, wp);
+      }
+    }
+    gather<Op, true>(rows.data(), a2.stride, results.data(), flat);
+    for (int64_t k = 1; k < a2.kernel; ++k)
+      gather<Op, false>(rows.data() + k * a2.dilation, a2.stride, results.data(), flat);
+    T* y = out + plane * g.out_plane();
+    for (int64_t r = 0; r < a1.out; ++r)  // short rows: a loop, not a call of memcpy each
+      for (int64_t o = 0; o < a2.out; ++o) y[r * a2.out + o] = results[r * pitch + o];
+  }
+}
+
+// Whether padded_planes takes g: 2-D, no window of padding only, and windows that overlap
+// or reach past x along the rows (else separable_planes covers whole planes at once too).
+bool takes_padded(const PoolGeometry& g, const AxisTaps& taps) {
+  const PoolAxis &a0 = g.axis[0], &a2 = g.axis[2];
+  if (a0.in != 1 || a0.out != 1 || a0.kernel != 1) return false;
+  auto holds_input = [](const Taps& t) { return t.first < t.end; };
+  auto inside = [&](const Taps& t) { return t.first == 0 && t.end == a2.kernel; };
+  const bool separable_flat = (a2.kernel - 1) * a2.dilation < a2.stride &&
+                              std::all_of(taps.cols.begin(), taps.cols.end(), inside);
+  return !separable_flat && std::all_of(taps.outer1.begin(), taps.outer1.end(), holds_input) &&
+         std::all_of(taps.cols.begin(), taps.cols.end(), holds_input);
+}
+
+template <class Op, class T>
+PHX_INLINE void pool_planes(const PoolGeometry& g, const AxisTaps& taps, const T* in, T* out,
+                            int64_t begin, int64_t end, T fill) {
+  if (takes_padded(g, taps))
+    padded_planes<Op>(g, in, out, begin, end, fill);
+  else
+    separable_planes<Op>(g, taps, in, out, begin, end);
+}
+
+PHX_CLONES void max_planes_f32(const PoolGeometry& g, const AxisTaps& taps, const float* in,
+                               float* out, int64_t begin, int64_t end) {
+  pool_planes<MaxOf>(g, taps, in, out, begin, end, -std::numeric_limits<float>::infinity());
+}
+
+// avg_pool: the sums, each then divided by its count, which is separable too: the taps
+// (inside x, or inside the padded extent) of its row times those of its column.
+PHX_CLONES void avg_planes_f32(const PoolGeometry& g, const AxisTaps& taps, bool count_include_pad,
+                               const float* in, float* out, int64_t begin, int64_t end) {
+  pool_planes<SumOf>(g, taps, in, out, begin, end, 0.0f);
+  auto count = [&](const Taps& t) { return count_include_pad ? t.padded : t.end - t.first; };
+  const int64_t out1 = g.axis[1].out, out2 = g.axis[2].out;
+  for (int64_t plane = begin; plane < end; ++plane) {
+    float* y = out + plane * g.out_plane();
+    for (int64_t row = 0; row < g.axis[0].out * out1; ++row, y += out2) {
+      const int64_t row_count = count(taps.outer0[row / out1]) * count(taps.outer1[row % out1]);
+      for (int64_t o = 0; o < out2; ++o) {
+        const int64_t c = row_count * count(taps.cols[o]);
+        y[o] = c == 0 ? 0.0f : y[o] / static_cast<float>(c);
+      }
     }
   }
 }
 
 template <class T>
 void max_pool_typed(const PoolGeometry& g, const T* in, T* out, ThreadPool& pool) {
-  parallel_for(pool, g.planes, g.out_plane() * g.window(),
-               [&](int64_t begin, int64_t end) { max_pool_planes(g, in, out, begin, end); });
+  const AxisTaps taps(g);
+  parallel_for(pool, g.planes, g.out_plane() * g.window(), [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>)
+      max_planes_f32(g, taps, in, out, begin, end);
+    else
+      pool_planes<MaxOf>(g, taps, in, out, begin, end, std::numeric_limits<T>::lowest());
+  });
 }
 
 void avg_pool_f32(const PoolGeometry& g, bool count_include_pad, const float* in, float* out,
                   ThreadPool& pool) {
+  const AxisTaps taps(g);
   parallel_for(pool, g.planes, g.out_plane() * g.window(), [&](int64_t begin, int64_t end) {
-    pool_planes(g, in, out, begin, end, [&](const float* x, const int64_t* o) {
-      int64_t padded;
-      float sum = 0.0f;
-      const int64_t taps = for_each_tap(g, o, padded, [&](int64_t at) { sum += x[at]; });
-      const int64_t count = count_include_pad ? padded : taps;
-      return count == 0 ? 0.0f : sum / static_cast<float>(count);
-    });
+    avg_planes_f32(g, taps, count_include_pad, in, out, begin, end);
   });
 }
 
