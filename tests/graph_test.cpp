@@ -1221,6 +1221,56 @@ TEST_F(GraphTest, Conv2dTakesSiluWrittenAsXTimesSigmoid) {
   }
 }
 
+// GELU as torch.onnx writes it after a linear layer: x W, + b (a constant added to the
+// graph after the product, as the ONNX importer adds initializers), then x / sqrt 2, erf,
+// + 1, * x, * 0.5. Compiled, one matmul node takes the bias and the gelu (six nodes fused);
+// with PHX_COMPILE_NO_FUSION seven steps. The product and bias are exact (small integers
+// over 8); the fused gelu errs by a few ulps of its result, the written one by a few ulps
+// of 1 + erf, times |x| / 2 (cancellation for negative x): 16 ulps of |gelu| + |x| covers
+// both.
+TEST_F(GraphTest, MatmulTakesBiasAndGeluWrittenWithErf) {
+  const Graph g = new_graph();
+  const phx_value x = input(g.get(), {2, 3});
+  const phx_value w = constant(g.get(), {3, 2}, {1, 2, 3, -4, 5, 6});
+  const phx_value product = node(g.get(), "fc", PHX_OP_MATMUL, nullptr, {x, w});
+  const phx_value b = constant(g.get(), {2}, {0.25f, -0.5f});
+  const phx_value biased = node(g.get(), "bias", PHX_OP_ADD, nullptr, {product, b});
+  const phx_value scaled =
+      node(g.get(), "div", PHX_OP_DIV, nullptr, {biased, constant(g.get(), {}, {1.41421356f})});
+  const phx_value erf = node(g.get(), "erf", PHX_OP_ERF, nullptr, {scaled});
+  const phx_value shifted =
+      node(g.get(), "add", PHX_OP_ADD, nullptr, {erf, constant(g.get(), {}, {1.0f})});
+  const phx_value product2 = node(g.get(), "mul", PHX_OP_MUL, nullptr, {biased, shifted});
+  const phx_value half =
+      node(g.get(), "half", PHX_OP_MUL, nullptr, {constant(g.get(), {}, {0.5f}), product2});
+  ASSERT_EQ(phx_graph_add_output(g.get(), half, nullptr), kOk);
+  const std::vector<float> xs = {0.125f, 0, -0.5f, 0.375f, -0.25f, 0.5f};
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "PHX_COMPILE_NO_FUSION");
+    const Executable exe = compile(g.get(), fused ? 0 : PHX_COMPILE_NO_FUSION);
+    ASSERT_TRUE(exe);
+    const phx_executable_info info = describe(exe.get());
+    EXPECT_EQ(info.fused_nodes, fused ? 6u : 0u);
+    EXPECT_EQ(info.node_count, fused ? 1u : 7u);
+    if (fused) {
+      phx_executable_node_info node_info = PHX_EXECUTABLE_NODE_INFO_INIT;
+      ASSERT_EQ(phx_executable_describe_node(exe.get(), 0, &node_info), kOk);
+      EXPECT_STREQ(node_info.name, "fc + bias + div + erf + add + mul + half");
+    }
+    const std::vector<float> got = run(exe.get(), {{2, 3}}, {xs}, {2, 2});
+    ASSERT_EQ(got.size(), 4u);
+    const double ws[3][2] = {{1, 2}, {3, -4}, {5, 6}}, bs[2] = {0.25, -0.5};
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double v = bs[j];
+        for (int k = 0; k < 3; ++k) v += double(xs[i * 3 + k]) * ws[k][j];
+        const double want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        EXPECT_NEAR(got[i * 2 + j], want, 16 * 0x1p-24 * (std::fabs(want) + std::fabs(v)))
+            << i << ", " << j;
+      }
+  }
+}
+
 // A matmul's result that a graph output or a second node also reads stays its own.
 TEST_F(GraphTest, MatmulReadElsewhereKeepsItsEpilogue) {
   const Graph g = new_graph();

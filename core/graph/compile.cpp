@@ -26,6 +26,7 @@ constexpr NamedPass kPasses[] = {
     {"remove_dead_nodes", remove_dead_nodes},
     {"fuse_attention", fuse_attention},
     {"fuse_qdq", fuse_qdq},
+    {"fuse_gelu", fuse_gelu},
     {"fuse_matmul_epilogues", fuse_matmul_epilogues},
     {"fuse_norms", fuse_norms},
     {"calibrate", calibrate},

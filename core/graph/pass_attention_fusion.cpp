@@ -13,22 +13,6 @@ bool plain_matmul(const Node& node, bool transpose_b) {
          (node.inputs.size() < 3 || node.inputs[2] == PHX_VALUE_NONE);
 }
 
-// The value of a constant of one element given in host memory, f32 or bf16 (a bf16 is the
-// top half of an f32); false for anything else.
-bool scalar_constant(const Value& value, float& out) {
-  if (value.kind != PHX_VALUE_CONSTANT || value.tensor != 0) return false;
-  if (value.dtype == PHX_DTYPE_F32 && value.bytes.size() == 4) {
-    std::memcpy(&out, value.bytes.data(), 4);
-    return true;
-  }
-  if (value.dtype == PHX_DTYPE_BF16 && value.bytes.size() == 2) {
-    const uint32_t bits = uint32_t{value.bytes[0]} << 16 | uint32_t{value.bytes[1]} << 24;
-    std::memcpy(&out, &bits, 4);
-    return true;
-  }
-  return false;
-}
-
 class AttentionFusion {
  public:
   explicit AttentionFusion(Program& program) : p_(program), readers_(live_readers(program)) {}

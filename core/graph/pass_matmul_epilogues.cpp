@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 
 #include "passes.h"
@@ -17,14 +18,6 @@ phx_activation activation_of(phx_op_id op) {
     default:
       return PHX_ACTIVATION_NONE;
   }
-}
-
-// Equal dtypes and shapes, dynamic dimensions of one name alike.
-bool same_operand(const Value& a, const Value& b) {
-  if (a.dtype != b.dtype || a.rank != b.rank) return false;
-  for (uint32_t d = 0; d < a.rank; ++d)
-    if (a.shape[d] != b.shape[d] || a.dim_names[d] != b.dim_names[d]) return false;
-  return true;
 }
 
 class Fusion {
@@ -68,10 +61,11 @@ class Fusion {
     const Node* add = only_reader(out, a);
     if (add == nullptr || add->op != PHX_OP_ADD) return;
     const phx_value bias = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
-    // The bias must exist when the matmul runs, and the add must not broadcast the
-    // product to a larger shape.
-    if (bias == out || bias > out) return;
+    // The bias must exist when the matmul runs (a constant, an input, or made by a node
+    // before it), and the add must not broadcast the product to a larger shape.
     const auto& values = p_.graph.values;
+    if (bias == out || (values[bias].kind == PHX_VALUE_NODE_OUTPUT && values[bias].node >= n))
+      return;
     if (!same_operand(values[add->outputs[0]], values[out])) return;
     Node candidate = matmul;
     candidate.inputs.resize(3, PHX_VALUE_NONE);
@@ -131,6 +125,27 @@ class Fusion {
 };
 
 }  // namespace
+
+bool same_operand(const Value& a, const Value& b) {
+  if (a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (uint32_t d = 0; d < a.rank; ++d)
+    if (a.shape[d] != b.shape[d] || a.dim_names[d] != b.dim_names[d]) return false;
+  return true;
+}
+
+bool scalar_constant(const Value& value, float& out) {
+  if (value.kind != PHX_VALUE_CONSTANT || value.tensor != 0) return false;
+  if (value.dtype == PHX_DTYPE_F32 && value.bytes.size() == 4) {
+    std::memcpy(&out, value.bytes.data(), 4);
+    return true;
+  }
+  if (value.dtype == PHX_DTYPE_BF16 && value.bytes.size() == 2) {
+    const uint32_t bits = uint32_t{value.bytes[0]} << 16 | uint32_t{value.bytes[1]} << 24;
+    std::memcpy(&out, &bits, 4);
+    return true;
+  }
+  return false;
+}
 
 std::vector<std::vector<size_t>> live_readers(const Program& program) {
   std::vector<std::vector<size_t>> readers(program.graph.values.size());

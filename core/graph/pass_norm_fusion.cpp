@@ -39,10 +39,10 @@ class NormFusion {
     const Node* reader = only_reader(p_, readers_, out, r);
     if (reader == nullptr || reader->op != op) return;
     const phx_value operand = reader->inputs[0] == out ? reader->inputs[1] : reader->inputs[0];
-    // The operand must exist when the norm runs: made before the norm's node, whose
-    // first output (in the graph, before a fusion gave the norm another) came after it.
-    if (operand >= p_.graph.nodes[n].outputs[0]) return;
+    // The operand must exist when the norm runs: a constant, an input, or made by a node
+    // before the norm's.
     const auto& values = p_.graph.values;
+    if (values[operand].kind == PHX_VALUE_NODE_OUTPUT && values[operand].node >= n) return;
     const Value& y = values[out];
     const Value& v = values[operand];
     const int64_t last = y.shape[y.rank - 1];

@@ -70,6 +70,13 @@ std::vector<std::vector<size_t>> live_readers(const Program& program);
 const Node* only_reader(const Program& program, const std::vector<std::vector<size_t>>& readers,
                         phx_value value, size_t& index);
 
+// Equal dtypes and shapes, dynamic dimensions of one name alike.
+bool same_operand(const Value& a, const Value& b);
+
+// The value of a constant of one element given in host memory, f32 or bf16 (a bf16 is the
+// top half of an f32); false for anything else.
+bool scalar_constant(const Value& value, float& out);
+
 using Pass = void (*)(Program&);
 
 // pass_dead_nodes.cpp: a node is live when a graph output is among its outputs or a live
@@ -91,11 +98,19 @@ void fuse_attention(Program& program);
 // Unless PHX_COMPILE_NO_FUSION.
 void fuse_qdq(Program& program);
 
-// pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias of its output's shape takes the
-// bias, and a matmul or conv2d whose only reader (after the bias) is relu, gelu or silu takes
-// the activation, as does one read by x * sigmoid(x) alone (silu as exporters write it),
-// where the device the node goes to runs the fused node; the absorbed nodes are no longer
-// live. Unless PHX_COMPILE_NO_FUSION.
+// pass_gelu_fusion.cpp: GELU as torch.onnx writes it, x / sqrt(2) (or x * (1 / sqrt(2))),
+// erf, + 1, * x, * 0.5, each result read by the next node alone and each constant one
+// element (sqrt(2) to the precision of its dtype), becomes one gelu node of x where the
+// device the erf goes to runs it; the four other nodes are no longer live. Before
+// fuse_matmul_epilogues, which then gives the gelu to the matmul before it. Unless
+// PHX_COMPILE_NO_FUSION.
+void fuse_gelu(Program& program);
+
+// pass_matmul_epilogues.cpp: a matmul whose only reader adds a bias (a constant, an input or
+// made by a node before it) that leaves its output's shape as it is takes the bias, and a matmul or
+// conv2d whose only reader (after the bias) is relu, gelu or silu takes the activation, as does one
+// read by x * sigmoid(x) alone (silu as exporters write it), where the device the node goes to runs
+// the fused node; the absorbed nodes are no longer live. Unless PHX_COMPILE_NO_FUSION.
 void fuse_matmul_epilogues(Program& program);
 
 // pass_norm_fusion.cpp: a layer_norm or rms_norm without gamma (nor beta) whose only reader

@@ -29,7 +29,7 @@ class ImportProgressTest(unittest.TestCase):
         # Each stage, from the start of a line (\r) with done/total.
         self.assertRegex(written, rb"\r\d+\.\d/\d+\.\d kB of weights  ")
         self.assertRegex(written, rb"\r\d+/4 nodes  \d+\.\d/s  ")
-        self.assertRegex(written, rb"\r\d+/10 passes  \d+\.\d/s  ")
+        self.assertRegex(written, rb"\r\d+/\d+ passes  \d+\.\d/s  ")
         self.assertRegex(written, rb"\r\d+/\d+ nodes lowered  \d+\.\d/s  ")
         self.assertIn(b" left  ", written)
         # Erased before the program's own output, which starts on a clean line.
