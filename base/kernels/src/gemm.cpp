@@ -386,10 +386,15 @@ void run(const GemmArgs& g, ThreadPool& pool, const IsaKernels& ks,
     return;
   }
   // Split every matrix into `parts` pieces so that batch * parts spreads evenly over
-  // the threads: along M (each thread packs only its rows of A; B's packing, cheap and
-  // repeated, is the price), or along N when M is too short or B is streamed (skinny).
+  // the threads. Each piece packs the whole of the operand its split does not cut: B
+  // when the split is along M, A along N. So the split is along M when B is the cheaper
+  // to pack again (N <= M, or B packed beforehand: nothing to pack) and M has a tile per
+  // piece, else along N (a convolution's product: 64 rows of weights times 3136 pixels
+  // of a K of 576, whose B packed once per thread cost more than its whole product), and
+  // along N when B is streamed (skinny).
   int64_t parts = threads / gcd64(g.batch, threads);
-  const bool split_m = !skinny && (g.m >= parts * ks.mr * 2 || g.m >= g.n);
+  const bool m_cheaper = prepacked != nullptr || g.n <= g.m;
+  const bool split_m = !skinny && (m_cheaper ? g.m >= parts * ks.mr : g.n < parts * ks.nr);
   const int64_t unit = split_m ? ks.mr : ks.nr;
   const int64_t extent = split_m ? g.m : g.n;
   parts = std::max<int64_t>(1, std::min(parts, (extent + unit - 1) / unit));
