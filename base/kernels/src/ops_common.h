@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -307,18 +308,10 @@ PHX_INLINE float max_nan(float m, float v) { return (v > m || v != v) ? v : m; }
 // The smaller of m and v, NaN if either is NaN (as NumPy's min).
 PHX_INLINE float min_nan(float m, float v) { return (v < m || v != v) ? v : m; }
 
-// The maximum of n floats, NaN if any is NaN; -inf for n == 0.
-PHX_INLINE float max_f32(const float* x, int64_t n) {
-  float acc[kLanes];
-  for (int j = 0; j < kLanes; ++j) acc[j] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = max_nan(acc[j], x[i + j]);
-  for (; i < n; ++i) acc[0] = max_nan(acc[0], x[i]);
-  float m = acc[0];
-  for (int j = 1; j < kLanes; ++j) m = max_nan(m, acc[j]);
-  return m;
-}
+// The maximum (minimum) of n floats, NaN if any is NaN; -inf (+inf) for n == 0
+// (row_extremes.cpp).
+float max_row_f32(const float* x, int64_t n);
+float min_row_f32(const float* x, int64_t n);
 
 // y[i] = f(x[i]) for an expensive f (y may be x). The body is a plain loop, which
 // compilers vectorize; the tail goes through a padded block of kLanes, so that it is

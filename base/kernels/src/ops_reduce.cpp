@@ -19,17 +19,11 @@ namespace {
 
 // ---- f32 kernels ----
 PHX_CLONES float f32_row_sum(const float* x, int64_t n) { return sum_f32(x, n); }
-PHX_CLONES float f32_row_max(const float* x, int64_t n) { return max_f32(x, n); }
 PHX_CLONES void f32_add_into(const float* x, float* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 PHX_CLONES void f32_max_into(const float* x, float* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = max_nan(acc[i], x[i]);
-}
-PHX_CLONES float f32_row_min(const float* x, int64_t n) {
-  float m = std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = min_nan(m, x[i]);
-  return m;
 }
 PHX_CLONES void f32_min_into(const float* x, float* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = min_nan(acc[i], x[i]);
@@ -287,9 +281,9 @@ FloatFold float_fold(Fold fold) {
     case Fold::kSum:
       return {0.0f, f32_row_sum, f32_add_into, [](float a, float b) { return a + b; }};
     case Fold::kMax:
-      return {-kInf, f32_row_max, f32_max_into, [](float a, float b) { return max_nan(a, b); }};
+      return {-kInf, max_row_f32, f32_max_into, [](float a, float b) { return max_nan(a, b); }};
     case Fold::kMin:
-      return {kInf, f32_row_min, f32_min_into, [](float a, float b) { return min_nan(a, b); }};
+      return {kInf, min_row_f32, f32_min_into, [](float a, float b) { return min_nan(a, b); }};
     case Fold::kProd:
       break;
   }

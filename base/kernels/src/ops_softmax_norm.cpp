@@ -14,24 +14,14 @@ namespace {
 
 // ---- vector building blocks (f32, contiguous) ----
 
-PHX_CLONES float row_max(const float* x, int64_t n) { return max_f32(x, n); }
-
 PHX_CLONES float row_sum(const float* x, int64_t n) { return sum_f32(x, n); }
 
-// y = exp(x - shift); returns the sum of y. y may be x.
+// y = exp(x - shift); returns the sum of y. y may be x. Two loops, the exponentials then
+// their sum: the loop of exponentials alone vectorizes whole, where one loop doing both in
+// lanes took 3 times as long (0.48 ns a value of vit_b_16's softmax rows).
 PHX_CLONES float exp_shifted_sum(const float* x, float shift, float* y, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      y[i + j] = exp_f32(x[i + j] - shift);
-      acc[j] += y[i + j];
-    }
-  for (; i < n; ++i) {
-    y[i] = exp_f32(x[i] - shift);
-    acc[0] += y[i];
-  }
-  return sum_f32(acc, kLanes);
+  map_padded(x, y, n, [shift](float v) { return exp_f32(v - shift); });
+  return sum_f32(y, n);
 }
 
 PHX_CLONES void scale_row(float* y, float scale, int64_t n) {
@@ -125,7 +115,7 @@ void softmax_row(phx_dtype dtype, bool log, const void* x, void* y, int64_t n) {
   if (dtype == PHX_DTYPE_F32 && !log) {
     const float* px = static_cast<const float*>(x);
     float* py = static_cast<float*>(y);
-    const float m = row_max(px, n);
+    const float m = max_row_f32(px, n);
     const float s = exp_shifted_sum(px, m, py, n);
     scale_row(py, 1.0f / s, n);
     return;
@@ -138,7 +128,7 @@ void softmax_row(phx_dtype dtype, bool log, const void* x, void* y, int64_t n) {
     });
   };
   float m = -std::numeric_limits<float>::infinity();
-  in_blocks([&](const float* b, int64_t, int64_t len) { m = max_nan(m, row_max(b, len)); });
+  in_blocks([&](const float* b, int64_t, int64_t len) { m = max_nan(m, max_row_f32(b, len)); });
   double s = 0.0;
   float tmp[kBlock];
   in_blocks([&](const float* b, int64_t, int64_t len) { s += exp_shifted_sum(b, m, tmp, len); });

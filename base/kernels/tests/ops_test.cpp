@@ -764,13 +764,38 @@ TEST(OpsReduce, EveryAxisSet) {
     }
 }
 
-TEST(OpsReduce, MaxPropagatesNaN) {
-  Tensor x = random_tensor(PHX_DTYPE_F32, {100});
-  x.set(37, NAN);
-  Tensor y(PHX_DTYPE_F32, {});
+// A NaN anywhere in a row (in a vector of the instruction set's width or in the tail
+// after the last one) makes its maximum and minimum NaN, and its softmax all NaN; rows of
+// +-inf keep their extremes. The forced_isa ctest entries run this on every path.
+TEST(OpsReduce, MaxAndMinPropagateNaNAnywhere) {
   phx_reduce_params p = PHX_REDUCE_PARAMS_INIT;
-  ASSERT_EQ(run(PHX_OP_REDUCE_MAX, &p, {&x}, y), PHX_STATUS_OK);
-  EXPECT_TRUE(std::isnan(y.get(0)));
+  for (int64_t n : {5, 16, 37, 100})
+    for (int64_t at : {int64_t{0}, n / 2, n - 1})
+      for (phx_op_id op : {PHX_OP_REDUCE_MAX, PHX_OP_REDUCE_MIN}) {
+        Tensor x = random_tensor(PHX_DTYPE_F32, {n});
+        x.set(at, NAN);
+        Tensor y(PHX_DTYPE_F32, {});
+        ASSERT_EQ(run(op, &p, {&x}, y), PHX_STATUS_OK);
+        EXPECT_TRUE(std::isnan(y.get(0))) << "n " << n << ", NaN at " << at;
+      }
+  for (int64_t n : {5, 37}) {
+    Tensor x = random_tensor(PHX_DTYPE_F32, {n});
+    x.set(n - 1, INFINITY);
+    x.set(1, -INFINITY);
+    Tensor y(PHX_DTYPE_F32, {});
+    ASSERT_EQ(run(PHX_OP_REDUCE_MAX, &p, {&x}, y), PHX_STATUS_OK);
+    EXPECT_EQ(y.get(0), INFINITY);
+    ASSERT_EQ(run(PHX_OP_REDUCE_MIN, &p, {&x}, y), PHX_STATUS_OK);
+    EXPECT_EQ(y.get(0), -INFINITY);
+  }
+  Tensor x = random_tensor(PHX_DTYPE_F32, {2, 37}), y(PHX_DTYPE_F32, {2, 37});
+  x.set(37 + 20, NAN);
+  phx_softmax_params sp = PHX_SOFTMAX_PARAMS_INIT;
+  ASSERT_EQ(run(PHX_OP_SOFTMAX, &sp, {&x}, y), PHX_STATUS_OK);
+  for (int64_t i = 0; i < 37; ++i) {
+    EXPECT_FALSE(std::isnan(y.get(i))) << i;
+    EXPECT_TRUE(std::isnan(y.get(37 + i))) << i;
+  }
 }
 
 // ---- cast ----
