@@ -313,6 +313,31 @@ PHX_INLINE float min_nan(float m, float v) { return (v < m || v != v) ? v : m; }
 float max_row_f32(const float* x, int64_t n);
 float min_row_f32(const float* x, int64_t n);
 
+// Copy and zero n values with fixed-size moves, which compile inline: the rows of im2col
+// and of padded copies are short (7 to 56 values), and a call of memcpy or memset (which
+// GCC makes of a plain loop, too) costs more than the move itself.
+template <class T>
+PHX_INLINE void copy_short(const T* src, T* dst, int64_t n) {
+  const char* s = reinterpret_cast<const char*>(src);
+  char* d = reinterpret_cast<char*>(dst);
+  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  for (; bytes >= 32; bytes -= 32, s += 32, d += 32) std::memcpy(d, s, 32);
+  if (bytes & 16) std::memcpy(d, s, 16), s += 16, d += 16;
+  if (bytes & 8) std::memcpy(d, s, 8), s += 8, d += 8;
+  if (bytes & 4) std::memcpy(d, s, 4), s += 4, d += 4;
+  if (bytes & 2) std::memcpy(d, s, 2);
+}
+template <class T>
+PHX_INLINE void zero_short(T* dst, int64_t n) {
+  char* d = reinterpret_cast<char*>(dst);
+  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  for (; bytes >= 32; bytes -= 32, d += 32) std::memset(d, 0, 32);
+  if (bytes & 16) std::memset(d, 0, 16), d += 16;
+  if (bytes & 8) std::memset(d, 0, 8), d += 8;
+  if (bytes & 4) std::memset(d, 0, 4), d += 4;
+  if (bytes & 2) std::memset(d, 0, 2);
+}
+
 // y[i] = f(x[i]) for an expensive f (y may be x). The body is a plain loop, which
 // compilers vectorize; the tail goes through a padded block of kLanes, so that it is
 // vectorized too: a scalar tail of gelu or exp costs more than a whole block.

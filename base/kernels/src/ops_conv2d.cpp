@@ -21,19 +21,6 @@
 namespace phx::kernels::ops {
 namespace {
 
-// Copies n elements of an output row: often under 64 floats, where a call of memcpy costs
-// more than the copy. Fixed 32-byte moves, the last one overlapping the one before.
-template <class T>
-void copy_row(const T* src, T* dst, int64_t n) {
-  constexpr int64_t kStep = 32 / sizeof(T);
-  if (n < kStep) {
-    std::copy(src, src + n, dst);
-    return;
-  }
-  for (int64_t k = 0; k + kStep < n; k += kStep) std::memcpy(dst + k, src + k, 32);
-  std::memcpy(dst + n - kStep, src + n - kStep, 32);
-}
-
 // NCHW col rows [r0, r1) for output pixels [p0, p0 + count): row r = (c, i, j) holds
 // x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw] (0 outside the image). x is the group's
 // first channel of the image. Each output row's run of pixels is split into the columns
@@ -57,17 +44,17 @@ void im2col_nchw(const Conv2dGeometry& g, const T* x, T* col, int64_t r0, int64_
       const int64_t ow1 = std::min(g.w_out, ow0 + left);
       const int64_t ih = oh * g.stride_h - g.pad_top + i * g.dil_h;
       if (ih < 0 || ih >= g.h) {
-        std::fill(d, d + (ow1 - ow0), T{0});
+        zero_short(d, ow1 - ow0);
       } else {
         const int64_t a = std::clamp(ow_in, ow0, ow1), b = std::clamp(ow_out, a, ow1);
-        std::fill(d, d + (a - ow0), T{0});
+        zero_short(d, a - ow0);
         const T* src = plane + ih * g.w;
         if (g.stride_w != 1) {
           for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = src[ow * g.stride_w + offset];
-        } else if (a < b) {
-          copy_row(src + (a + offset), d + (a - ow0), b - a);
+        } else {
+          copy_short(src + (a + offset), d + (a - ow0), b - a);
         }
-        std::fill(d + (b - ow0), d + (ow1 - ow0), T{0});
+        zero_short(d + (b - ow0), ow1 - b);
       }
       d += ow1 - ow0;
       left -= ow1 - ow0;
@@ -107,6 +94,16 @@ constexpr int64_t kColBytes = 4 << 20;
 // thread's gemm packs is still in its second-level cache (a col of 4 MiB for one thread
 // made the CNN of bench_onnx 10% slower than one of 1 MiB).
 constexpr int64_t kThreadColBytes = 1 << 20;
+// The col of one NCHW task: with the gemm's packed copy of it, within a second-level cache
+// of 1 MiB. Its blocks of pixels are whole panels of the gemm's widest (32 columns).
+constexpr int64_t kTaskColBytes = 384 << 10;
+constexpr int64_t kBlockUnit = 32;
+
+// The pool of one thread: a task's gemm runs on the task's own thread.
+ThreadPool& serial_pool() {
+  static ThreadPool pool(1);
+  return pool;
+}
 
 // What one gemm call computes: `images` whole images (a batched gemm, which gives each
 // thread whole images when there are enough: small images then need no split of their
@@ -136,6 +133,87 @@ std::unique_ptr<T[]> scratch(int64_t elements) {
   return std::unique_ptr<T[]>(elements > 0 ? new T[static_cast<size_t>(elements)] : nullptr);
 }
 
+// NCHW, not pointwise: tasks of (image, group, block of output pixels), each building the
+// col of its block in a buffer of its thread and multiplying it there, on that thread. A
+// block's col is about kTaskColBytes: the gemm then packs it from the second-level cache
+// where a col of whole images went through memory twice (written, then packed: resnet18's
+// 64x56x56 3x3 convolutions, 7 MB each).
+// The pixels of one conv_nchw_blocks task.
+int64_t block_pixels(const Conv2dGeometry& g, int64_t elem_bytes) {
+  return std::clamp<int64_t>(kTaskColBytes / (g.patch() * elem_bytes) / kBlockUnit * kBlockUnit,
+                             kBlockUnit, g.pixels_out());
+}
+
+// Whether conv_nchw_blocks pays: each of its tasks packs the weights (M x K) again, where
+// one gemm over whole images has each thread pack all of col (K x N, N the pixels) and
+// moves a col larger than the caches through memory. The tasks' packing is the smaller
+// when M < threads * block: the early layers of a CNN (64 channels of 56x56), not the
+// deep ones (512 of 7x7, where a block would be the whole image and one task).
+bool takes_blocks(const Conv2dGeometry& g, int64_t elem_bytes, int64_t threads) {
+  return !g.is_pointwise() && g.c_out_group < threads * block_pixels(g, elem_bytes);
+}
+
+template <class T>
+void conv_nchw_blocks(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
+                      phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
+  const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.c_in * g.h * g.w;
+  const int64_t block = block_pixels(g, sizeof(T));
+  const int64_t blocks = (pixels + block - 1) / block;
+  // With a bias, a 16-bit product goes through f32 so that it is rounded once.
+  const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
+  const size_t out_bytes = dtype_bytes(dtype);
+  parallel_for(pool, g.batch * g.groups * blocks, patch * block * g.c_out_group,
+               [&](int64_t t0, int64_t t1) {
+                 thread_local std::vector<T> col;
+                 thread_local std::vector<float> product;
+                 for (int64_t t = t0; t < t1; ++t) {
+                   const int64_t image = t / (g.groups * blocks), grp = t / blocks % g.groups;
+                   const int64_t p0 = t % blocks * block, count = std::min(block, pixels - p0);
+                   const int64_t c0 = grp * g.c_out_group;
+                   if (col.size() < static_cast<size_t>(patch * count))
+                     col.resize(static_cast<size_t>(patch * count));
+                   im2col_nchw(g, x + image * x_image + grp * g.c_in_group * g.h * g.w, col.data(),
+                               0, patch, p0, count);
+                   char* dst =
+                       static_cast<char*>(out) + ((image * g.c_out + c0) * pixels + p0) * out_bytes;
+                   GemmArgs args;
+                   args.in_dtype = dtype;
+                   args.m = g.c_out_group;
+                   args.n = count;
+                   args.k = patch;
+                   args.a = wt + c0 * patch;
+                   args.lda = patch;
+                   args.b = col.data();
+                   args.ldb = count;
+                   if (bias == nullptr) {  // gemm applies the activation
+                     args.c = dst;
+                     args.ldc = pixels;
+                     args.out_dtype = dtype;
+                     args.activation = act;
+                     gemm(args, serial_pool());
+                     continue;
+                   }
+                   if (via_f32 && product.size() < static_cast<size_t>(g.c_out_group * count))
+                     product.resize(static_cast<size_t>(g.c_out_group * count));
+                   float* prod = via_f32 ? product.data() : reinterpret_cast<float*>(dst);
+                   const int64_t ld = via_f32 ? count : pixels;
+                   args.c = prod;
+                   args.ldc = ld;
+                   args.out_dtype = PHX_DTYPE_F32;
+                   gemm(args, serial_pool());
+                   for (int64_t c = 0; c < g.c_out_group; ++c) {
+                     float* row = prod + c * ld;
+                     add_scalar(row, bias[c0 + c], count);
+                     activation_f32(act, row, count);
+                     if (via_f32) from_f32(dtype, row, dst + c * pixels * out_bytes, count);
+                   }
+                 }
+               });
+}
+
+// NCHW, pointwise or with few pixels per weight: one gemm over whole images (x itself is
+// the matrix of a pointwise convolution), threaded inside the gemm. The bias is per output
+// row, which gemm cannot fuse, so it is added (with the activation) after.
 template <class T>
 void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
@@ -278,6 +356,8 @@ void conv(const Conv2dGeometry& g, const HostTensor& x, const HostTensor& wt, co
   } else if (conv2d_direct_fits(g, out.dtype)) {
     conv2d_direct(g, reinterpret_cast<const float*>(px), reinterpret_cast<const float*>(pw), bias,
                   act, static_cast<float*>(out.data), pool);
+  } else if (takes_blocks(g, sizeof(T), pool.size())) {
+    conv_nchw_blocks(g, px, pw, bias, act, out.data, out.dtype, pool);
   } else {
     conv_nchw(g, px, pw, bias, act, out.data, out.dtype, pool);
   }
