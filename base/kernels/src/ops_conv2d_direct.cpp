@@ -30,8 +30,13 @@ namespace phx::kernels::ops {
 namespace {
 
 constexpr int64_t kMaxPatch = 32;
-// Grouped convolutions with up to this many input channels per group, at any patch.
+// At any patch: grouped convolutions with up to this many input channels per group, those
+// of up to this many output channels (per group), those whose output rows are at most this
+// wide at stride 1, and those of up to this many input channels (conv2d_direct_fits).
 constexpr int64_t kMaxGroupChannels = 16;
+constexpr int64_t kMaxOutChannels = 32;
+constexpr int64_t kMaxNarrowWidth = 8;
+constexpr int64_t kMaxStemChannels = 4;
 constexpr int kOutBlock = 4;
 // Output rows narrower than this, at stride 1, are computed a plane at a time, in a
 // buffer of this many floats (16 KiB) for a block's channels.
@@ -200,9 +205,17 @@ bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype) {
   // one with few channels per group gives the gemm a product of a few rows per group,
   // which fits it worse than a long patch hurts here (ConvNeXt's depthwise 7x7: 79 ms
   // through the gemm, 5 ms directly).
+  // At any patch, the gemm also fits poorly a product of at most 32 rows (DenseNet's 32
+  // output channels of a 1152 patch: 3 tiles of 14 rows, 76% used; 102 -> 139 GFLOP/s
+  // directly at 28x28) and one of 7 or 8 pixels a row at stride 1 (ResNet's 512 of 7x7:
+  // 156 -> 205), which the direct kernel takes a plane at a time; and the stem of 3 or 4
+  // input channels (7x7 of 224x224: 167 -> 191).
   const bool few_channels = g.groups > 1 && g.c_in_group <= kMaxGroupChannels;
+  const bool few_outputs = g.c_out_group <= kMaxOutChannels;
+  const bool narrow = g.stride_h == 1 && g.stride_w == 1 && g.w_out <= kMaxNarrowWidth;
+  const bool stem = g.c_in_group <= kMaxStemChannels;
   return !g.nhwc && dtype == PHX_DTYPE_F32 && !g.is_pointwise() &&
-         (g.patch() <= kMaxPatch || few_channels);
+         (g.patch() <= kMaxPatch || few_channels || few_outputs || narrow || stem);
 }
 
 void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, const float* bias,

@@ -10,8 +10,9 @@
 namespace phx::kernels::ops {
 
 // Whether conv2d_direct computes this convolution: f32, NCHW, not pointwise
-// (Conv2dGeometry::is_pointwise), and a patch (Cig * KH * KW) of at most 32 values or
-// groups of at most 16 input channels.
+// (Conv2dGeometry::is_pointwise), and a patch (Cig * KH * KW) of at most 32 values, groups
+// of at most 16 input channels, at most 32 output channels per group, output rows of at
+// most 8 pixels at stride 1, or at most 4 input channels per group.
 bool conv2d_direct_fits(const Conv2dGeometry& g, phx_dtype dtype);
 
 // out = act(conv2d(x, w) + bias) for a convolution conv2d_direct_fits takes; bias may be

@@ -145,12 +145,18 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       {1, 16, 12, 12, 20, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_RELU},
       {1, 16, 11, 11, 12, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 2, true, PHX_ACTIVATION_NONE},
       {1, 5, 14, 14, 5, 3, 3, 2, 2, {0, 1, 0, 1}, 1, 1, 5, false, PHX_ACTIVATION_NONE},
+      // Long patches of ungrouped convolutions: few output channels (K = 180, 6 of them:
+      // a block and 2 alone), rows of 7 (a plane at a time, K = 360), and a stem of 3
+      // channels of 7x7 at stride 2 (K = 147).
+      {1, 20, 9, 11, 6, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      {2, 40, 7, 7, 40, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_NONE},
+      {1, 3, 40, 38, 64, 7, 7, 2, 2, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
   };
   for (const char* isa : gemm_supported_isas())
     for (const Case& c : cases) check(c, isa, pool);
 }
 
-TEST(Conv2dDirect, TakesShortPatchesAndSmallGroupsOfF32NchwOnlyAtAnyStride) {
+TEST(Conv2dDirect, TakesWhatTheGemmFitsPoorlyOfF32NchwOnly) {
   const Case base = {1, 8, 6, 9, 4, 2, 2, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   Conv2dGeometry g = geometry(base);
   EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32));
@@ -160,19 +166,33 @@ TEST(Conv2dDirect, TakesShortPatchesAndSmallGroupsOfF32NchwOnlyAtAnyStride) {
   g = geometry(base);
   g.stride_w = 2;
   EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "stride 2 along the width";
-  g = geometry(base);
-  g.c_in = g.c_in_group = 9;
-  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36";
-  g.c_in = 18;
-  g.c_out = 8;
-  g.groups = 2;
-  EXPECT_TRUE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "K = 36, groups of 9 channels";
-  g.c_in_group = 17;
-  g.c_in = 34;
-  EXPECT_FALSE(conv2d_direct_fits(g, PHX_DTYPE_F32)) << "groups of 17 channels";
   const Case pointwise = {
       1, 8, 6, 9, 4, 1, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
   EXPECT_FALSE(conv2d_direct_fits(geometry(pointwise), PHX_DTYPE_F32));
+  // K = 36 (9 channels of 2x2), 64 output channels, rows of 19: the gemm's.
+  const Case wide = {
+      1, 9, 6, 20, 64, 2, 2, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE};
+  EXPECT_FALSE(conv2d_direct_fits(geometry(wide), PHX_DTYPE_F32)) << "K = 36";
+  Case c = wide;
+  c.c_in = 18;
+  c.c_out = 128;
+  c.groups = 2;
+  EXPECT_TRUE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "groups of 9 channels";
+  c.c_in = 34;
+  EXPECT_FALSE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "groups of 17 channels";
+  c = wide;
+  c.c_out = 32;
+  EXPECT_TRUE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "32 output channels";
+  c = wide;
+  c.w = 9;
+  EXPECT_TRUE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "rows of 8";
+  c.stride_w = 2;
+  EXPECT_FALSE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "rows of 4 at stride 2";
+  c = wide;
+  c.c_in = 4;
+  c.kh = c.kw = 7;
+  c.h = c.w = 30;
+  EXPECT_TRUE(conv2d_direct_fits(geometry(c), PHX_DTYPE_F32)) << "a stem of 4 channels";
 }
 
 }  // namespace
