@@ -176,7 +176,8 @@ PHX_CLONES void pad_rows(const float* src, int64_t rows, int64_t w, int64_t pad_
 // Copies `rows` rows of n values, ld apart at src, to consecutive rows at dst, in 8-value
 // moves written out (short rows: a call of memcpy per row would cost more). A row of n >= 8
 // ends with a move that overlaps the one before it; a shorter row takes one move, which
-// runs into the next row, written after it, except the last row, copied value by value.
+// runs into the rows after it, written after it, while 8 values remain to the end of the
+// last row; the rows after that are copied value by value.
 PHX_INLINE void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t n, float* dst) {
   using V = Vec<8>;
   for (int64_t r = 0; r < rows; ++r, src += ld, dst += n) {
@@ -188,7 +189,7 @@ PHX_INLINE void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t n,
       }
       load(v, src + n - 8);
       store(dst + n - 8, v);
-    } else if (r + 1 < rows) {
+    } else if ((rows - r) * n >= 8) {
       load(v, src);
       store(dst, v);
     } else {

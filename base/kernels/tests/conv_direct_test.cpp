@@ -66,8 +66,13 @@ void check(const Case& c, const char* isa, ThreadPool& pool) {
   const std::vector<float> x = random_values(c.n * c.c_in * c.h * c.w, rng),
                            w = random_values(c.c_out * g.patch(), rng),
                            b = random_values(c.c_out, rng);
-  std::vector<float> y(static_cast<size_t>(c.n * c.c_out * g.pixels_out()), NAN);
+  // 64 values past the output, which the kernel must leave as they are.
+  const size_t count = static_cast<size_t>(c.n * c.c_out * g.pixels_out());
+  std::vector<float> y(count + 64, NAN);
+  std::fill(y.begin() + count, y.end(), 12345.0f);
   conv2d_direct(g, x.data(), w.data(), c.bias ? b.data() : nullptr, c.act, y.data(), pool, isa);
+  for (size_t i = count; i < y.size(); ++i)
+    ASSERT_EQ(y[i], 12345.0f) << isa << ": written past the output at " << i - count;
   int failures = 0;
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t o = 0; o < c.c_out; ++o)
@@ -151,6 +156,10 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       {1, 20, 9, 11, 6, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
       {2, 40, 7, 7, 40, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_NONE},
       {1, 3, 40, 38, 64, 7, 7, 2, 2, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      // Planes of rows of 1 to 3 pixels, whose copy out must stop at the output's end.
+      {1, 4, 5, 3, 4, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 4, true, PHX_ACTIVATION_NONE},
+      {1, 2, 6, 1, 3, 3, 1, 1, 1, {1, 1, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},
+      {2, 3, 4, 4, 5, 3, 3, 1, 1, {0, 0, 0, 0}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
   };
   for (const char* isa : gemm_supported_isas())
     for (const Case& c : cases) check(c, isa, pool);
