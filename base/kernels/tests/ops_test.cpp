@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -35,6 +36,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "phx/kernels/convert.h"
@@ -338,6 +340,48 @@ TEST(ThreadPool, ATaskThatThrowsReachesTheCallerAndThePoolGoesOn) {
     p.run(ran.size(), [&](size_t i) { ++ran[i]; });
     for (const auto& r : ran) EXPECT_EQ(r.load(), 1);
   }
+}
+
+// Regions back to back (the workers still spinning from the last), after a pause longer
+// than the spin (the workers asleep, woken), and from two threads at once (one region at
+// a time; the other runs its tasks inline): every task runs exactly once each time. A
+// region of 3 tasks that wait for each other (up to 10 s) shows that both workers join it,
+// whether they were spinning or asleep, however loaded the machine is.
+TEST(ThreadPool, RegionsBackToBackAfterSleepAndFromTwoThreads) {
+  ThreadPool p(3);
+  auto check_round = [&](size_t tasks) {
+    std::vector<std::atomic<int>> ran(tasks);
+    p.run(tasks, [&](size_t i) { ++ran[i]; });
+    for (const auto& r : ran) ASSERT_EQ(r.load(), 1);
+  };
+  auto all_three_meet = [&] {
+    std::atomic<int> started{0};
+    std::atomic<bool> met{true};
+    p.run(3, [&](size_t) {
+      ++started;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started.load() < 3)
+        if (std::chrono::steady_clock::now() > until) {
+          met = false;
+          return;
+        }
+    });
+    return met.load();
+  };
+  for (int round = 0; round < 200; ++round) check_round(1 + round % 37);
+  EXPECT_TRUE(all_three_meet()) << "spinning workers";
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_TRUE(all_three_meet()) << "workers woken from sleep";
+  }
+  std::atomic<int> total{0};
+  auto hammer = [&] {
+    for (int round = 0; round < 100; ++round) p.run(16, [&](size_t) { ++total; });
+  };
+  std::thread other(hammer);
+  hammer();
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 100 * 16);
 }
 
 TEST(OpsSupport, MatchesThePluginsClaims) {
