@@ -231,6 +231,7 @@ void run_block(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepac
             const int64_t col = jc + jr;
             t.nr = int(std::min<int64_t>(nr, nlen - jr));
             t.bias = g.bias ? g.bias + col : nullptr;
+            t.bias_rows = g.bias_rows ? g.bias_rows + row : nullptr;
             if (!out16) {
               t.c32 = reinterpret_cast<float*>(c_base) + row * g.ldc + col;
               t.ldc32 = g.ldc;
@@ -331,9 +332,10 @@ void run_skinny(const GemmArgs& g, const IsaKernels& ks, const PrepackedB* prepa
         }
       }
     }
-    if (!out32 || g.bias != nullptr || g.activation != PHX_ACTIVATION_NONE)
-      ks.skinny_epilogue(m, w, acc, ldacc, g.bias ? g.bias + jb : nullptr, g.activation,
-                         g.out_dtype, c_base + jb * int64_t(out_sz), g.ldc);
+    if (!out32 || g.bias != nullptr || g.bias_rows != nullptr ||
+        g.activation != PHX_ACTIVATION_NONE)
+      ks.skinny_epilogue(m, w, acc, ldacc, g.bias ? g.bias + jb : nullptr, g.bias_rows,
+                         g.activation, g.out_dtype, c_base + jb * int64_t(out_sz), g.ldc);
   }
 }
 
@@ -527,6 +529,7 @@ void write_tile_scalar(const float* acc, int ld_acc, const Tile& t) {
         continue;
       }
       if (t.bias) v += t.bias[j];
+      if (t.bias_rows) v += t.bias_rows[i];
       v = apply_activation(v, t.act);
       if (t.out == PHX_DTYPE_F32)
         t.c32[i * t.ldc32 + j] = v;

@@ -159,8 +159,15 @@ PHX_AVX2 __attribute__((noinline)) void write_tile_final(const __m256* c0, const
       v0 = _mm256_add_ps(v0, load8(c, n0));
       v1 = _mm256_add_ps(v1, load8(c + 8, n1));
     }
-    v0 = act256(_mm256_add_ps(v0, bias0), t.act);
-    v1 = act256(_mm256_add_ps(v1, bias1), t.act);
+    v0 = _mm256_add_ps(v0, bias0);
+    v1 = _mm256_add_ps(v1, bias1);
+    if (t.bias_rows) {
+      const __m256 row = _mm256_set1_ps(t.bias_rows[i]);
+      v0 = _mm256_add_ps(v0, row);
+      v1 = _mm256_add_ps(v1, row);
+    }
+    v0 = act256(v0, t.act);
+    v1 = act256(v1, t.act);
     if (t.out == PHX_DTYPE_F32) {
       float* c = t.c32 + i * t.ldc32;
       store8(c, n0, v0);
@@ -175,7 +182,7 @@ PHX_AVX2 __attribute__((noinline)) void write_tile_final(const __m256* c0, const
 
 // Partial sums and plain f32 results (bias at most): unrolled, accumulators in registers.
 PHX_AVX2 inline void write_tile(__m256 (&c0)[kMr], __m256 (&c1)[kMr], const Tile& t) {
-  if (t.final && (t.act != PHX_ACTIVATION_NONE || t.out != PHX_DTYPE_F32)) {
+  if (t.final && (t.act != PHX_ACTIVATION_NONE || t.out != PHX_DTYPE_F32 || t.bias_rows)) {
     alignas(32) __m256 s0[kMr], s1[kMr];
 #pragma GCC unroll 6
     for (int i = 0; i < kMr; ++i) {
@@ -337,15 +344,16 @@ PHX_AVX2 void skinny_update(int64_t m, int64_t kn, const float* a, int64_t a_row
     skinny_rows<1>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
 }
 
-// As write_tile_final: act(acc + bias), then the store.
+// As write_tile_final: act(acc + bias + bias_rows), then the store.
 PHX_AVX2 void skinny_epilogue(int64_t m, int64_t w, const float* acc, int64_t ldacc,
-                              const float* bias, phx_activation act, phx_dtype out, void* c,
-                              int64_t ldc) {
+                              const float* bias, const float* bias_rows, phx_activation act,
+                              phx_dtype out, void* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < w; j += 8) {
       const int n = int(std::min<int64_t>(8, w - j));
       __m256 v = load8(acc + i * ldacc + j, n);
       if (bias) v = _mm256_add_ps(v, load8(bias + j, n));
+      if (bias_rows) v = _mm256_add_ps(v, _mm256_set1_ps(bias_rows[i]));
       v = act256(v, act);
       if (out == PHX_DTYPE_F32)
         store8(static_cast<float*>(c) + i * ldc + j, n, v);

@@ -151,8 +151,15 @@ PHX_AVX512 __attribute__((noinline)) void write_tile_final(const __m512* c0, con
       v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c));
       v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c + 16));
     }
-    v0 = act512(_mm512_add_ps(v0, bias0), t.act);
-    v1 = act512(_mm512_add_ps(v1, bias1), t.act);
+    v0 = _mm512_add_ps(v0, bias0);
+    v1 = _mm512_add_ps(v1, bias1);
+    if (t.bias_rows) {
+      const __m512 row = _mm512_set1_ps(t.bias_rows[i]);
+      v0 = _mm512_add_ps(v0, row);
+      v1 = _mm512_add_ps(v1, row);
+    }
+    v0 = act512(v0, t.act);
+    v1 = act512(v1, t.act);
     if (t.out == PHX_DTYPE_F32) {
       float* c = t.c32 + i * t.ldc32;
       _mm512_mask_storeu_ps(c, m0, v0);
@@ -169,7 +176,7 @@ PHX_AVX512 __attribute__((noinline)) void write_tile_final(const __m512* c0, con
 // (bias at most) are written here, unrolled, with the accumulators in registers.
 PHX_AVX512 inline void write_tile(__m512 (&c0)[kMr], __m512 (&c1)[kMr], const Tile& t) {
   const __mmask16 m0 = lane_mask(t.nr), m1 = lane_mask(t.nr - 16);
-  if (t.final && (t.act != PHX_ACTIVATION_NONE || t.out != PHX_DTYPE_F32)) {
+  if (t.final && (t.act != PHX_ACTIVATION_NONE || t.out != PHX_DTYPE_F32 || t.bias_rows)) {
     alignas(64) __m512 s0[kMr], s1[kMr];
 #pragma GCC unroll 14
     for (int i = 0; i < kMr; ++i) {
@@ -368,15 +375,16 @@ PHX_AVX512 void skinny_update(int64_t m, int64_t kn, const float* a, int64_t a_r
     skinny_rows<1>(m, a + k * a_k, a_row, a_k, b + k * ldb, ldb, w, acc, ldacc, first && k == 0);
 }
 
-// As write_tile_final: act(acc + bias), then the store.
+// As write_tile_final: act(acc + bias + bias_rows), then the store.
 PHX_AVX512 void skinny_epilogue(int64_t m, int64_t w, const float* acc, int64_t ldacc,
-                                const float* bias, phx_activation act, phx_dtype out, void* c,
-                                int64_t ldc) {
+                                const float* bias, const float* bias_rows, phx_activation act,
+                                phx_dtype out, void* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < w; j += 16) {
       const __mmask16 lanes = lane_mask(int(std::min<int64_t>(16, w - j)));
       __m512 v = _mm512_maskz_loadu_ps(lanes, acc + i * ldacc + j);
       if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, bias + j));
+      if (bias_rows) v = _mm512_add_ps(v, _mm512_set1_ps(bias_rows[i]));
       v = act512(v, act);
       if (out == PHX_DTYPE_F32)
         _mm512_mask_storeu_ps(static_cast<float*>(c) + i * ldc + j, lanes, v);

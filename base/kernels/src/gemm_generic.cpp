@@ -60,12 +60,13 @@ void skinny_update_generic(int64_t m, int64_t kn, const float* a, int64_t a_row,
 }
 
 void skinny_epilogue_generic(int64_t m, int64_t w, const float* acc, int64_t ldacc,
-                             const float* bias, phx_activation act, phx_dtype out, void* c,
-                             int64_t ldc) {
+                             const float* bias, const float* bias_rows, phx_activation act,
+                             phx_dtype out, void* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < w; ++j) {
       float v = acc[i * ldacc + j];
       if (bias) v += bias[j];
+      if (bias_rows) v += bias_rows[i];
       const int64_t at = i * ldc + j;
       store_out(apply_activation(v, act), out, static_cast<float*>(c) + at,
                 static_cast<uint16_t*>(c) + at);

@@ -41,10 +41,11 @@ struct Tile {
   int64_t ldc32;
   void* c16;  // 16-bit output (final tile only, when out_dtype is 16-bit)
   int64_t ldc16;
-  int mr, nr;         // valid rows and columns of the tile
-  bool accumulate;    // add to the values already at c32
-  bool final;         // the last K block: apply bias + activation, write the output
-  const float* bias;  // nr values for the tile's columns, or null
+  int mr, nr;              // valid rows and columns of the tile
+  bool accumulate;         // add to the values already at c32
+  bool final;              // the last K block: apply bias + activation, write the output
+  const float* bias;       // nr values for the tile's columns, or null
+  const float* bias_rows;  // mr values for the tile's rows, or null
   phx_activation act;
   phx_dtype out;  // f32, f16 or bf16
 };
@@ -77,8 +78,8 @@ using SkinnyUpdateFn = void (*)(int64_t m, int64_t kn, const float* a, int64_t a
 // C(i, j) = act(acc[i * ldacc + j] + bias[j]) (bias may be null) for i < m, j < w, written
 // as out (f32, f16 or bf16) at c + (i * ldc + j) elements; c may be acc itself.
 using SkinnyEpilogueFn = void (*)(int64_t m, int64_t w, const float* acc, int64_t ldacc,
-                                  const float* bias, phx_activation act, phx_dtype out, void* c,
-                                  int64_t ldc);
+                                  const float* bias, const float* bias_rows, phx_activation act,
+                                  phx_dtype out, void* c, int64_t ldc);
 
 struct IsaKernels {
   const char* name;

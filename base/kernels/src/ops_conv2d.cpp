@@ -1,7 +1,7 @@
 // conv2d as im2col + gemm(), per image and group, in both layouts.
 //
 // NCHW: out[c, p] = sum_r w[c, r] col[r, p], col [Cig*KH*KW, pixels]; the bias is per
-//   output row, which gemm cannot fuse, so it is added (with the activation) after.
+//   output row (GemmArgs::bias_rows), fused into gemm with the activation.
 // NHWC: out[p, c] = sum_r col[p, r] w[c, r], col [pixels, KH*KW*Cig]; the bias is per
 //   output column, fused into gemm with the activation.
 // An f32 NCHW convolution with a short patch or small groups is computed directly instead
@@ -84,10 +84,6 @@ void im2col_nhwc(const Conv2dGeometry& g, const T* x, T* col, int64_t p0, int64_
   }
 }
 
-PHX_CLONES void add_scalar(float* y, float v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += v;
-}
-
 // col is kept near this many bytes, whatever the image and patch sizes.
 constexpr int64_t kColBytes = 4 << 20;
 // Several images' col: about this many bytes per thread, so that the part of col each
@@ -127,7 +123,7 @@ Parts parts_of(const Conv2dGeometry& g, int64_t elem_bytes, int64_t threads) {
   return {(g.batch + calls - 1) / calls, pixels};
 }
 
-// col and product are written whole before they are read: left uninitialized.
+// col is written whole before it is read: left uninitialized.
 template <class T>
 std::unique_ptr<T[]> scratch(int64_t elements) {
   return std::unique_ptr<T[]>(elements > 0 ? new T[static_cast<size_t>(elements)] : nullptr);
@@ -159,13 +155,10 @@ void conv_nchw_blocks(const Conv2dGeometry& g, const T* x, const T* wt, const fl
   const int64_t pixels = g.pixels_out(), patch = g.patch(), x_image = g.c_in * g.h * g.w;
   const int64_t block = block_pixels(g, sizeof(T));
   const int64_t blocks = (pixels + block - 1) / block;
-  // With a bias, a 16-bit product goes through f32 so that it is rounded once.
-  const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
   const size_t out_bytes = dtype_bytes(dtype);
   parallel_for(pool, g.batch * g.groups * blocks, patch * block * g.c_out_group,
                [&](int64_t t0, int64_t t1) {
                  thread_local std::vector<T> col;
-                 thread_local std::vector<float> product;
                  for (int64_t t = t0; t < t1; ++t) {
                    const int64_t image = t / (g.groups * blocks), grp = t / blocks % g.groups;
                    const int64_t p0 = t % blocks * block, count = std::min(block, pixels - p0);
@@ -174,8 +167,6 @@ void conv_nchw_blocks(const Conv2dGeometry& g, const T* x, const T* wt, const fl
                      col.resize(static_cast<size_t>(patch * count));
                    im2col_nchw(g, x + image * x_image + grp * g.c_in_group * g.h * g.w, col.data(),
                                0, patch, p0, count);
-                   char* dst =
-                       static_cast<char*>(out) + ((image * g.c_out + c0) * pixels + p0) * out_bytes;
                    GemmArgs args;
                    args.in_dtype = dtype;
                    args.m = g.c_out_group;
@@ -185,35 +176,19 @@ void conv_nchw_blocks(const Conv2dGeometry& g, const T* x, const T* wt, const fl
                    args.lda = patch;
                    args.b = col.data();
                    args.ldb = count;
-                   if (bias == nullptr) {  // gemm applies the activation
-                     args.c = dst;
-                     args.ldc = pixels;
-                     args.out_dtype = dtype;
-                     args.activation = act;
-                     gemm(args, serial_pool());
-                     continue;
-                   }
-                   if (via_f32 && product.size() < static_cast<size_t>(g.c_out_group * count))
-                     product.resize(static_cast<size_t>(g.c_out_group * count));
-                   float* prod = via_f32 ? product.data() : reinterpret_cast<float*>(dst);
-                   const int64_t ld = via_f32 ? count : pixels;
-                   args.c = prod;
-                   args.ldc = ld;
-                   args.out_dtype = PHX_DTYPE_F32;
+                   args.c =
+                       static_cast<char*>(out) + ((image * g.c_out + c0) * pixels + p0) * out_bytes;
+                   args.ldc = pixels;
+                   args.out_dtype = dtype;
+                   args.bias_rows = bias != nullptr ? bias + c0 : nullptr;
+                   args.activation = act;
                    gemm(args, serial_pool());
-                   for (int64_t c = 0; c < g.c_out_group; ++c) {
-                     float* row = prod + c * ld;
-                     add_scalar(row, bias[c0 + c], count);
-                     activation_f32(act, row, count);
-                     if (via_f32) from_f32(dtype, row, dst + c * pixels * out_bytes, count);
-                   }
                  }
                });
 }
 
 // NCHW, pointwise or with few pixels per weight: one gemm over whole images (x itself is
-// the matrix of a pointwise convolution), threaded inside the gemm. The bias is per output
-// row, which gemm cannot fuse, so it is added (with the activation) after.
+// the matrix of a pointwise convolution), threaded inside the gemm.
 template <class T>
 void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {
@@ -221,20 +196,19 @@ void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
   const bool pointwise = g.is_pointwise();
   const Parts parts = parts_of(g, sizeof(T), pool.size());
   const std::unique_ptr<T[]> col = scratch<T>(pointwise ? 0 : parts.images * patch * parts.pixels);
-  // With a bias, a 16-bit product goes through f32 so that it is rounded once.
-  const bool via_f32 = bias != nullptr && dtype != PHX_DTYPE_F32;
-  const std::unique_ptr<float[]> product =
-      scratch<float>(via_f32 ? parts.images * g.c_out_group * parts.pixels : 0);
   const size_t out_bytes = dtype_bytes(dtype);
 
   GemmArgs args;
   args.in_dtype = dtype;
+  args.out_dtype = dtype;
+  args.activation = act;
   args.k = patch;
   args.m = g.c_out_group;
   args.lda = patch;  // every image multiplies the same weights: batch_stride_a 0
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const int64_t c0 = grp * g.c_out_group;
     args.a = wt + c0 * patch;
+    args.bias_rows = bias != nullptr ? bias + c0 : nullptr;
     for (int64_t n0 = 0; n0 < g.batch; n0 += parts.images) {
       const int64_t images = std::min(parts.images, g.batch - n0);
       const T* xg = x + n0 * x_image + grp * g.c_in_group * g.h * g.w;
@@ -259,34 +233,10 @@ void conv_nchw(const Conv2dGeometry& g, const T* x, const T* wt, const float* bi
           args.batch_stride_b = patch * count;
         }
         args.n = count;
-        char* dst = static_cast<char*>(out) + ((n0 * g.c_out + c0) * pixels + p0) * out_bytes;
-        if (bias == nullptr) {  // gemm applies the activation
-          args.c = dst;
-          args.ldc = pixels;
-          args.batch_stride_c = g.c_out * pixels;
-          args.out_dtype = dtype;
-          args.activation = act;
-          gemm(args, pool);
-          continue;
-        }
-        float* prod = via_f32 ? product.get() : reinterpret_cast<float*>(dst);
-        const int64_t ld = via_f32 ? count : pixels;
-        const int64_t prod_image = via_f32 ? g.c_out_group * count : g.c_out * pixels;
-        args.c = prod;
-        args.ldc = ld;
-        args.batch_stride_c = prod_image;
-        args.out_dtype = PHX_DTYPE_F32;
-        args.activation = PHX_ACTIVATION_NONE;
+        args.c = static_cast<char*>(out) + ((n0 * g.c_out + c0) * pixels + p0) * out_bytes;
+        args.ldc = pixels;
+        args.batch_stride_c = g.c_out * pixels;
         gemm(args, pool);
-        parallel_for(pool, images * g.c_out_group, count, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) {
-            const int64_t i = r / g.c_out_group, c = r % g.c_out_group;
-            float* row = prod + i * prod_image + c * ld;
-            add_scalar(row, bias[c0 + c], count);
-            activation_f32(act, row, count);
-            if (via_f32) from_f32(dtype, row, dst + (i * g.c_out + c) * pixels * out_bytes, count);
-          }
-        });
       }
     }
   }

@@ -73,6 +73,7 @@ struct Problem {
   int64_t pad = 0;  // extra elements in every leading dimension
   bool bcast_a = false, bcast_b = false;
   bool bias = false;
+  bool bias_rows = false;  // GemmArgs::bias_rows, one value per row of C
   float scale = 1.0f;
 };
 
@@ -85,7 +86,8 @@ std::string describe(const Problem& p) {
          " batch=" + std::to_string(p.batch) + " in=" + dtype_name(p.in) +
          " ta=" + std::to_string(p.ta) + " tb=" + std::to_string(p.tb) +
          " pad=" + std::to_string(p.pad) + " bcast_a=" + std::to_string(p.bcast_a) +
-         " bcast_b=" + std::to_string(p.bcast_b) + " bias=" + std::to_string(p.bias);
+         " bcast_b=" + std::to_string(p.bcast_b) + " bias=" + std::to_string(p.bias) +
+         " bias_rows=" + std::to_string(p.bias_rows);
 }
 
 const char* act_name(phx_activation a) {
@@ -120,7 +122,7 @@ struct Fixture {
   Problem p;
   int64_t lda, ldb, ldc, sa, sb, sc;
   Buffer a, b;
-  std::vector<float> bias;
+  std::vector<float> bias, bias_rows;
   std::vector<double> ref, mag;
 
   static Buffer make(phx_dtype d, size_t n, std::mt19937& rng, float scale) {
@@ -143,6 +145,11 @@ struct Fixture {
       std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
       bias.resize(size_t(p.n));
       for (auto& v : bias) v = dist(rng);
+    }
+    if (p.bias_rows) {
+      std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+      bias_rows.resize(size_t(p.m));
+      for (auto& v : bias_rows) v = dist(rng);
     }
     ref.resize(size_t(p.batch * p.m * p.n));
     mag.resize(ref.size());
@@ -169,7 +176,8 @@ struct Fixture {
         }
         for (int64_t j = 0; j < p.n; ++j) {
           const size_t idx = size_t((bi * p.m + i) * p.n + j);
-          ref[idx] = s[size_t(j)] + (p.bias ? double(bias[size_t(j)]) : 0.0);
+          ref[idx] = s[size_t(j)] + (p.bias ? double(bias[size_t(j)]) : 0.0) +
+                     (p.bias_rows ? double(bias_rows[size_t(i)]) : 0.0);
           mag[idx] = mg[size_t(j)];
         }
       }
@@ -205,6 +213,7 @@ struct Fixture {
     g.ldc = ldc;
     g.batch_stride_c = sc;
     g.bias = p.bias ? bias.data() : nullptr;
+    g.bias_rows = p.bias_rows ? bias_rows.data() : nullptr;
     g.activation = act;
     EXPECT_TRUE(gemm_with_isa(g, pool, isa)) << isa;
 
@@ -382,6 +391,29 @@ TEST(Gemm, Batched) {
       }
     }
   }
+}
+
+// A bias per row (an NCHW convolution's), alone and with the column bias, before every
+// activation: tiles (several K blocks, edge tiles), the skinny path, batches, every input
+// and output dtype, on every instruction set. The reference adds both biases; the
+// tolerance is the one above (each bias is one more rounding of |s + bias| size).
+TEST(Gemm, RowBiasBeforeTheActivation) {
+  std::mt19937 rng(41);
+  ThreadPool pool(2);
+  const Problem shapes[] = {{37, 45, 300}, {5, 70, 33}, {16, 33, 9, 3}};
+  for (Problem p : shapes)
+    for (phx_dtype in : kInDtypes)
+      for (int both = 0; both < 2; ++both) {
+        p.in = in;
+        p.bias_rows = true;
+        p.bias = both;
+        const Fixture f(p, rng);
+        for (const char* isa : isas())
+          for (phx_dtype out : outs_for(in))
+            for (phx_activation act : {PHX_ACTIVATION_NONE, PHX_ACTIVATION_RELU,
+                                       PHX_ACTIVATION_GELU, PHX_ACTIVATION_SILU})
+              f.check(isa, out, act, pool);
+      }
 }
 
 // K == 0: every element is act(bias) (or act(0)).

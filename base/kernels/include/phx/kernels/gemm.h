@@ -21,7 +21,9 @@ namespace phx::kernels {
 //   (0 repeats one matrix for every b: broadcasting).
 // a and b are of in_dtype (f32, f16 or bf16); c is f32 or in_dtype. Products are
 // accumulated in f32; a 16-bit c is rounded to nearest even once, at the end.
-// bias, when not null, is N f32 values added to every row before the activation.
+// bias, when not null, is N f32 values added to every row before the activation;
+// bias_rows, when not null, M f32 values, value i added to every value of row i (a
+// convolution's bias in the NCHW product, whose rows are the output channels).
 struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
@@ -39,6 +41,7 @@ struct GemmArgs {
   int64_t ldc = 0;
   int64_t batch_stride_c = 0;
   const float* bias = nullptr;
+  const float* bias_rows = nullptr;
   phx_activation activation = PHX_ACTIVATION_NONE;
   // 0: the kernel blocks K as it likes (results may differ in the last bits between
   // instruction sets). > 0: K is summed in passes of k_pass values, as a systolic
