@@ -6,9 +6,10 @@
 //   output column, fused into gemm with the activation.
 // An f32 NCHW convolution with a short patch or small groups is computed directly instead
 // (ops_conv2d_direct.cpp). A 1x1 convolution with stride 1 and no padding needs no col: x
-// is the matrix. Otherwise col is built for a bounded number of whole images, or of one
-// image's output pixels, at a time (Parts); each part is one gemm call, batched over its
-// images.
+// is the matrix. An NCHW layer of few output channels is computed in tasks of blocks of
+// pixels, each building its col and multiplying it on its own thread (conv_nchw_blocks).
+// Otherwise col is built for a bounded number of whole images, or of one image's output
+// pixels, at a time (Parts); each part is one gemm call, batched over its images.
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -129,11 +130,6 @@ std::unique_ptr<T[]> scratch(int64_t elements) {
   return std::unique_ptr<T[]>(elements > 0 ? new T[static_cast<size_t>(elements)] : nullptr);
 }
 
-// NCHW, not pointwise: tasks of (image, group, block of output pixels), each building the
-// col of its block in a buffer of its thread and multiplying it there, on that thread. A
-// block's col is about kTaskColBytes: the gemm then packs it from the second-level cache
-// where a col of whole images went through memory twice (written, then packed: resnet18's
-// 64x56x56 3x3 convolutions, 7 MB each).
 // The pixels of one conv_nchw_blocks task.
 int64_t block_pixels(const Conv2dGeometry& g, int64_t elem_bytes) {
   return std::clamp<int64_t>(kTaskColBytes / (g.patch() * elem_bytes) / kBlockUnit * kBlockUnit,
@@ -149,6 +145,11 @@ bool takes_blocks(const Conv2dGeometry& g, int64_t elem_bytes, int64_t threads) 
   return !g.is_pointwise() && g.c_out_group < threads * block_pixels(g, elem_bytes);
 }
 
+// NCHW, not pointwise: tasks of (image, group, block of output pixels), each building the
+// col of its block in a buffer of its thread and multiplying it there, on that thread. A
+// block's col is about kTaskColBytes: the gemm then packs it from the second-level cache
+// where a col of whole images went through memory twice (written, then packed: resnet18's
+// 64x56x56 3x3 convolutions, 7 MB each).
 template <class T>
 void conv_nchw_blocks(const Conv2dGeometry& g, const T* x, const T* wt, const float* bias,
                       phx_activation act, void* out, phx_dtype dtype, ThreadPool& pool) {

@@ -266,34 +266,35 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
       }
     });
     float* y = out + n * g.c_out * pixels;
-    parallel_for(
-        pool, g.groups * blocks * bands, kOutBlock * patch * g.w_out * band,
-        [&](int64_t t0, int64_t t1) {
-          alignas(64) float buffer[kPlaneBuffer];  // whole_plane only; 16 KiB, not initialized
-          for (int64_t t = t0; t < t1; ++t) {
-            const int64_t oh0 = t % bands * band, oh1 = std::min(g.h_out, oh0 + band);
-            const int64_t block = t / bands % blocks, grp = t / bands / blocks;
-            const int64_t co = grp * g.c_out_group + block * kOutBlock;
-            const int64_t channels =
-                std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
-            const float* xg = padded.get() + grp * g.c_in_group * plane;
-            const float* wb = w + co * patch;
-            const float* bb = bias != nullptr ? bias + co : nullptr;
-            float* yb = y + co * pixels + oh0 * g.w_out;
-            if (whole_plane) {
-              const int64_t ld = g.h_out * row;
-              run_rows(xg, off.data(), patch, wb, bb, buffer, ld, run, channels);
-              for (int64_t c = 0; c < channels; ++c)
-                copy_rows(buffer + c * ld, row, g.h_out, g.w_out, yb + c * pixels);
-            } else {
-              for (int64_t oh = oh0; oh < oh1; ++oh)
-                run_rows(xg + oh * g.stride_h * row, off.data(), patch, wb, bb,
-                         yb + (oh - oh0) * g.w_out, pixels, g.w_out, channels);
-            }
-            for (int64_t c = 0; c < channels; ++c)
-              activation_f32(act, yb + c * pixels, (oh1 - oh0) * g.w_out);
-          }
-        });
+    parallel_for(pool, g.groups * blocks * bands, kOutBlock * patch * g.w_out * band,
+                 [&](int64_t t0, int64_t t1) {
+                   // whole_plane only, not initialized; 8 more values, which copy_rows's moves of
+                   // 8 may read past a short row of the last channel.
+                   alignas(64) float buffer[kPlaneBuffer + 8];
+                   for (int64_t t = t0; t < t1; ++t) {
+                     const int64_t oh0 = t % bands * band, oh1 = std::min(g.h_out, oh0 + band);
+                     const int64_t block = t / bands % blocks, grp = t / bands / blocks;
+                     const int64_t co = grp * g.c_out_group + block * kOutBlock;
+                     const int64_t channels =
+                         std::min<int64_t>(kOutBlock, g.c_out_group - block * kOutBlock);
+                     const float* xg = padded.get() + grp * g.c_in_group * plane;
+                     const float* wb = w + co * patch;
+                     const float* bb = bias != nullptr ? bias + co : nullptr;
+                     float* yb = y + co * pixels + oh0 * g.w_out;
+                     if (whole_plane) {
+                       const int64_t ld = g.h_out * row;
+                       run_rows(xg, off.data(), patch, wb, bb, buffer, ld, run, channels);
+                       for (int64_t c = 0; c < channels; ++c)
+                         copy_rows(buffer + c * ld, row, g.h_out, g.w_out, yb + c * pixels);
+                     } else {
+                       for (int64_t oh = oh0; oh < oh1; ++oh)
+                         run_rows(xg + oh * g.stride_h * row, off.data(), patch, wb, bb,
+                                  yb + (oh - oh0) * g.w_out, pixels, g.w_out, channels);
+                     }
+                     for (int64_t c = 0; c < channels; ++c)
+                       activation_f32(act, yb + c * pixels, (oh1 - oh0) * g.w_out);
+                   }
+                 });
   }
 }
 
