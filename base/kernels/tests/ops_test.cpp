@@ -1319,6 +1319,25 @@ TEST(OpsConv2d, LayoutsGroupsPaddingBias) {
     for (const ConvCase& c : cases) check_conv(d, c);
 }
 
+// Pointwise convolutions of one pixel (squeeze-and-excitation blocks), which the kernel
+// computes as a row times the weights transposed: batched, grouped, with and without a
+// bias, large enough to thread (576 -> 144, MobileNetV3's), both layouts.
+TEST(OpsConv2d, OnePixelPointwise) {
+  const ConvCase one = {
+      PHX_LAYOUT_NCHW,    3, 576, 1, 1, 144, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true,
+      PHX_ACTIVATION_RELU};
+  std::vector<ConvCase> cases(4, one);
+  cases[1].groups = 4;
+  cases[1].bias = false;
+  cases[1].act = PHX_ACTIVATION_NONE;
+  cases[2].n = 1;
+  cases[2].c_in = 5;
+  cases[2].c_out = 3;
+  cases[3].layout = PHX_LAYOUT_NHWC;
+  for (phx_dtype d : kFloats)
+    for (const ConvCase& c : cases) check_conv(d, c);
+}
+
 // ---- max_pool ----
 // Exact (it picks values). The kernel reduces the outer taps of a row first, then reads the
 // windows inside x at a stride (1, 2 and others take different loops) and walks those at
