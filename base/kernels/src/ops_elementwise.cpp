@@ -206,7 +206,10 @@ float hard_sigmoid(float x, float alpha, float beta) {
 float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
 
 // The unary math ops on f32 values (y may be x). alpha and beta are the op's parameters.
-void unary_math_f32(phx_op_id op, float alpha, float beta, const float* x, float* y, int64_t n) {
+// One clone per instruction set: the ops of comparisons and arithmetic (clip, hard_swish,
+// leaky_relu: MobileNet's activations) vectorize as wide as the CPU allows.
+PHX_CLONES void unary_math_f32(phx_op_id op, float alpha, float beta, const float* x, float* y,
+                               int64_t n) {
   switch (op) {
     case PHX_OP_SIGMOID:
       return map_f32(x, y, n, sigmoid);
