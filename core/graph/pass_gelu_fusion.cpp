@@ -28,8 +28,8 @@ class GeluFusion {
  private:
   const Value& value(phx_value v) const { return p_.graph.values[v]; }
 
-  // The other input of a binary node whose input `constant` holds want (either order);
-  // PHX_VALUE_NONE when neither does.
+  // The other input of a binary node one of whose inputs is a scalar constant holding want
+  // (in either order); PHX_VALUE_NONE when neither is.
   phx_value other_than(const Node& node, float want) const {
     if (holds(value(node.inputs[1]), want)) return node.inputs[0];
     if (holds(value(node.inputs[0]), want)) return node.inputs[1];

@@ -130,23 +130,16 @@ RowsFn rows_for(std::string_view isa) {
 // zero elsewhere.
 PHX_INLINE void pad_phase(const float* column, int64_t s, int64_t a, int64_t b, float* dst,
                           int64_t wps) {
-  using V = Vec<8>;
-  // The zeros first, in 8-value stores that may reach into [a, b), copied after.
-  if (wps >= 8) {
-    for (int64_t k = 0; k < a; k += 8) store(dst + std::min(k, wps - 8), V{});
-    for (int64_t k = wps; k > b; k -= 8) store(dst + std::max<int64_t>(k - 8, 0), V{});
-  } else {
-    std::fill(dst, dst + wps, 0.0f);
+  zero_short(dst, a);
+  zero_short(dst + b, wps - b);
+  if (s == 1) {
+    copy_short(column, dst + a, b - a);
+    return;
   }
   int64_t k = a;
-  if (s == 1) {
-    for (; k + 8 <= b; k += 8) {
-      V v;
-      load(v, column + (k - a));
-      store(dst + k, v);
-    }
-  } else if (s == 2) {
+  if (s == 2) {
     // The even values of 16; k + 8 < b keeps the last, column[2 (k - a) + 15], inside.
+    using V = Vec<8>;
     for (; k + 8 < b; k += 8) {
       V lo, hi;
       load(lo, column + 2 * (k - a));
@@ -170,31 +163,6 @@ PHX_CLONES void pad_rows(const float* src, int64_t rows, int64_t w, int64_t pad_
     const int64_t b = std::clamp<int64_t>((first + w + s - 1) / s, a, wps);
     for (int64_t r = 0; r < rows; ++r)
       pad_phase(src + r * w + (a * s - first), s, a, b, dst + (r * s + p) * wps, wps);
-  }
-}
-
-// Copies `rows` rows of n values, ld apart at src, to consecutive rows at dst, in 8-value
-// moves written out (short rows: a call of memcpy per row would cost more). A row of n >= 8
-// ends with a move that overlaps the one before it; a shorter row takes one move, which
-// runs into the rows after it, written after it, while 8 values remain to the end of the
-// last row; the rows after that are copied value by value.
-PHX_INLINE void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t n, float* dst) {
-  using V = Vec<8>;
-  for (int64_t r = 0; r < rows; ++r, src += ld, dst += n) {
-    V v;
-    if (n >= 8) {
-      for (int64_t k = 0; k + 8 < n; k += 8) {
-        load(v, src + k);
-        store(dst + k, v);
-      }
-      load(v, src + n - 8);
-      store(dst + n - 8, v);
-    } else if ((rows - r) * n >= 8) {
-      load(v, src);
-      store(dst, v);
-    } else {
-      for (int64_t k = 0; k < n; ++k) dst[k] = src[k];
-    }
   }
 }
 
@@ -268,9 +236,7 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
     float* y = out + n * g.c_out * pixels;
     parallel_for(pool, g.groups * blocks * bands, kOutBlock * patch * g.w_out * band,
                  [&](int64_t t0, int64_t t1) {
-                   // whole_plane only, not initialized; 8 more values, which copy_rows's moves of
-                   // 8 may read past a short row of the last channel.
-                   alignas(64) float buffer[kPlaneBuffer + 8];
+                   alignas(64) float buffer[kPlaneBuffer];  // whole_plane only; not initialized
                    for (int64_t t = t0; t < t1; ++t) {
                      const int64_t oh0 = t % bands * band, oh1 = std::min(g.h_out, oh0 + band);
                      const int64_t block = t / bands % blocks, grp = t / bands / blocks;
@@ -285,7 +251,9 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
                        const int64_t ld = g.h_out * row;
                        run_rows(xg, off.data(), patch, wb, bb, buffer, ld, run, channels);
                        for (int64_t c = 0; c < channels; ++c)
-                         copy_rows(buffer + c * ld, row, g.h_out, g.w_out, yb + c * pixels);
+                         for (int64_t oh = 0; oh < g.h_out; ++oh)
+                           copy_short(buffer + c * ld + oh * row, yb + c * pixels + oh * g.w_out,
+                                      g.w_out);
                      } else {
                        for (int64_t oh = oh0; oh < oh1; ++oh)
                          run_rows(xg + oh * g.stride_h * row, off.data(), patch, wb, bb,
