@@ -1,8 +1,7 @@
 // Layout operators: Reshape and its kin (Flatten, Squeeze, Unsqueeze), Concat, Split,
 // Slice, Gather, Expand, Tile and Pad onto the layout ops, DepthToSpace and SpaceToDepth
-// as a reshape, a transpose and a reshape; ScatterND of known values. On
-// values known at import (the shape arithmetic of exported models) the importer computes
-// them itself.
+// as a reshape, a transpose and a reshape. On values known at import (the shape
+// arithmetic of exported models) the importer computes them itself.
 #include <algorithm>
 #include <limits>
 
@@ -385,56 +384,6 @@ void convert_gather(Importer& im, const onnx::NodeProto& node) {
             im.add_node(node, PHX_OP_GATHER, &params,
                         {im.graph_input(node, 0), im.graph_input(node, 1)})[0],
             im.input(node, 0).elem_type);
-}
-
-// ScatterND on values known at import: the masks a model builds from constants (Swin's
-// shifted-window attention mask writes its regions' numbers into a zero tensor). Of graph
-// values it is refused: no op scatters yet.
-void convert_scatter_nd(Importer& im, const onnx::NodeProto& node) {
-  const KnownValue* data = im.known_input(node, 0);
-  const KnownValue* indices = im.known_input(node, 1);
-  const KnownValue* updates = im.known_input(node, 2);
-  if (data == nullptr || indices == nullptr || updates == nullptr)
-    im.unsupported(node,
-                   "only values known at import are scattered (constants and what is "
-                   "computed from them)");
-  const std::string reduction = attr_string(node, "reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul")
-    im.unsupported(node, "reduction '" + reduction + "'");
-  const size_t r = data->dims.size(), q = indices->dims.size();
-  const int64_t k = q == 0 ? -1 : indices->dims.back();
-  if (q == 0 || k < 1 || static_cast<size_t>(k) > r)
-    im.invalid(node, "indices' last dimension must be between 1 and data's rank");
-  std::vector<int64_t> update_dims(indices->dims.begin(), indices->dims.end() - 1);
-  update_dims.insert(update_dims.end(), data->dims.begin() + k, data->dims.end());
-  if (updates->dims != update_dims) im.invalid(node, "updates' shape is not indices' and data's");
-  if (updates->integral() != data->integral()) im.invalid(node, "updates' type is not data's");
-  int64_t slice = 1;
-  for (size_t d = static_cast<size_t>(k); d < r; ++d) slice *= data->dims[d];
-  KnownValue out = *data;
-  const size_t tuples = indices->size() / static_cast<size_t>(k);
-  for (size_t t = 0; t < tuples; ++t) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < k; ++d) {
-      int64_t i = indices->int_at(t * static_cast<size_t>(k) + static_cast<size_t>(d));
-      if (i < -data->dims[d] || i >= data->dims[d]) im.invalid(node, "an index out of range");
-      offset = offset * data->dims[d] + (i < 0 ? i + data->dims[d] : i);
-    }
-    for (int64_t e = 0; e < slice; ++e) {
-      const size_t to = static_cast<size_t>(offset * slice + e);
-      const size_t from = t * static_cast<size_t>(slice) + static_cast<size_t>(e);
-      if (out.integral()) {
-        const int64_t u = updates->ints[from];
-        int64_t& v = out.ints[to];
-        v = reduction == "add" ? wrapping_add(v, u) : reduction == "mul" ? wrapping_mul(v, u) : u;
-      } else {
-        const double u = updates->reals[from];
-        double& v = out.reals[to];
-        v = reduction == "add" ? v + u : reduction == "mul" ? v * u : u;
-      }
-    }
-  }
-  im.define_known(node, 0, std::move(out));
 }
 
 void convert_expand(Importer& im, const onnx::NodeProto& node) {

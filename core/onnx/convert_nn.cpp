@@ -1,5 +1,5 @@
 // The operators of neural networks that map onto one op or a few: products,
-// convolution, softmax and the norms. Shapes ONNX sees otherwise (1-D operands, a
+// convolution, softmax and the norms (LRN among them). Shapes ONNX sees otherwise (1-D operands, a
 // softmax over several dimensions, a norm over several) go through a reshape.
 #include <algorithm>
 #include <cmath>
@@ -281,6 +281,46 @@ void convert_transpose(Importer& im, const onnx::NodeProto& node) {
   for (uint32_t i = 0; i < rank; ++i)
     params.perm[i] = perm.empty() ? rank - 1 - i : static_cast<uint32_t>(perm[i]);
   im.define(node, 0, im.add_node(node, PHX_OP_TRANSPOSE, &params, {x})[0],
+            im.input(node, 0).elem_type);
+}
+
+// Local response normalization across channels: x / (bias + alpha / size * s)^beta, s
+// the sum of squares over the size channels around each one. The squares, as
+// [N, 1, C, rest], are averaged by an avg_pool of a size x 1 window padded with zeros
+// (counted in: the mean is s / size).
+void convert_lrn(Importer& im, const onnx::NodeProto& node) {
+  const int64_t size = attr_int(node, "size", 0);
+  if (size < 1) im.invalid(node, "size must be at least 1");
+  if (size > 4096) im.unsupported(node, "a window of more than 4096 channels");
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value_info vi = im.info(x);
+  if (vi.rank < 2) im.invalid(node, "x needs rank >= 2");
+  std::vector<int64_t> dims(vi.shape, vi.shape + vi.rank);
+  int64_t rest = 1;
+  for (uint32_t d = 1; d < vi.rank; ++d) {
+    if (dims[d] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "an LRN over a dynamic dimension");
+    if (d >= 2) rest *= dims[d];
+  }
+  const phx_value squares = im.add_node(node, PHX_OP_MUL, nullptr, {x, x}, 1, {}, "squares")[0];
+  const phx_value columns = reshape_to(im, node, squares, {dims[0], 1, dims[1], rest}, "columns");
+  phx_pool_params pool = PHX_POOL_PARAMS_INIT;
+  pool.kernel[0] = static_cast<uint32_t>(size);
+  pool.kernel[1] = 1;
+  pool.pad_begin[0] = static_cast<uint32_t>((size - 1) / 2);
+  pool.pad_end[0] = static_cast<uint32_t>(size - 1 - (size - 1) / 2);
+  pool.count_include_pad = 1;
+  const phx_value mean = im.add_node(node, PHX_OP_AVG_POOL, &pool, {columns}, 1, {}, "mean")[0];
+  const phx_value scaled_mean = scaled(im, node, reshape_to(im, node, mean, dims, "mean"),
+                                       attr_float(node, "alpha", 1e-4f), "alpha");
+  const phx_value base =
+      im.add_node(node, PHX_OP_ADD, nullptr,
+                  {scaled_mean, im.scalar_constant(node, attr_float(node, "bias", 1.0f), "bias")},
+                  1, {}, "base")[0];
+  const phx_value divisor =
+      im.add_node(node, PHX_OP_POW, nullptr,
+                  {base, im.scalar_constant(node, attr_float(node, "beta", 0.75f), "beta")}, 1, {},
+                  "divisor")[0];
+  im.define(node, 0, im.add_node(node, PHX_OP_DIV, nullptr, {x, divisor})[0],
             im.input(node, 0).elem_type);
 }
 

@@ -10,16 +10,6 @@
 namespace phx::onnx_import {
 namespace {
 
-// An i32 constant of these dims, named after node.
-phx_value index_table(Importer& im, const onnx::NodeProto& node, std::vector<int64_t> dims,
-                      std::vector<int64_t> ints, const char* what) {
-  KnownValue table;
-  table.elem_type = onnx::TensorProto::INT32;
-  table.dims = std::move(dims);
-  table.ints = std::move(ints);
-  return im.constant(table, node.name() + " " + what);
-}
-
 // MaxPool's Indices: the flat index in x of each output's largest element, first in scan
 // order on ties. No op gives it, but the windows are known at import: each output's taps
 // are gathered from its plane by a table of plane indices, their argmax picks a tap, and
@@ -78,7 +68,7 @@ phx_value max_pool_indices(Importer& im, const onnx::NodeProto& node, phx_value 
   axis.axis = 1;
   const phx_value windows =
       im.add_node(node, PHX_OP_GATHER, &axis,
-                  {flat, index_table(im, node, {outputs, taps}, std::move(gathered), "taps")}, 1,
+                  {flat, index_constant(im, node, {outputs, taps}, std::move(gathered), "taps")}, 1,
                   {}, "windows")[0];
   phx_argmax_params argmax = PHX_ARGMAX_PARAMS_INIT;
   argmax.axis = 2;
@@ -88,19 +78,19 @@ phx_value max_pool_indices(Importer& im, const onnx::NodeProto& node, phx_value 
   for (int64_t o = 0; o < outputs; ++o) window_starts[o] = o * taps;
   const phx_value flat_tap = im.add_node(
       node, PHX_OP_ADD, nullptr,
-      {tap, index_table(im, node, {outputs}, std::move(window_starts), "windows' starts")}, 1, {},
-      "tap of all")[0];
+      {tap, index_constant(im, node, {outputs}, std::move(window_starts), "windows' starts")}, 1,
+      {}, "tap of all")[0];
   axis.axis = 0;
   const phx_value in_plane = im.add_node(
       node, PHX_OP_GATHER, &axis,
-      {index_table(im, node, {outputs * taps}, std::move(reported), "reported"), flat_tap}, 1, {},
-      "index in plane")[0];
+      {index_constant(im, node, {outputs * taps}, std::move(reported), "reported"), flat_tap}, 1,
+      {}, "index in plane")[0];
   std::vector<int64_t> plane_starts(static_cast<size_t>(planes));
   for (int64_t p = 0; p < planes; ++p) plane_starts[p] = p * plane;
   const phx_value index = im.add_node(
       node, PHX_OP_ADD, nullptr,
-      {in_plane, index_table(im, node, {planes, 1}, std::move(plane_starts), "planes' starts")}, 1,
-      {}, "index")[0];
+      {in_plane, index_constant(im, node, {planes, 1}, std::move(plane_starts), "planes' starts")},
+      1, {}, "index")[0];
   return reshape_to(im, node, index, std::vector<int64_t>(yi.shape, yi.shape + yi.rank), "Indices");
 }
 

@@ -1,7 +1,10 @@
-// Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax, the global pools
-// (a mean or max over the spatial dimensions), the norms of a sum of squares or of
-// absolute values, made of an elementwise op and a sum, and ReduceLogSumExp.
+// Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax and Hardmax, the
+// global pools (a mean or max over the spatial dimensions), the norms of a sum of squares
+// or of absolute values, made of an elementwise op and a sum, ReduceLogSumExp, and
+// CumSum as a scan of shifted adds.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attributes.h"
 #include "converters.h"
@@ -160,6 +163,105 @@ void convert_global_average_pool(Importer& im, const onnx::NodeProto& node) {
 
 void convert_global_max_pool(Importer& im, const onnx::NodeProto& node) {
   global_pool(im, node, PHX_OP_REDUCE_MAX);
+}
+
+// 1 at the first largest element along axis, 0 elsewhere: the argmax compared with the
+// positions of the axis. Before opset 13 over the dimensions from axis on, flattened.
+void convert_hardmax(Importer& im, const onnx::NodeProto& node) {
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value_info vi = im.info(x);
+  const bool flattened = im.opset() < 13;
+  uint32_t axis = im.axis(node, attr_int(node, "axis", flattened ? 1 : -1), vi.rank);
+  const std::vector<int64_t> dims(vi.shape, vi.shape + vi.rank);
+  phx_value in = x;
+  std::vector<int64_t> in_dims = dims;
+  if (flattened) {
+    in_dims = {1, 1};
+    for (uint32_t d = 0; d < vi.rank; ++d) {
+      if (dims[d] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "flattening a dynamic dimension");
+      in_dims[d < axis ? 0 : 1] *= dims[d];
+    }
+    in = reshape_to(im, node, x, in_dims, "as rows");
+    axis = 1;
+  }
+  const int64_t n = in_dims[axis];
+  if (n == PHX_DIM_DYNAMIC) im.needs_sizes(node, "a Hardmax along a dynamic dimension");
+  if (n > (int64_t{1} << 24)) im.unsupported(node, "a Hardmax along more than 2^24 elements");
+  phx_argmax_params params = PHX_ARGMAX_PARAMS_INIT;
+  params.axis = static_cast<int32_t>(axis);
+  params.keep_dims = 1;
+  const phx_value largest = im.add_node(node, PHX_OP_ARGMAX, &params, {in}, 1, {}, "argmax")[0];
+  std::vector<int64_t> position_dims(in_dims.size(), 1), positions(static_cast<size_t>(n));
+  position_dims[axis] = n;
+  for (int64_t p = 0; p < n; ++p) positions[static_cast<size_t>(p)] = p;
+  const phx_value positions_constant =
+      index_constant(im, node, position_dims, std::move(positions), "positions");
+  const phx_value hot =
+      im.add_node(node, PHX_OP_EQUAL, nullptr, {largest, positions_constant}, 1, {}, "hot")[0];
+  phx_value y = im.add_node(node, PHX_OP_CAST, nullptr, {hot}, 1, {vi.dtype},
+                            flattened ? "as rows" : nullptr)[0];
+  if (flattened) y = reshape_to(im, node, y, dims, nullptr);
+  im.define(node, 0, y, im.input(node, 0).elem_type);
+}
+
+// The running sum along an axis in ceil(log2 n) steps, each adding the partial sums
+// shifted by 1, 2, 4, ... (a Hillis-Steele scan): exact for integers, and of floats
+// within log2(n) roundings of each sum, on every device. exclusive shifts x by one
+// first; reverse scans the reversed axis.
+void convert_cum_sum(Importer& im, const onnx::NodeProto& node) {
+  const KnownValue* axis_value = im.known_input(node, 1);
+  if (axis_value == nullptr || axis_value->size() != 1)
+    im.unsupported(node, "an axis that is not one value known at import");
+  phx_value y = im.graph_input(node, 0);
+  const phx_value_info vi = im.info(y);
+  if (vi.rank == 0) im.invalid(node, "x needs rank >= 1");
+  const uint32_t axis = im.axis(node, axis_value->int_at(0), vi.rank);
+  const int64_t n = vi.shape[axis];
+  if (n == PHX_DIM_DYNAMIC) im.needs_sizes(node, "a CumSum along a dynamic dimension");
+  auto reversed = [&](phx_value v, const char* suffix) {
+    phx_slice_params params = PHX_SLICE_PARAMS_INIT;
+    params.starts[axis] = n - 1;
+    params.ends[axis] = std::numeric_limits<int64_t>::min();
+    params.steps[axis] = -1;
+    return im.add_node(node, PHX_OP_SLICE, &params, {v}, 1, {}, suffix)[0];
+  };
+  // v shifted along the axis by s, zeros coming in (s < n).
+  auto shifted = [&](phx_value v, int64_t s, const char* suffix) {
+    phx_slice_params head = PHX_SLICE_PARAMS_INIT;
+    head.ends[axis] = n - s;
+    head.steps[axis] = 1;
+    const phx_value kept = im.add_node(node, PHX_OP_SLICE, &head, {v}, 1, {}, suffix)[0];
+    phx_pad_params pad = PHX_PAD_PARAMS_INIT;
+    pad.begin[axis] = static_cast<uint32_t>(s);
+    return im.add_node(node, PHX_OP_PAD, &pad, {kept}, 1, {}, suffix)[0];
+  };
+  const bool reverse = attr_int(node, "reverse", 0) != 0;
+  const bool exclusive = attr_int(node, "exclusive", 0) != 0;
+  if (reverse) y = reversed(y, "reversed");
+  if (exclusive) {
+    if (n == 1) {  // nothing comes before the only element: zeros
+      phx_pad_params pad = PHX_PAD_PARAMS_INIT;
+      pad.begin[axis] = 1;
+      phx_slice_params tail = PHX_SLICE_PARAMS_INIT;
+      tail.starts[axis] = 0;
+      tail.ends[axis] = 1;
+      tail.steps[axis] = 1;
+      y = im.add_node(node, PHX_OP_SLICE, &tail,
+                      {im.add_node(node, PHX_OP_PAD, &pad, {y}, 1, {}, "zeros")[0]}, 1, {},
+                      "zeros")[0];
+    } else {
+      y = shifted(y, 1, "exclusive");
+    }
+  }
+  for (int64_t s = 1; s < n; s *= 2)
+    y = im.add_node(node, PHX_OP_ADD, nullptr, {y, shifted(y, s, "shifted")}, 1, {},
+                    "partial sums")[0];
+  if (reverse) y = reversed(y, "reversed back");
+  if (y == im.graph_input(node, 0)) {
+    convert_identity(im, node);
+    return;
+  }
+  im.define(node, 0, y, im.input(node, 0).elem_type);
 }
 
 }  // namespace phx::onnx_import

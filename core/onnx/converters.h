@@ -72,6 +72,10 @@ void convert_layer_normalization(Importer&, const onnx::NodeProto&);
 void convert_batch_normalization(Importer&, const onnx::NodeProto&);
 void convert_instance_normalization(Importer&, const onnx::NodeProto&);
 void convert_transpose(Importer&, const onnx::NodeProto&);
+void convert_lrn(Importer&, const onnx::NodeProto&);
+
+// convert_einsum.cpp
+void convert_einsum(Importer&, const onnx::NodeProto&);
 
 // convert_reduce.cpp
 void convert_reduce_sum(Importer&, const onnx::NodeProto&);
@@ -88,6 +92,8 @@ void convert_arg_max(Importer&, const onnx::NodeProto&);
 void convert_arg_min(Importer&, const onnx::NodeProto&);
 void convert_global_average_pool(Importer&, const onnx::NodeProto&);
 void convert_global_max_pool(Importer&, const onnx::NodeProto&);
+void convert_hardmax(Importer&, const onnx::NodeProto&);
+void convert_cum_sum(Importer&, const onnx::NodeProto&);
 
 // convert_layout.cpp
 void convert_reshape(Importer&, const onnx::NodeProto&);
@@ -98,7 +104,6 @@ void convert_concat(Importer&, const onnx::NodeProto&);
 void convert_slice(Importer&, const onnx::NodeProto&);
 void convert_split(Importer&, const onnx::NodeProto&);
 void convert_gather(Importer&, const onnx::NodeProto&);
-void convert_scatter_nd(Importer&, const onnx::NodeProto&);
 void convert_expand(Importer&, const onnx::NodeProto&);
 void convert_tile(Importer&, const onnx::NodeProto&);
 void convert_pad(Importer&, const onnx::NodeProto&);
@@ -112,6 +117,22 @@ phx_value reshape_to(Importer& im, const onnx::NodeProto& node, phx_value x,
 // of them for more than PHX_MAX_OP_INPUTS parts.
 phx_value concat(Importer& im, const onnx::NodeProto& node, std::vector<phx_value> parts,
                  int32_t axis, const char* suffix);
+
+// convert_rnn.cpp: recurrences unrolled over their steps
+void convert_lstm(Importer&, const onnx::NodeProto&);
+void convert_gru(Importer&, const onnx::NodeProto&);
+void convert_rnn(Importer&, const onnx::NodeProto&);
+
+// convert_index.cpp: gathers and scatters through offsets into the flattened data
+// An i32 graph constant of these dims and values (indices, offsets, positions), named
+// after node with what.
+phx_value index_constant(Importer& im, const onnx::NodeProto& node, std::vector<int64_t> dims,
+                         std::vector<int64_t> values, const std::string& what);
+void convert_gather_elements(Importer&, const onnx::NodeProto&);
+void convert_gather_nd(Importer&, const onnx::NodeProto&);
+void convert_one_hot(Importer&, const onnx::NodeProto&);
+void convert_scatter_elements(Importer&, const onnx::NodeProto&);
+void convert_scatter_nd(Importer&, const onnx::NodeProto&);
 
 // convert_pool.cpp
 void convert_max_pool(Importer&, const onnx::NodeProto&);

@@ -202,6 +202,215 @@ def rotary_and_log_sum_exp(folder, rng):
               [("x", x)], [("y", y.astype(np.float32))])
 
 
+def const_node(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value), name))
+
+
+def index_tests(folder, rng):
+    """GatherElements and GatherND with indices known at import (offsets computed by the
+    importer) and as inputs (offsets computed at run time, negative ones from the end, a
+    lone index tuple), OneHot with values known, and ScatterElements and ScatterND of
+    known indices into data that is an input (ONNX's tests give every index as an input,
+    which the importer takes only as constants)."""
+    data = rng.uniform(-1, 1, (3, 4, 5)).astype(np.float32)
+    idx = rng.integers(-4, 4, (3, 2, 5)).astype(np.int64)
+    y = np.take_along_axis(data, np.where(idx < 0, idx + 4, idx), axis=1)
+    node_test(folder, "gather_elements_axis_1_known_indices",
+              [const_node("i", idx), helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
+              [("x", data)], [("y", y)])
+    node_test(folder, "gather_elements_negative_axis_indices_input",
+              [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=-2)],
+              [("x", data), ("i", idx)], [("y", y)])
+    tuples = np.array([[[0, -1], [2, 1]], [[-3, 3], [1, 0]]], np.int64)  # [2, 2, 2] into [3, 4]
+    y = np.stack([np.stack([data[t[0], t[1]] for t in row]) for row in tuples])
+    node_test(folder, "gather_nd_negative_indices_input",
+              [helper.make_node("GatherND", ["x", "i"], ["y"])],
+              [("x", data), ("i", tuples)], [("y", y)])
+    lone = np.array([2, -1, 3], np.int64)
+    node_test(folder, "gather_nd_lone_tuple_known",
+              [const_node("i", lone), helper.make_node("GatherND", ["x", "i"], ["y"])],
+              [("x", data)], [("y", np.array(data[2, 3, 3], np.float32).reshape(()))])
+    batch_idx = np.array([[[1], [-1]], [[0], [2]], [[3], [3]]], np.int64)  # [3, 2, 1], batch 3
+    y = np.stack([data[b][np.where(batch_idx[b, :, 0] < 0, batch_idx[b, :, 0] + 4,
+                                   batch_idx[b, :, 0])] for b in range(3)])
+    node_test(folder, "gather_nd_batch_dims_1_input",
+              [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)],
+              [("x", data), ("i", batch_idx)], [("y", y)])
+    labels = np.array([[0, 3, -1], [9, 2, -10]], np.int64)
+    depth, off, on = 10, -2.0, 5.0
+    normalized = np.where(labels < 0, labels + depth, labels)
+    hot = np.where(np.arange(depth)[:, None, None] == normalized[None], on, off)  # axis 0
+    node_test(folder, "one_hot_axis_0_known_values",
+              [const_node("depth", np.int64(depth)), const_node("values", np.array([off, on], np.float32)),
+               helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=0)],
+              [("i", labels)], [("y", hot.astype(np.float32))])
+    upd = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+    rows = np.array([[1, 0, 3, 3, -1], [2, 2, 0, 1, 1]], np.int64)
+    x2 = rng.uniform(-1, 1, (4, 5)).astype(np.float32)
+    y = x2.astype(np.float64).copy()
+    for i in range(2):
+        for j in range(5):
+            y[rows[i, j] % 4, j] = upd[i, j]
+    node_test(folder, "scatter_elements_known_indices_data_input",
+              [const_node("i", rows), helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=0)],
+              [("x", x2), ("u", upd)], [("y", y.astype(np.float32))])
+    nd_idx = np.array([[1, -1], [0, 2]], np.int64)
+    nd_upd = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+    y = data.astype(np.float64).copy()
+    y[1, 3] += nd_upd[0]
+    y[0, 2] += nd_upd[1]
+    node_test(folder, "scatter_nd_add_known_indices_data_input",
+              [const_node("i", nd_idx),
+               helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
+              [("x", data), ("u", nd_upd)], [("y", y.astype(np.float32))], opset=16)
+
+
+def einsum_tests(folder, rng):
+    """Einsum as attention writes it, a broadcast ellipsis of two ranks with an implicit
+    output, a diagonal, a sum of everything to a scalar, and three operands."""
+    q = rng.uniform(-1, 1, (2, 3, 4, 8)).astype(np.float32)
+    k = rng.uniform(-1, 1, (2, 3, 5, 8)).astype(np.float32)
+    node_test(folder, "einsum_attention_scores",
+              [helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhqd,bhkd->bhqk")],
+              [("q", q), ("k", k)],
+              [("y", np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k).astype(np.float32))])
+    a = rng.uniform(-1, 1, (2, 1, 3, 4)).astype(np.float32)
+    b = rng.uniform(-1, 1, (5, 4, 6)).astype(np.float32)
+    node_test(folder, "einsum_broadcast_ellipsis_implicit",
+              [helper.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,...jk")],
+              [("a", a), ("b", b)],
+              [("y", np.einsum("...ij,...jk", a.astype(np.float64), b).astype(np.float32))])
+    m = rng.uniform(-1, 1, (3, 4, 4)).astype(np.float32)
+    node_test(folder, "einsum_diagonal_and_transpose",
+              [helper.make_node("Einsum", ["m"], ["y"], equation="bii->ib")],
+              [("m", m)], [("y", np.einsum("bii->ib", m.astype(np.float64)).astype(np.float32))])
+    node_test(folder, "einsum_sum_to_scalar",
+              [helper.make_node("Einsum", ["m"], ["y"], equation="abc->")],
+              [("m", m)], [("y", np.array(np.einsum("abc->", m.astype(np.float64)), np.float32))])
+    x = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    w = rng.uniform(-1, 1, (4, 5)).astype(np.float32)
+    v = rng.uniform(-1, 1, (5, 2)).astype(np.float32)
+    node_test(folder, "einsum_three_operands",
+              [helper.make_node("Einsum", ["x", "w", "v"], ["y"], equation="ij,jk,kl->li")],
+              [("x", x), ("w", w), ("v", v)],
+              [("y", np.einsum("ij,jk,kl->li", x.astype(np.float64), w, v).astype(np.float32))])
+
+
+def cumsum_tests(folder, rng):
+    """CumSum along an axis of 100 (seven shifted adds), reversed and exclusive, of floats
+    and of int64 position ids, as Hugging Face models compute them from an attention mask
+    (exact)."""
+    x = rng.uniform(-1, 1, (3, 100)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    y = np.flip(np.cumsum(np.flip(x64, 1), 1), 1) - x64  # reverse, exclusive
+    node_test(folder, "cumsum_reverse_exclusive_100",
+              [const_node("axis", np.int64(-1)),
+               helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1, exclusive=1)],
+              [("x", x)], [("y", y.astype(np.float32))])
+    mask = (rng.uniform(0, 1, (2, 100)) < 0.8).astype(np.int64)
+    node_test(folder, "cumsum_position_ids_int64",
+              [const_node("axis", np.int32(1)), helper.make_node("CumSum", ["m", "axis"], ["c"]),
+               helper.make_node("Mul", ["c", "m"], ["y"])],
+              [("m", mask)], [("y", np.cumsum(mask, 1) * mask)])
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def recurrence_reference(kind, x, w, r, b, h0, c0, p, lengths, direction, linear_before_reset):
+    """Y, Y_h (and Y_c) of ONNX's LSTM (gates i, o, f, c), GRU (z, r, h) and RNN with the
+    default activations, in float64; x [seq, batch, input]."""
+    seq, batch, _ = x.shape
+    hidden = r.shape[-1]
+    dirs = 2 if direction == "bidirectional" else 1
+    y = np.zeros((seq, dirs, batch, hidden))
+    hs, cs = [], []
+    for d in range(dirs):
+        reverse = direction == "reverse" or d == 1
+        wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
+        wb, rb = np.split(b[d].astype(np.float64), 2)
+        h = h0[d].astype(np.float64).copy()
+        c = c0[d].astype(np.float64).copy() if c0 is not None else None
+        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+            live = (t < lengths)[:, None]
+            xt = x[t].astype(np.float64)
+            if kind == "LSTM":
+                g = xt @ wd.T + h @ rd.T + wb + rb
+                gi, go, gf, gc = np.split(g, 4, axis=1)
+                pi, po, pf = np.split(p[d].astype(np.float64), 3)
+                i = sigmoid(gi + pi * c)
+                f = sigmoid(gf + pf * c)
+                c_new = f * c + i * np.tanh(gc)
+                o = sigmoid(go + po * c_new)
+                h_new = o * np.tanh(c_new)
+                c = np.where(live, c_new, c)
+            elif kind == "GRU":
+                wz, wr, wh = np.split(wd, 3)
+                rz, rr, rh = np.split(rd, 3)
+                wbz, wbr, wbh = np.split(wb, 3)
+                rbz, rbr, rbh = np.split(rb, 3)
+                z = sigmoid(xt @ wz.T + h @ rz.T + wbz + rbz)
+                rt = sigmoid(xt @ wr.T + h @ rr.T + wbr + rbr)
+                if linear_before_reset:
+                    hh = np.tanh(xt @ wh.T + rt * (h @ rh.T + rbh) + wbh)
+                else:
+                    hh = np.tanh(xt @ wh.T + (rt * h) @ rh.T + rbh + wbh)
+                h_new = (1 - z) * hh + z * h
+            else:
+                h_new = np.tanh(xt @ wd.T + h @ rd.T + wb + rb)
+            y[t, d] = np.where(live, h_new, 0)
+            h = np.where(live, h_new, h)
+        hs.append(h)
+        cs.append(c)
+    return y, np.stack(hs), (np.stack(cs) if kind == "LSTM" else None)
+
+
+def recurrence_tests(folder, rng):
+    """A bidirectional LSTM with peepholes, initial states and sequence lengths, a GRU
+    with linear_before_reset and a reverse RNN without initial state, against a float64
+    reference of ONNX's equations (ONNX's own tests are forward, of full length)."""
+    seq, batch, inp, hidden = 5, 3, 4, 6
+    x = rng.uniform(-1, 1, (seq, batch, inp)).astype(np.float32)
+    lengths = np.array([5, 2, 4], np.int32)
+    for kind, gates, dirs, direction in (("LSTM", 4, 2, "bidirectional"),
+                                         ("GRU", 3, 1, "forward"), ("RNN", 1, 1, "reverse")):
+        w = rng.uniform(-0.5, 0.5, (dirs, gates * hidden, inp)).astype(np.float32)
+        r = rng.uniform(-0.5, 0.5, (dirs, gates * hidden, hidden)).astype(np.float32)
+        b = rng.uniform(-0.5, 0.5, (dirs, 2 * gates * hidden)).astype(np.float32)
+        h0 = rng.uniform(-1, 1, (dirs, batch, hidden)).astype(np.float32)
+        c0 = rng.uniform(-1, 1, (dirs, batch, hidden)).astype(np.float32)
+        p = rng.uniform(-0.5, 0.5, (dirs, 3 * hidden)).astype(np.float32)
+        inputs = [("x", x), ("w", w), ("r", r), ("b", b)]
+        if kind == "LSTM":
+            names = ["x", "w", "r", "b", "lengths", "h0", "c0", "p"]
+            inputs += [("lengths", lengths), ("h0", h0), ("c0", c0), ("p", p)]
+            outputs = ["y", "y_h", "y_c"]
+            attrs = {}
+            full = lengths
+        elif kind == "GRU":
+            names = ["x", "w", "r", "b", "", "h0"]
+            inputs += [("h0", h0)]
+            outputs = ["y", "y_h"]
+            attrs = {"linear_before_reset": 1}
+            full = np.full(batch, seq, np.int32)
+        else:
+            names = ["x", "w", "r", "b"]
+            outputs = ["y", "y_h"]
+            attrs = {}
+            full = np.full(batch, seq, np.int32)
+            h0 = np.zeros_like(h0)
+        y, y_h, y_c = recurrence_reference(kind, x, w, r, b, h0, c0, p, full, direction,
+                                           attrs.get("linear_before_reset", 0))
+        expected = [("y", y.astype(np.float32)), ("y_h", y_h.astype(np.float32))]
+        if kind == "LSTM":
+            expected.append(("y_c", y_c.astype(np.float32)))
+        node_test(folder, f"{kind.lower()}_{direction}",
+                  [helper.make_node(kind, names, outputs, hidden_size=hidden, direction=direction,
+                                    **attrs)],
+                  inputs, expected)
+
+
 def bf16_tensor(name, values, as_uint16=False):
     """values rounded to bfloat16 (to nearest even, as ONNX's helper does) as a BFLOAT16
     TensorProto, or as ONNX 1.12's test data stores bfloat16 (numpy has none): UINT16
@@ -363,8 +572,8 @@ def conv3d_tests(folder, rng):
 def refused(folder):
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
-    single_node(folder, "unsupported_op", helper.make_node("Hardmax", ["x"], ["y"], name="hm"),
-                [vi("x", f, [2, 3])], [vi("y", f, [2, 3])])
+    single_node(folder, "unsupported_op", helper.make_node("Det", ["x"], ["y"], name="det"),
+                [vi("x", f, [2, 3, 3])], [vi("y", f, [2])])
     single_node(folder, "old_opset", helper.make_node("Relu", ["x"], ["y"], name="r"),
                 [vi("x", f, [2, 3])], [vi("y", f, [2, 3])], opset=6)
     # A transformer's export with dynamic_axes: Shape of an input whose dimensions are
@@ -444,6 +653,28 @@ def refused(folder):
     single_node(folder, "depth_to_space_channels",
                 helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=3),
                 [vi("x", f, [1, 8, 2, 2])], [vi("y", f, [1, 1, 6, 6])])
+    i64 = TensorProto.INT64
+    single_node(folder, "scatter_nd_runtime_indices",
+                helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="sc"),
+                [vi("x", f, [4, 3]), vi("i", i64, [2, 1]), vi("u", f, [2, 3])], [vi("y", f, [4, 3])])
+    single_node(folder, "einsum_integers",
+                helper.make_node("Einsum", ["a", "b"], ["y"], name="es", equation="ij,jk->ik"),
+                [vi("a", TensorProto.INT32, [2, 3]), vi("b", TensorProto.INT32, [3, 4])],
+                [vi("y", TensorProto.INT32, [2, 4])])
+    single_node(folder, "einsum_operand_count",
+                helper.make_node("Einsum", ["a", "b"], ["y"], name="es", equation="ij->ji"),
+                [vi("a", f, [2, 3]), vi("b", f, [3, 4])], [vi("y", f, [3, 2])])
+    single_node(folder, "lstm_dynamic_sequence",
+                helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=2),
+                [vi("x", f, ["seq", 1, 3]), vi("w", f, [1, 8, 3]), vi("r", f, [1, 8, 2])],
+                [vi("y", f, ["seq", 1, 1, 2])])
+    single_node(folder, "gru_weights_shape",
+                helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gru", hidden_size=2),
+                [vi("x", f, [3, 1, 3]), vi("w", f, [1, 8, 3]), vi("r", f, [1, 6, 2])],
+                [vi("y", f, [3, 1, 1, 2])])
+    single_node(folder, "gather_elements_rank",
+                helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge"),
+                [vi("x", f, [2, 3]), vi("i", i64, [2])], [vi("y", f, [2])], check=False)
 
 
 def max_pool_reference(x, kernel, strides, dilations, pads, ceil_mode, storage_order):
@@ -589,6 +820,10 @@ def main():
     old_opset(folder, rng)
     known_mask(folder, rng)
     trilu_tests(folder, rng)
+    index_tests(folder, rng)
+    einsum_tests(folder, rng)
+    cumsum_tests(folder, rng)
+    recurrence_tests(folder, rng)
     with open(os.path.join(folder, "mlp", "model.onnx"), "rb") as f:
         whole = f.read()
     with open(os.path.join(folder, "truncated.onnx"), "wb") as f:

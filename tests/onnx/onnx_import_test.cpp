@@ -326,7 +326,7 @@ TEST_F(OnnxImport, CastToBfloat16RoundsToNearestEven) {
 }
 
 TEST_F(OnnxImport, RefusedModelsSayWhy) {
-  expect_refused("unsupported_op", PHX_STATUS_UNSUPPORTED, {"node 'hm'", "Hardmax"});
+  expect_refused("unsupported_op", PHX_STATUS_UNSUPPORTED, {"node 'det'", "Det"});
   expect_refused("future_opset", PHX_STATUS_UNSUPPORTED, {"opset", "18", "1 to 17"});
   expect_refused("double_input", PHX_STATUS_UNSUPPORTED, {"input 'x'", "DOUBLE"});
   expect_refused("shape_mismatch", PHX_STATUS_INVALID_ARGUMENT, {"node 'mm'", "MatMul", "K"});
@@ -346,6 +346,16 @@ TEST_F(OnnxImport, RefusedModelsSayWhy) {
                  {"node 'd2s'", "DepthToSpace", "dynamic C, H or W", "give the input sizes"});
   expect_refused("depth_to_space_channels", PHX_STATUS_INVALID_ARGUMENT,
                  {"node 'd2s'", "C = 8", "blocksize^2"});
+  expect_refused("scatter_nd_runtime_indices", PHX_STATUS_UNSUPPORTED,
+                 {"node 'sc'", "ScatterND", "indices computed at run time"});
+  expect_refused("einsum_integers", PHX_STATUS_UNSUPPORTED, {"node 'es'", "Einsum of integers"});
+  expect_refused("einsum_operand_count", PHX_STATUS_INVALID_ARGUMENT,
+                 {"node 'es'", "1 operands for 2 inputs"});
+  expect_refused("lstm_dynamic_sequence", PHX_STATUS_UNSUPPORTED,
+                 {"node 'lstm'", "LSTM", "dynamic sequence", "give the input sizes"});
+  expect_refused("gru_weights_shape", PHX_STATUS_INVALID_ARGUMENT, {"node 'gru'", "W's shape"});
+  expect_refused("gather_elements_rank", PHX_STATUS_INVALID_ARGUMENT,
+                 {"node 'ge'", "indices must have data's rank"});
   expect_refused("truncated.onnx", PHX_STATUS_INVALID_ARGUMENT, {"not a valid ONNX model"});
   expect_refused("no_such_model", PHX_STATUS_NOT_FOUND, {"no_such_model"});
 }

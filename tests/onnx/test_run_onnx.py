@@ -111,13 +111,13 @@ def test_tpu_sim_at_highest_precision_compares_at_f32(matmul):
 
 
 def test_an_unsupported_model_exits_4(tmp_path):
-    model = save_model(tmp_path / "hardmax.onnx",
-                       [helper.make_node("Hardmax", ["x"], ["y"], name="hm")],
-                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = save_model(tmp_path / "det.onnx",
+                       [helper.make_node("Det", ["x"], ["y"], name="det")],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
     result = run(model, "--device", "cpu")
     assert result.returncode == 4, result.stdout + result.stderr
-    assert "node 'hm' (Hardmax)" in result.stderr
+    assert "node 'det' (Det)" in result.stderr
 
 
 @pytest.mark.parametrize("make", ["missing", "broken"])
