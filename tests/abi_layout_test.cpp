@@ -549,7 +549,7 @@ static_assert(kSame<decltype(&phx_calibrator_compute),
 // ---- API 0.3 and plugin ABI 1.2 -------------------------------------------------------
 
 TEST_F(AbiLayout, Api_0_3_OpIds) {
-  EXPECT_EQ(PHX_OP_COUNT, 73);
+  EXPECT_EQ(PHX_OP_COUNT, 74);
   const phx_op_id ops[] = {
       PHX_OP_SIGMOID,      PHX_OP_TANH,       PHX_OP_EXP,         PHX_OP_LOG,
       PHX_OP_SQRT,         PHX_OP_NEG,        PHX_OP_ABS,         PHX_OP_ERF,
@@ -630,14 +630,25 @@ TEST_F(AbiLayout, Api_0_3_LayoutAndPoolingOps) {
   EXPECT_EQ(PHX_PAD_EDGE, 2);
 }
 
-// The mobile activations, appended after resize, then sin, cos and round; the parameter
-// descriptions' types.
+// The mobile activations, appended after resize, then sin, cos, round and top_k (with its
+// parameters); the parameter descriptions' types.
 TEST_F(AbiLayout, Api_0_3_AppendedOpsAndParamTypes) {
   EXPECT_EQ(PHX_OP_HARD_SIGMOID, 68);
   EXPECT_EQ(PHX_OP_HARD_SWISH, 69);
   EXPECT_EQ(PHX_OP_SIN, 70);
   EXPECT_EQ(PHX_OP_COS, 71);
   EXPECT_EQ(PHX_OP_ROUND, 72);
+  EXPECT_EQ(PHX_OP_TOP_K, 73);
+  PHX_EXPECT_OFFSET(phx_top_k_params, struct_size, 0);
+  PHX_EXPECT_OFFSET(phx_top_k_params, axis, 8);
+  PHX_EXPECT_OFFSET(phx_top_k_params, k, 12);
+  PHX_EXPECT_OFFSET(phx_top_k_params, largest, 16);
+  PHX_EXPECT_SIZE_AT_LEAST(phx_top_k_params, 20);
+  const phx_top_k_params top_k = PHX_TOP_K_PARAMS_INIT;
+  EXPECT_EQ(top_k.struct_size, sizeof(phx_top_k_params));
+  EXPECT_EQ(top_k.axis, -1);
+  EXPECT_EQ(top_k.k, 0u);
+  EXPECT_EQ(top_k.largest, 1);
   EXPECT_EQ(sizeof(phx_param_type), 4u);
   const phx_param_type types[] = {PHX_PARAM_INT32,   PHX_PARAM_UINT32,    PHX_PARAM_INT64,
                                   PHX_PARAM_FLOAT32, PHX_PARAM_BOOL,      PHX_PARAM_ENUM,

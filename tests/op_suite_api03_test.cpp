@@ -1,13 +1,13 @@
 // The op conformance suite for the ops added in API 0.3 (the unary math functions,
 // hard_sigmoid, hard_swish, sin, cos, round, pow, max, min, prelu, the comparisons, where,
-// not, reduce_mean, reduce_min, reduce_prod, argmax, log_softmax, batch_norm,
+// not, reduce_mean, reduce_min, reduce_prod, argmax, top_k, log_softmax, batch_norm,
 // instance_norm), on every device found at run time, against float64 references computed
 // from the same dtype-rounded inputs. A device that does not claim an (op, dtype) must
 // answer PHX_STATUS_UNSUPPORTED.
 //
 // Tolerances (op_suite.h has the shared ones; final(dt, ref) is the final rounding):
 //   - neg, abs, sign, floor, ceil, clip, max, min, the comparisons, where, not,
-//     reduce_min, argmax and every integer result: exact.
+//     reduce_min, argmax, top_k and every integer result: exact.
 //   - sqrt, reciprocal, leaky_relu, prelu: one f32 rounding: 2^-24 |ref| + final.
 //   - sigmoid, tanh, exp, log, erf, softplus, elu, selu, pow: c 2^-24 |ref| + final with
 //     c = 4: glibc's f32 exp, log, tanh, erf, expm1, log1p and pow err by at most 2 ulps
@@ -591,6 +591,88 @@ TEST_P(ReductionTest, ArgmaxAlongEachAxisWithTiesAndNaN) {
                        std::to_string(c.axis) + (last ? " last" : "") + (keep_dims ? " keep" : ""),
                    PHX_OP_ARGMAX, &params, {&x}, PHX_DTYPE_I32, out_shape, expected);
         }
+      }
+    }
+  }
+}
+
+// top_k along several axes, the largest and the smallest, k of 1, some and all: values
+// and indices exactly as a stable sort of the row by value gives them (ties from few
+// distinct values keep index order; a NaN counts as the largest value).
+TEST_P(ReductionTest, TopKLargestAndSmallestWithTiesAndNaN) {
+  struct Case {
+    Shape shape;
+    int32_t axis;
+    uint32_t k;
+  };
+  const Case cases[] = {{{1000}, 0, 5},    {{7, 129}, 1, 129}, {{7, 129}, -2, 1},
+                        {{3, 5, 7}, 1, 3}, {{129, 257}, 0, 4}, {{1, 1}, -1, 1}};
+  Random rng(411);
+  for (phx_dtype dt : kAllDtypes) {
+    // A device that cannot hold x or the indices cannot claim the op.
+    if (!holds(dt) || !holds(PHX_DTYPE_I32)) {
+      EXPECT_FALSE(claims(PHX_OP_TOP_K, dt)) << phx_dtype_name(dt);
+      continue;
+    }
+    for (const Case& c : cases) {
+      HostTensor x = rng.tensor(dt, c.shape, -3, 3);
+      for (double& v : x.values) v = std::nearbyint(v);
+      if (is_float(dt) && x.values.size() > 10) {
+        x.values[3] = NAN;
+        x.values[9] = NAN;
+      }
+      const auto rank = static_cast<int32_t>(c.shape.size());
+      const auto axis = static_cast<size_t>(c.axis < 0 ? c.axis + rank : c.axis);
+      const int64_t len = c.shape[axis];
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
+      const int64_t outer = element_count(c.shape) / (len * inner);
+      Shape out_shape = c.shape;
+      out_shape[axis] = c.k;
+      for (bool largest : {true, false}) {
+        SCOPED_TRACE(std::string(phx_dtype_name(dt)) + shape_string(c.shape) + " axis " +
+                     std::to_string(c.axis) + " k " + std::to_string(c.k) +
+                     (largest ? " largest" : " smallest"));
+        // The reference, output element by output element in row-major order.
+        std::vector<double> values(static_cast<size_t>(element_count(out_shape)));
+        std::vector<double> indices(values.size());
+        for (int64_t o = 0; o < outer; ++o) {
+          for (int64_t i = 0; i < inner; ++i) {
+            std::vector<int64_t> order(static_cast<size_t>(len));
+            for (int64_t j = 0; j < len; ++j) order[static_cast<size_t>(j)] = j;
+            auto at = [&](int64_t j) { return x.at((o * len + j) * inner + i); };
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              const double va = at(a), vb = at(b);
+              if (std::isnan(va) || std::isnan(vb))  // two NaNs keep their order
+                return !(std::isnan(va) && std::isnan(vb)) && std::isnan(va) == largest;
+              return largest ? va > vb : va < vb;
+            });
+            for (uint32_t j = 0; j < c.k; ++j) {
+              const auto to = static_cast<size_t>((o * c.k + j) * inner + i);
+              values[to] = at(order[j]);
+              indices[to] = static_cast<double>(order[j]);
+            }
+          }
+        }
+        const phx_top_k_params params = {sizeof(phx_top_k_params), c.axis, c.k, largest ? 1 : 0};
+        const Tensor in = upload(x);
+        const Tensor got_values = make(dt, out_shape);
+        const Tensor got_indices = make(PHX_DTYPE_I32, out_shape);
+        const phx_status status =
+            run(PHX_OP_TOP_K, &params, {in.get()}, {got_values.get(), got_indices.get()});
+        if (!claims(PHX_OP_TOP_K, dt)) {
+          EXPECT_EQ(status, PHX_STATUS_UNSUPPORTED) << phx_last_error();
+          continue;
+        }
+        ASSERT_EQ(status, PHX_STATUS_OK) << phx_last_error();
+        Expected expected_values, expected_indices;
+        for (size_t e = 0; e < values.size(); ++e) {
+          expected_values.add(values[e], 0.0);
+          expected_indices.add(indices[e], 0.0);
+        }
+        expect_matches(download(got_values, dt, element_count(out_shape)), expected_values, dt);
+        expect_matches(download(got_indices, PHX_DTYPE_I32, element_count(out_shape)),
+                       expected_indices, PHX_DTYPE_I32);
       }
     }
   }

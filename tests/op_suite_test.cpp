@@ -54,6 +54,7 @@ uint32_t dtypes_the_rules_allow(phx_op_id op) {
     case PHX_OP_TILE:
     case PHX_OP_PAD:
     case PHX_OP_MAX_POOL:
+    case PHX_OP_TOP_K:
       return all;
     case PHX_OP_RELU:
     case PHX_OP_NEG:

@@ -136,6 +136,10 @@ std::vector<OpForm> op_forms() {
   for (phx_op_id op : {PHX_OP_REDUCE_MEAN, PHX_OP_REDUCE_MIN, PHX_OP_REDUCE_PROD})
     forms.push_back({op, {x}, {{{}, PHX_DTYPE_F32, false, true}}, {}});
   forms.push_back({PHX_OP_ARGMAX, {x}, {{{1, 3}, PHX_DTYPE_I32}}, {}});
+  phx_top_k_params top_k = PHX_TOP_K_PARAMS_INIT;
+  top_k.k = 2;
+  forms.push_back(
+      {PHX_OP_TOP_K, {x}, {{{2, 2}, PHX_DTYPE_F32}, {{2, 2}, PHX_DTYPE_I32}}, {bytes_of(top_k)}});
   const Slot channels{{3}, PHX_DTYPE_F32};  // x's dimension 1
   forms.push_back({PHX_OP_BATCH_NORM, {x, channels, channels, channels, channels}, {x}, {}});
   const Slot image3{{1, 3, 2}, PHX_DTYPE_F32, false, true};

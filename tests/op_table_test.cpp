@@ -146,7 +146,7 @@ TEST(OpTable, TheOpsOfApi03AsTheHeaderSpecifiesThem) {
        f},
       {PHX_OP_INSTANCE_NORM, 56, "instance_norm", "phx_norm_params", {"x", "scale", "bias"}, f},
   };
-  EXPECT_EQ(PHX_OP_COUNT, 73);
+  EXPECT_EQ(PHX_OP_COUNT, 74);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     EXPECT_EQ(int{row.op}, row.id);
@@ -198,6 +198,24 @@ TEST(OpTable, LayoutAndPoolingEntriesSayWhatTheHeaderSays) {
     EXPECT_EQ(info.output_count, 1u);
     EXPECT_EQ(info.dtype_mask, e.dtypes);
   }
+}
+
+// top_k, the one op of two outputs of different dtypes, as phynexus.h states it.
+TEST(OpTable, TopKEntrySaysWhatTheHeaderSays) {
+  phx_op_info info = PHX_OP_INFO_INIT;
+  ASSERT_EQ(phx_op_info_get(PHX_OP_TOP_K, &info), PHX_STATUS_OK) << phx_last_error();
+  EXPECT_STREQ(info.name, "top_k");
+  EXPECT_STREQ(info.params_struct, "phx_top_k_params");
+  EXPECT_EQ(info.input_count, 1u);
+  ASSERT_EQ(info.output_count, 2u);
+  EXPECT_STREQ(info.output_names[0], "values");
+  EXPECT_STREQ(info.output_names[1], "indices");
+  EXPECT_EQ(info.dtype_mask, kEveryDtypeMask);
+  ASSERT_NE(info.default_params, nullptr);
+  const auto& defaults = *static_cast<const phx_top_k_params*>(info.default_params);
+  EXPECT_EQ(defaults.axis, -1);
+  EXPECT_EQ(defaults.k, 0u) << "k must be given: 0 is refused";
+  EXPECT_EQ(defaults.largest, 1);
 }
 
 TEST(OpTable, BadQuestionsAreRefusedAndWriteNothing) {

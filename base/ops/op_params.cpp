@@ -123,6 +123,11 @@ constexpr phx_param_field kResize[] = {
     PHX_ENUM_FIELD(R, nearest, kResizeNearest), PHX_FIELD(R, rank, PHX_PARAM_LENGTH),
     PHX_FIELD(R, shape, PHX_PARAM_INT64),       PHX_FIELD(R, scales, PHX_PARAM_FLOAT32)};
 
+using K = phx_top_k_params;
+constexpr phx_param_field kTopK[] = {PHX_FIELD(K, axis, PHX_PARAM_INT32),
+                                     PHX_FIELD(K, k, PHX_PARAM_UINT32),
+                                     PHX_FIELD(K, largest, PHX_PARAM_BOOL)};
+
 #undef PHX_FIELD
 #undef PHX_ENUM_FIELD
 
@@ -143,6 +148,7 @@ constexpr phx_tile_params kTileDefaults PHX_TILE_PARAMS_INIT;
 constexpr phx_pad_params kPadDefaults PHX_PAD_PARAMS_INIT;
 constexpr phx_pool_params kPoolDefaults PHX_POOL_PARAMS_INIT;
 constexpr phx_conv_transpose2d_params kConvTranspose2dDefaults PHX_CONV_TRANSPOSE2D_PARAMS_INIT;
+constexpr phx_top_k_params kTopKDefaults PHX_TOP_K_PARAMS_INIT;  // k 0: refused
 
 // A description entry, its fields checked against the struct.
 template <class Struct, size_t N>
@@ -175,8 +181,9 @@ constexpr ParamsDescription kDescriptions[] = {
     describe("phx_pool_params", kPool, &kPoolDefaults),
     describe("phx_conv_transpose2d_params", kConvTranspose2d, &kConvTranspose2dDefaults),
     describe<phx_resize_params>("phx_resize_params", kResize, nullptr),
+    describe("phx_top_k_params", kTopK, &kTopKDefaults),
 };
-static_assert(std::size(kDescriptions) == size_t(ParamsKind::resize) + 1,
+static_assert(std::size(kDescriptions) == size_t(ParamsKind::top_k) + 1,
               "one description per ParamsKind, in its order");
 
 }  // namespace

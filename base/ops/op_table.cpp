@@ -395,6 +395,16 @@ constexpr OpSchema kOps[] = {
     unary(PHX_OP_SIN, "sin", kFloatDtypes, "sine of x in radians"),
     unary(PHX_OP_COS, "cos", kFloatDtypes, "cosine of x in radians"),
     unary(PHX_OP_ROUND, "round", kFloatDtypes, "nearest integer, halves to even"),
+    {.op = PHX_OP_TOP_K,
+     .name = "top_k",
+     .inputs = {"x"},
+     .outputs = {"values", "indices"},
+     .params = ParamsKind::top_k,
+     .dtypes = kAllDtypes,
+     .dtype_rule = DtypeRule::top_k,
+     .shape_rule = ShapeRule::top_k,
+     .summary = "the k largest (or smallest) elements along an axis, in order, and their i32 "
+                "indices"},
 };
 
 static_assert(covers_every_op_in_order(kOps), "an entry for every op, in phx_op_id order");
@@ -436,6 +446,7 @@ bool is_quantized_op(const OpSchema& schema) {
     case DtypeRule::where:
     case DtypeRule::index:
     case DtypeRule::gather:
+    case DtypeRule::top_k:
       return false;
   }
   return false;

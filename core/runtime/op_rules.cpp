@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -219,6 +220,10 @@ void check_dtypes(const OpSchema& schema, const OpVariant& v) {
       dtype_is(op, in(1), PHX_DTYPE_I32, "indices");
       same_dtype(op, x, y, "data and output");
       break;
+    case DtypeRule::top_k:
+      same_dtype(op, x, y, "x and values");
+      dtype_is(op, v.outputs[1], PHX_DTYPE_I32, "the indices output");
+      break;
   }
   if (schema.shape_rule == ShapeRule::concat) check_no_gaps(schema, v);
 }
@@ -289,6 +294,20 @@ Shape check_argmax(const phx_argmax_params& p, const Operand& x) {
     expected[axis] = 1;
   else
     expected.erase(expected.begin() + axis);
+  return expected;
+}
+
+Shape check_top_k(const phx_top_k_params& p, const Operand& x) {
+  const uint32_t axis = check_axis(PHX_OP_TOP_K, p.axis, x);
+  if (p.k < 1 || p.k > x.shape[axis])
+    broken(PHX_OP_TOP_K, "k is " + std::to_string(p.k) + (p.k == 0 ? " (not set)" : "") +
+                             "; it must be 1 to " + std::to_string(x.shape[axis]) +
+                             ", the size of axis " + std::to_string(axis) + " of " + text(x));
+  if (x.shape[axis] > INT32_MAX)
+    broken(PHX_OP_TOP_K, "axis " + std::to_string(axis) + " of " + text(x) +
+                             " is longer than its i32 indices reach");
+  Shape expected = shape_of(x);
+  expected[axis] = p.k;
   return expected;
 }
 
@@ -678,6 +697,9 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
     case ShapeRule::argmax:
       y = check_argmax(*static_cast<const phx_argmax_params*>(params), *in[0]);
       break;
+    case ShapeRule::top_k:
+      y = check_top_k(*static_cast<const phx_top_k_params*>(params), *in[0]);
+      break;
     case ShapeRule::batch_norm:
       y = check_channel_norm(op, schema, 2, in, in_count);
       break;
@@ -697,8 +719,10 @@ void infer_output_shapes(phx_op_id op, const void* params, const Operand* const*
       y = check_layout_shapes(op, params, in, in_count);
       break;
   }
-  // Outputs past the first are dynamic_quantize's scale and zero point: one element.
-  for (size_t i = 1; i < out_count; ++i) out[i] = Shape{1};
+  // Outputs past the first: top_k's indices, of its values' shape, or dynamic_quantize's
+  // scale and zero point, of one element.
+  for (size_t i = 1; i < out_count; ++i)
+    out[i] = schema.shape_rule == ShapeRule::top_k ? y : Shape{1};
 }
 
 void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, phx_dtype* out,
@@ -736,6 +760,10 @@ void default_output_dtypes(phx_op_id op, const phx_dtype* in, size_t in_count, p
     case DtypeRule::gather:
       out[0] = in[0];
       break;
+    case DtypeRule::top_k:
+      out[0] = in[0];
+      if (out_count == 2) out[1] = PHX_DTYPE_I32;
+      break;
     case DtypeRule::cast:
     case DtypeRule::quantize:
       break;
@@ -754,13 +782,17 @@ void check_op(phx_op_id op, const void* params, const Tensor* const* in, size_t 
   }
   Shape expected[kMaxOpOutputs];
   infer_output_shapes(op, params, in_operands, in_count, expected, out_count);
+  const OpSchema& schema = *find_op_schema(op);
   for (size_t i = 0; i < out_count; ++i) {
     const Operand y = operand_of(*out[i]);
-    if (i > 0 && !one_element(y))
-      broken(op, std::string("the ") + find_op_schema(op)->outputs[i] +
-                     " output must have one element, got " + text(y));
-    if (i == 0 && shape_of(y) != expected[0])
-      broken(op, "the output must be " + text(expected[0]) + ", got " + text(shape_of(y)));
+    // dynamic_quantize's scale and zero point: any shape of one element.
+    const bool one_element_output = i > 0 && schema.shape_rule == ShapeRule::dynamic_quantize;
+    if (one_element_output && !one_element(y))
+      broken(op, std::string("the ") + schema.outputs[i] + " output must have one element, got " +
+                     text(y));
+    if (!one_element_output && shape_of(y) != expected[i])
+      broken(op, (i == 0 ? std::string("the output") : std::string("the ") + schema.outputs[i]) +
+                     " must be " + text(expected[i]) + ", got " + text(shape_of(y)));
   }
 }
 

@@ -635,11 +635,17 @@ typedef enum phx_op_id {
   PHX_OP_HARD_SWISH = 69,
   /* ---- Since API 0.3: the math of rotary position embeddings and of rounding (ONNX's
    * Sin, Cos and Round). Unary, no parameters; in: x; out: same shape and dtype. */
-  PHX_OP_SIN = 70,  /* float: sine of x in radians */
-  PHX_OP_COS = 71,  /* float: cosine of x in radians */
-  PHX_OP_ROUND = 72 /* float: the nearest integer, halves to the even one (2.5 gives 2) */
+  PHX_OP_SIN = 70,   /* float: sine of x in radians */
+  PHX_OP_COS = 71,   /* float: cosine of x in radians */
+  PHX_OP_ROUND = 72, /* float: the nearest integer, halves to the even one (2.5 gives 2) */
+  /* ---- Since API 0.3: selection (ONNX's TopK). phx_top_k_params (k must be set); in: x
+   * (all); out: values (x's dtype) and indices (i32), each x's shape with k along axis:
+   * the k largest elements along axis (the smallest with largest 0), in order from the
+   * first picked, and their indices. Equal elements keep their order (the lower index
+   * first); a NaN counts as larger than every number, as in argmax. */
+  PHX_OP_TOP_K = 73
 } phx_op_id;
-#define PHX_OP_COUNT 73
+#define PHX_OP_COUNT 74
 
 /* "matmul", "add", ...; "unknown" otherwise. Static storage. Thread-safe. */
 PHX_API const char* phx_op_name(phx_op_id op);
@@ -831,6 +837,15 @@ typedef struct phx_argmax_params {
 } phx_argmax_params;
 #define PHX_ARGMAX_PARAMS_INIT \
   { sizeof(phx_argmax_params), 0, 1, 0 }
+/* Since API 0.3: the parameters of top_k. */
+typedef struct phx_top_k_params {
+  size_t struct_size;
+  int32_t axis; /* negative counts from the end; default -1, as ONNX's TopK */
+  uint32_t k;   /* 1 to the axis's size; the default, 0, is refused: k must be set */
+  int largest;  /* non-zero (the default): the largest elements; zero: the smallest */
+} phx_top_k_params;
+#define PHX_TOP_K_PARAMS_INIT \
+  { sizeof(phx_top_k_params), -1, 0, 1 }
 /* ---- Since API 0.3: the parameters of the layout, pooling and transposed-convolution ops */
 
 /* Reshape's and expand's target shape. Reshape: entry 0 copies x's dimension at that

@@ -41,7 +41,8 @@ std::vector<phx_plugin_tensor> shape_only_tensors(const phx_plugin_graph& graph)
 // Copies node into out; false with error when the plugin cannot run it.
 bool copy_node(const phx_plugin_node& node, ExecutableNode& out, std::string& error) {
   const size_t size = params_size(node.op);
-  if (node.input_count > kMaxNodeInputs || node.output_count != 1 || size == SIZE_MAX) {
+  if (node.input_count > kMaxNodeInputs || node.output_count < 1 ||
+      node.output_count > kMaxNodeOutputs || size == SIZE_MAX) {
     error = "node '" + std::string(node.name) + "': op " + std::to_string(node.op) + " with " +
             std::to_string(node.input_count) + " inputs and " + std::to_string(node.output_count) +
             " outputs is no op tpu-sim compiles";
@@ -51,7 +52,7 @@ bool copy_node(const phx_plugin_node& node, ExecutableNode& out, std::string& er
   out.has_params = node.params != nullptr && size > 0;
   if (out.has_params) std::memcpy(&out.params, node.params, size);
   out.inputs.assign(node.inputs, node.inputs + node.input_count);
-  out.output = node.outputs[0];
+  out.outputs.assign(node.outputs, node.outputs + node.output_count);
   out.name = node.name;
   return true;
 }
@@ -136,14 +137,14 @@ BoundNode::BoundNode(const ExecutableNode& node, const phx_plugin_tensor* values
       inputs_[i].struct_size = sizeof(phx_plugin_tensor);
     }
   }
-  output_ = values[node.output];
+  for (size_t i = 0; i < node.outputs.size(); ++i) outputs_[i] = values[node.outputs[i]];
   op_.struct_size = sizeof op_;
   op_.op = node.op;
   op_.params = node.has_params ? &node.params : nullptr;
   op_.inputs = inputs_;
   op_.input_count = node.inputs.size();
-  op_.outputs = &output_;
-  op_.output_count = 1;
+  op_.outputs = outputs_;
+  op_.output_count = node.outputs.size();
 }
 
 }  // namespace phx::tpu_sim

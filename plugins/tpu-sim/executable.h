@@ -20,17 +20,18 @@
 
 namespace phx::tpu_sim {
 
-// Every op the plugin claims has at most this many inputs (concat's) and exactly one
-// output.
+// Every op the plugin claims has at most this many inputs (concat's) and outputs (top_k's
+// values and indices).
 constexpr size_t kMaxNodeInputs = PHX_MAX_OP_INPUTS;
+constexpr size_t kMaxNodeOutputs = PHX_MAX_OP_OUTPUTS;
 
 struct ExecutableNode {
   phx_op_id op = PHX_OP_INVALID;
   bool has_params = false;
   OpParams params{};
-  std::vector<uint32_t> inputs;  // value indices; PHX_PLUGIN_NO_VALUE for an absent input
-  uint32_t output = 0;
-  std::string name;  // for messages
+  std::vector<uint32_t> inputs;   // value indices; PHX_PLUGIN_NO_VALUE for an absent input
+  std::vector<uint32_t> outputs;  // value indices
+  std::string name;               // for messages
   OpCost cost;
 };
 
@@ -86,7 +87,7 @@ class BoundNode {
 
  private:
   phx_plugin_tensor inputs_[kMaxNodeInputs] = {};
-  phx_plugin_tensor output_ = {};
+  phx_plugin_tensor outputs_[kMaxNodeOutputs] = {};
   phx_plugin_op op_ = {};
 };
 

@@ -201,10 +201,10 @@ phx_status device_info(void* plugin, uint32_t device, phx_plugin_device_info* ou
 // here. Attention only on bf16: its f32 or f16 inputs would enter the MXU rounded to bf16
 // at the default precision, which the op's contract (f32-accurate scores) does not allow.
 bool claims(phx_op_id op, phx_dtype dtype) {
-  // The ops of API 0.3 (sigmoid .. round, contiguous ids), as the host kernels compute
+  // The ops of API 0.3 (sigmoid .. top_k, contiguous ids), as the host kernels compute
   // them, but conv_transpose2d, which runs on the MXU: their parameters are in the
   // compile cache's key.
-  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_ROUND) return true;
+  if (op >= PHX_OP_SIGMOID && op <= PHX_OP_TOP_K) return true;
   switch (op) {
     case PHX_OP_MATMUL:
     case PHX_OP_ADD:
@@ -241,9 +241,10 @@ phx_status op_supported(void*, uint32_t, phx_op_id op, phx_dtype dtype, int* out
 // (attention and rope included) as the host kernels do: in f32, rounded once to the
 // output's dtype, and the data-movement ops bit for bit.
 phx_status execute(Plugin& p, const phx_plugin_op& op) {
-  kernels::HostTensor in[kMaxNodeInputs];
+  kernels::HostTensor in[kMaxNodeInputs], outs[kMaxNodeOutputs];
   for (size_t i = 0; i < op.input_count; ++i) in[i] = host_view(op.inputs[i]);
-  const kernels::HostTensor out = host_view(op.outputs[0]);
+  for (size_t i = 0; i < op.output_count; ++i) outs[i] = host_view(op.outputs[i]);
+  const kernels::HostTensor& out = outs[0];
   MxuNumerics numerics;
   numerics.precision = p.config.precision;
   numerics.flush_subnormals = p.config.flush_subnormals;
@@ -262,7 +263,7 @@ phx_status execute(Plugin& p, const phx_plugin_op& op) {
                                   numerics, p.pool);
     }
     default:
-      return kernels::run_op(op.op, op.params, in, op.input_count, &out, 1, p.pool);
+      return kernels::run_op(op.op, op.params, in, op.input_count, outs, op.output_count, p.pool);
   }
 }
 
@@ -316,7 +317,8 @@ void account(Plugin& p, Device& d, const phx_plugin_op& op) {
 phx_status stream_submit(void* plugin, void* stream, const phx_plugin_op* op,
                          uint64_t* out_ticket) {
   Plugin& p = self(plugin);
-  if (op->input_count > kMaxNodeInputs || op->output_count != 1)
+  if (op->input_count > kMaxNodeInputs || op->output_count < 1 ||
+      op->output_count > kMaxNodeOutputs)
     return p.error(PHX_STATUS_INVALID_ARGUMENT, "unexpected tensor count");
   return guarded(*p.host, [&] {
     const phx_status status = execute(p, *op);

@@ -164,8 +164,8 @@ def _variants():
 @pytest.mark.parametrize("op_name, dtype", _variants())
 def test_op_against_float64(context, all_devices, op_name, dtype, device_index, rng):
     case = CASES.get(op_name)
-    if op_name == "dynamic_quantize":
-        pytest.skip("dynamic_quantize: test_dynamic_quantize_recovers_its_input checks it")
+    if op_name in ("dynamic_quantize", "top_k"):
+        pytest.skip(f"{op_name}: a test of its own below checks its several outputs")
     if case is None:
         pytest.skip(f"{op_name}: no float64 reference in test_ops.py yet")
     device = all_devices[device_index]
@@ -212,6 +212,25 @@ def test_dynamic_quantize_recovers_its_input(context, rng):
         assert abs(s - np.max(np.abs(x)) / 127) <= 1e-6 * s + 1e-7
         assert int(zero_point.numpy()[0]) == 0
         assert np.max(np.abs(q.numpy() * s - x)) <= s / 2 * (1 + 1e-5)
+
+
+def test_top_k_gives_values_and_indices_as_a_stable_sort(context, rng):
+    x = np.round(rng.uniform(-4, 4, (3, 30)))  # ties
+    top_k = phynexus.ops.top_k
+    for device in context.devices():
+        params = _params.pack(top_k, {"k": 4}, [None])
+        if not context.supports_op(device.index, top_k.id, params, [phynexus.f32.id],
+                                   [phynexus.f32.id, phynexus.i32.id]):
+            continue  # the CPU device runs it for them in a model (placement)
+        xt = phynexus.tensor(x, device=device, dtype="f32")
+        for largest in (True, False):
+            values, indices = phynexus.top_k(xt, k=4, largest=largest)
+            order = np.argsort(-x if largest else x, axis=-1, kind="stable")[:, :4]
+            assert indices.dtype == phynexus.i32
+            np.testing.assert_array_equal(indices.numpy(), order)
+            np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, order, -1))
+    with pytest.raises(phynexus.InvalidArgumentError, match="k is 0 \\(not set\\)"):
+        phynexus.top_k(phynexus.tensor(x, dtype="f32"))
 
 
 def test_parameter_structs_are_described_member_by_member():

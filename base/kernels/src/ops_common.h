@@ -48,6 +48,8 @@ void run_where(const HostTensor& cond, const HostTensor& a, const HostTensor& b,
 void run_not(const HostTensor& x, const HostTensor& out, ThreadPool& pool);
 void run_argmax(const phx_argmax_params& params, const HostTensor& x, const HostTensor& out,
                 ThreadPool& pool);
+void run_top_k(const phx_top_k_params& params, const HostTensor& x, const HostTensor& values,
+               const HostTensor& indices, ThreadPool& pool);
 void run_log_softmax(const phx_softmax_params& params, const HostTensor& x, const HostTensor& out,
                      ThreadPool& pool);
 // in: x, scale, bias, mean, var.

@@ -100,6 +100,9 @@ void reduce(const OpCall& c) {
 void argmax(const OpCall& c) {
   ops::run_argmax(c.params_as<phx_argmax_params>(), c.in[0], c.out[0], c.pool);
 }
+void top_k(const OpCall& c) {
+  ops::run_top_k(c.params_as<phx_top_k_params>(), c.in[0], c.out[0], c.out[1], c.pool);
+}
 void cast(const OpCall& c) { ops::run_cast(c.in[0], c.out[0], c.pool); }
 void conv2d(const OpCall& c) {
   ops::run_conv2d(c.params_as<phx_conv2d_params>(), c.in[0], c.in[1], c.input_or_absent(2),
@@ -235,6 +238,7 @@ constexpr OpKernel kKernels[] = {
     {PHX_OP_SIN, unary_math},
     {PHX_OP_COS, unary_math},
     {PHX_OP_ROUND, unary_math},
+    {PHX_OP_TOP_K, top_k},
 };
 
 static_assert(covers_every_op_in_order(kKernels), "a kernel for every op, in phx_op_id order");

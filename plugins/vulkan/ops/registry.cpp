@@ -91,6 +91,7 @@ constexpr OpFamily kFamilies[] = {
     {PHX_OP_SIN, ops::record_unary},
     {PHX_OP_COS, ops::record_unary},
     {PHX_OP_ROUND, ops::record_unary},
+    {PHX_OP_TOP_K, nullptr},
 };
 
 static_assert(covers_every_op_in_order(kFamilies), "an entry for every op, in phx_op_id order");

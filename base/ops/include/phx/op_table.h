@@ -46,6 +46,7 @@ enum class ParamsKind {
   pool,
   conv_transpose2d,
   resize,
+  top_k,
 };
 
 // How the dtypes of an op's other operands follow from its first input's (op_rules.cpp).
@@ -62,6 +63,7 @@ enum class DtypeRule {
   where,              // cond u8; a any of kAllDtypes, b and the output a's
   index,              // the output i32 (argmax's indices)
   gather,             // indices i32; the output data's
+  top_k,              // values x's, indices i32
 };
 
 // Which shapes an op accepts and what its output shape is (op_rules.cpp).
@@ -95,6 +97,7 @@ enum class ShapeRule {
   pool,  // max and average pooling
   conv_transpose2d,
   resize,
+  top_k,  // values and indices: x's shape with k along the axis
 };
 
 struct OpSchema {
@@ -157,6 +160,7 @@ union OpParams {
   phx_pool_params pool;
   phx_conv_transpose2d_params conv_transpose2d;
   phx_resize_params resize;
+  phx_top_k_params top_k;
 };
 
 // Whether a table indexed by op (an entry per op, each with a member op) holds every op
