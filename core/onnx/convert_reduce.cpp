@@ -1,4 +1,4 @@
-// Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax and Hardmax, the
+// Reductions: ReduceSum ... ReduceProd onto the reduce ops, ArgMax, TopK and Hardmax, the
 // global pools (a mean or max over the spatial dimensions), the norms of a sum of squares
 // or of absolute values, made of an elementwise op and a sum, ReduceLogSumExp, and
 // CumSum as a scan of shifted adds.
@@ -163,6 +163,34 @@ void convert_global_average_pool(Importer& im, const onnx::NodeProto& node) {
 
 void convert_global_max_pool(Importer& im, const onnx::NodeProto& node) {
   global_pool(im, node, PHX_OP_REDUCE_MAX);
+}
+
+// The k largest (or smallest) elements along axis and their indices; k known at import
+// (an input from opset 10, an attribute before). Unsorted results (sorted 0) may come in
+// any order: they come sorted.
+void convert_top_k(Importer& im, const onnx::NodeProto& node) {
+  int64_t k = attr_int(node, "k", -1);
+  if (im.opset() >= 10) {
+    const KnownValue* known = im.known_input(node, 1);
+    if (known == nullptr || known->size() != 1)
+      im.unsupported(node, "a k that is not one value known at import");
+    k = known->int_at(0);
+  }
+  const phx_value x = im.graph_input(node, 0);
+  const phx_value_info vi = im.info(x);
+  const uint32_t axis = im.axis(node, attr_int(node, "axis", -1), vi.rank);
+  if (vi.shape[axis] == PHX_DIM_DYNAMIC) im.needs_sizes(node, "a TopK along a dynamic dimension");
+  if (k == 0) im.unsupported(node, "k = 0 (an empty result)");
+  if (k < 0 || k > vi.shape[axis])
+    im.invalid(node,
+               "k is " + std::to_string(k) + " for an axis of " + std::to_string(vi.shape[axis]));
+  phx_top_k_params params = PHX_TOP_K_PARAMS_INIT;
+  params.axis = static_cast<int32_t>(axis);
+  params.k = static_cast<uint32_t>(k);
+  params.largest = attr_int(node, "largest", 1) != 0;
+  const std::vector<phx_value> outputs = im.add_node(node, PHX_OP_TOP_K, &params, {x}, 2);
+  im.define(node, 0, outputs[0], im.input(node, 0).elem_type);
+  im.define(node, 1, outputs[1], onnx::TensorProto::INT64);
 }
 
 // 1 at the first largest element along axis, 0 elsewhere: the argmax compared with the

@@ -93,6 +93,7 @@ void convert_arg_min(Importer&, const onnx::NodeProto&);
 void convert_global_average_pool(Importer&, const onnx::NodeProto&);
 void convert_global_max_pool(Importer&, const onnx::NodeProto&);
 void convert_hardmax(Importer&, const onnx::NodeProto&);
+void convert_top_k(Importer&, const onnx::NodeProto&);
 void convert_cum_sum(Importer&, const onnx::NodeProto&);
 
 // convert_layout.cpp

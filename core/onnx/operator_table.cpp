@@ -122,6 +122,7 @@ constexpr OperatorEntry kOperators[] = {
     {"Sum", convert_sum},
     {"Tanh", convert_tanh},
     {"Tile", convert_tile},
+    {"TopK", convert_top_k},
     {"Transpose", convert_transpose},
     {"Trilu", convert_trilu},
     {"Unsqueeze", convert_unsqueeze},

@@ -265,6 +265,22 @@ def index_tests(folder, rng):
               [("x", data), ("u", nd_upd)], [("y", y.astype(np.float32))], opset=16)
 
 
+def top_k_tests(folder, rng):
+    """TopK of logits with ties, the five largest of each row, and the three smallest
+    along the first axis (run on the CPU device where a device lacks top_k), values and
+    int64 indices as a stable sort gives them."""
+    x = np.round(rng.uniform(-4, 4, (3, 40))).astype(np.float32)
+    order = np.argsort(-x.astype(np.float64), axis=1, kind="stable")[:, :5]
+    node_test(folder, "top_k_largest_with_ties",
+              [const_node("k", np.array([5], np.int64)),
+               helper.make_node("TopK", ["x", "k"], ["values", "indices"])],
+              [("x", x)], [("values", np.take_along_axis(x, order, 1)), ("indices", order)])
+    order = np.argsort(x.astype(np.float64), axis=0, kind="stable")[:2]
+    node_test(folder, "top_k_smallest_axis_0",
+              [const_node("k", np.array([2], np.int64)),
+               helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=0, largest=0)],
+              [("x", x)], [("values", np.take_along_axis(x, order, 0)), ("indices", order)])
+
 def einsum_tests(folder, rng):
     """Einsum as attention writes it, a broadcast ellipsis of two ranks with an implicit
     output, a diagonal, a sum of everything to a scalar, and three operands."""
@@ -821,6 +837,7 @@ def main():
     known_mask(folder, rng)
     trilu_tests(folder, rng)
     index_tests(folder, rng)
+    top_k_tests(folder, rng)
     einsum_tests(folder, rng)
     cumsum_tests(folder, rng)
     recurrence_tests(folder, rng)
