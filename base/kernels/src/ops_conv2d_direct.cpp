@@ -8,7 +8,9 @@
 // times the tile's input values at a fixed offset. With a stride s along the width, the
 // copy splits each row into s phases (column c at c / s of phase c % s), so that a tap's
 // values for consecutive output pixels are consecutive there too: the stride-2 depthwise
-// layers of MobileNet and EfficientNet take the same tiles.
+// layers of MobileNet and EfficientNet take the same tiles. With a stride along the
+// height the copy's rows are split into phases likewise (row r at r / s of phase r % s),
+// so that consecutive output rows read consecutive rows of the copy.
 //
 // The vectors follow the instruction set that gemm_isa() names (PHX_CPU_ISA caps it): a
 // tile is 2 zmm per channel (32 pixels) with AVX-512, 2 ymm with AVX2 + FMA, 2 xmm
@@ -38,8 +40,8 @@ constexpr int64_t kMaxOutChannels = 32;
 constexpr int64_t kMaxNarrowWidth = 8;
 constexpr int64_t kMaxStemChannels = 4;
 constexpr int kOutBlock = 4;
-// Output rows narrower than this, at stride 1, are computed a plane at a time, in a
-// buffer of this many floats (16 KiB) for a block's channels.
+// Output rows narrower than this are computed a plane at a time, in a buffer of this
+// many floats (16 KiB) for a block's channels.
 constexpr int64_t kNarrowRow = 24;
 constexpr int64_t kPlaneBuffer = 4096;
 // Output pixels of a task's band of rows (per channel of its block).
@@ -150,19 +152,19 @@ PHX_INLINE void pad_phase(const float* column, int64_t s, int64_t a, int64_t b, 
   for (; k < b; ++k) dst[k] = column[(k - a) * s];
 }
 
-// The padded copy of `rows` input rows (w values each, consecutive at src) into rows of s
+// The padded copy of `rows` input rows (w values each, ld apart at src) into rows of s
 // phases of wps columns (s * wps apart at dst), zero where the window reaches past the row:
 // column c of a padded row (input column c - pad_left) goes to c / s of phase c % s. Rows
 // here are short (7 to 114 values): the moves are written out, since a call of memcpy or
 // memset per piece would cost more.
-PHX_CLONES void pad_rows(const float* src, int64_t rows, int64_t w, int64_t pad_left, int64_t s,
-                         float* dst, int64_t wps) {
+PHX_CLONES void pad_rows(const float* src, int64_t ld, int64_t rows, int64_t w, int64_t pad_left,
+                         int64_t s, float* dst, int64_t wps) {
   // Phase p's column k reads input column k * s + p - pad_left, inside for k in [a, b).
   for (int64_t p = 0; p < s; ++p) {
     const int64_t first = pad_left - p, a = std::clamp<int64_t>((first + s - 1) / s, 0, wps);
     const int64_t b = std::clamp<int64_t>((first + w + s - 1) / s, a, wps);
     for (int64_t r = 0; r < rows; ++r)
-      pad_phase(src + r * w + (a * s - first), s, a, b, dst + (r * s + p) * wps, wps);
+      pad_phase(src + r * ld + (a * s - first), s, a, b, dst + (r * s + p) * wps, wps);
   }
 }
 
@@ -197,22 +199,31 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
   const int64_t s = g.stride_w;
   const int64_t hp = (g.h_out - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1;
   const int64_t wp = (g.w_out - 1) * s + (g.kw - 1) * g.dil_w + 1, wps = (wp + s - 1) / s;
-  const int64_t row = s * wps, plane = hp * row;
+  const int64_t row = s * wps;
+  // A narrow image is computed as one run over its padded plane, which steps from an
+  // output row to the next by `row` and holds the row's row - w_out extra columns: fewer
+  // wasted lanes than tiles of 2 or 4 vectors per output row of 7 or 14 pixels. Each
+  // block's run goes to a buffer on the stack, whose valid columns are then copied out.
+  // Its rows are split into stride_h phases, so that the next output row's are `row` on.
+  // Wider images, computed a row at a time, keep their rows in order.
+  const int64_t run = (g.h_out - 1) * row + g.w_out;
+  const bool whole_plane =
+      g.w_out < kNarrowRow &&
+      std::min<int64_t>(kOutBlock, g.c_out_group) * g.h_out * row <= kPlaneBuffer;
+  // Padded row r is row r / sh of row phase r % sh, hps rows each; output row oh starts
+  // at row oh * row_step of phase 0.
+  const int64_t sh = whole_plane ? g.stride_h : 1, row_step = g.stride_h / sh;
+  const int64_t hps = (hp + sh - 1) / sh, plane = sh * hps * row;
+  auto copy_row = [&](int64_t r) { return r % sh * hps + r / sh; };
+  auto ceil_div = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
   // Written whole (rows, then the tail) before it is read: left uninitialized.
   const std::unique_ptr<float[]> padded(new float[static_cast<size_t>(g.c_in * plane + kReadPast)]);
   std::fill_n(padded.get() + g.c_in * plane, kReadPast, 0.0f);
   std::vector<int64_t> off(static_cast<size_t>(patch));  // of each tap (c, i, j) of a group
   for (int64_t r = 0; r < patch; ++r) {
     const int64_t c = r / (g.kh * g.kw), i = r / g.kw % g.kh, column = r % g.kw * g.dil_w;
-    off[r] = c * plane + i * g.dil_h * row + column % s * wps + column / s;
+    off[r] = c * plane + copy_row(i * g.dil_h) * row + column % s * wps + column / s;
   }
-  // A narrow image at stride 1 is computed as one run over its padded plane, which steps
-  // from an output row to the next by `row` and holds the row's wp - w_out extra columns:
-  // fewer wasted lanes than tiles of 2 vectors per output row of 7 or 14 pixels. Each
-  // block's run goes to a buffer on the stack, whose valid columns are then copied out.
-  const int64_t run = (g.h_out - 1) * row + g.w_out;
-  const bool whole_plane = s == 1 && g.stride_h == 1 && g.w_out < kNarrowRow &&
-                           kOutBlock * g.h_out * row <= kPlaneBuffer;
   // Tasks take bands of rows (or planes) of a block of channels, of any group: a depthwise
   // layer's groups spread over the threads too.
   const int64_t blocks = (g.c_out_group + kOutBlock - 1) / kOutBlock;
@@ -221,16 +232,26 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
   const int64_t bands = (g.h_out + band - 1) / band;
   for (int64_t n = 0; n < g.batch; ++n) {
     const float* image = x + n * g.c_in * g.h * g.w;
-    // Padded rows [top, bottom) hold input rows [top - pad_top, bottom - pad_top).
+    // Padded rows [top, bottom) hold input rows [top - pad_top, bottom - pad_top); the
+    // rest, and the rows past hp that fill the last row phase, are zeros.
     const int64_t top = std::clamp<int64_t>(g.pad_top, 0, hp);
     const int64_t bottom = std::clamp<int64_t>(g.pad_top + g.h, top, hp);
     parallel_for(pool, g.c_in, plane, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         float* dst = padded.get() + c * plane;
-        std::fill(dst, dst + top * row, 0.0f);
-        pad_rows(image + (c * g.h + top - g.pad_top) * g.w, bottom - top, g.w, g.pad_left, s,
-                 dst + top * row, wps);
-        std::fill(dst + bottom * row, dst + plane, 0.0f);
+        const float* src = image + c * g.h * g.w;
+        // Row phase q holds padded rows q, q + sh, ...: those of [top, bottom) are rows
+        // [j0, j1) of it.
+        for (int64_t q = 0; q < sh; ++q) {
+          float* phase = dst + q * hps * row;
+          const int64_t j0 = std::min(ceil_div(top - q, sh), hps);
+          const int64_t j1 = std::max(j0, std::min(ceil_div(bottom - q, sh), hps));
+          std::fill(phase, phase + j0 * row, 0.0f);
+          if (j1 > j0)
+            pad_rows(src + (j0 * sh + q - g.pad_top) * g.w, sh * g.w, j1 - j0, g.w, g.pad_left, s,
+                     phase + j0 * row, wps);
+          std::fill(phase + j1 * row, phase + hps * row, 0.0f);
+        }
       }
     });
     float* y = out + n * g.c_out * pixels;
@@ -256,7 +277,7 @@ void conv2d_direct(const Conv2dGeometry& g, const float* x, const float* w, cons
                                       g.w_out);
                      } else {
                        for (int64_t oh = oh0; oh < oh1; ++oh)
-                         run_rows(xg + oh * g.stride_h * row, off.data(), patch, wb, bb,
+                         run_rows(xg + oh * row_step * row, off.data(), patch, wb, bb,
                                   yb + (oh - oh0) * g.w_out, pixels, g.w_out, channels);
                      }
                      for (int64_t c = 0; c < channels; ++c)

@@ -156,6 +156,13 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       {1, 20, 9, 11, 6, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
       {2, 40, 7, 7, 40, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_NONE},
       {1, 3, 40, 38, 64, 7, 7, 2, 2, {3, 3, 3, 3}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      // Strides along the height, a plane at a time (rows split into phases): MobileNetV3's
+      // depthwise 5x5 at stride 2 of 14x14, a stride of 2 down only, a stride of 3 with a
+      // dilation, and a block of 4 channels over an odd height.
+      {1, 8, 14, 14, 8, 5, 5, 2, 2, {2, 2, 2, 2}, 1, 1, 8, true, PHX_ACTIVATION_RELU},
+      {1, 3, 15, 9, 3, 3, 3, 2, 1, {1, 1, 1, 1}, 1, 1, 3, false, PHX_ACTIVATION_NONE},
+      {2, 4, 17, 10, 4, 3, 3, 3, 2, {2, 0, 1, 1}, 2, 1, 4, true, PHX_ACTIVATION_NONE},
+      {1, 6, 13, 11, 8, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
       // Planes of rows of 1 to 3 pixels, whose copy out must stop at the output's end.
       {1, 4, 5, 3, 4, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 4, true, PHX_ACTIVATION_NONE},
       {1, 2, 6, 1, 3, 3, 1, 1, 1, {1, 1, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},
