@@ -163,6 +163,12 @@ TEST(Conv2dDirect, EveryInstructionSetAgainstFloat64) {
       {1, 3, 15, 9, 3, 3, 3, 2, 1, {1, 1, 1, 1}, 1, 1, 3, false, PHX_ACTIVATION_NONE},
       {2, 4, 17, 10, 4, 3, 3, 3, 2, {2, 0, 1, 1}, 2, 1, 4, true, PHX_ACTIVATION_NONE},
       {1, 6, 13, 11, 8, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 1, true, PHX_ACTIVATION_RELU},
+      // Depthwise rows padded per band (bands of 8 rows and a shorter last one): two
+      // output channels per input channel at stride 2, a 5x5 over a batch of 2, and a
+      // dilation with padding only below and on the left.
+      {1, 4, 50, 60, 8, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 4, true, PHX_ACTIVATION_RELU},
+      {2, 3, 40, 30, 3, 5, 5, 1, 1, {2, 2, 2, 2}, 1, 1, 3, false, PHX_ACTIVATION_NONE},
+      {1, 2, 19, 33, 2, 3, 3, 2, 1, {0, 2, 1, 0}, 2, 1, 2, true, PHX_ACTIVATION_NONE},
       // Planes of rows of 1 to 3 pixels, whose copy out must stop at the output's end.
       {1, 4, 5, 3, 4, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 4, true, PHX_ACTIVATION_NONE},
       {1, 2, 6, 1, 3, 3, 1, 1, 1, {1, 1, 0, 0}, 1, 1, 1, false, PHX_ACTIVATION_NONE},
