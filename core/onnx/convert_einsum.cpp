@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "attributes.h"
 #include "converters.h"
 
 namespace phx::onnx_import {
@@ -79,9 +80,7 @@ class Einsum {
 
  private:
   std::string attr_equation() const {
-    const onnx::AttributeProto* a = nullptr;
-    for (const auto& attribute : node_.attribute())
-      if (attribute.name() == "equation") a = &attribute;
+    const onnx::AttributeProto* a = find_attribute(node_, "equation");
     if (a == nullptr) im_.invalid(node_, "the equation attribute is missing");
     return a->s();
   }

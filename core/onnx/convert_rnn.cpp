@@ -242,6 +242,9 @@ class Recurrence {
     phx_value lengths = PHX_VALUE_NONE;
     if (im_.has_input(node_, 4))
       lengths = reshape_to(im_, node_, im_.graph_input(node_, 4), {-1, 1}, "lengths");
+    // What a step past a sequence's end outputs.
+    const phx_value zero =
+        lengths != PHX_VALUE_NONE ? im_.scalar_constant(node_, 0.0, "0") : PHX_VALUE_NONE;
 
     h_ = initial_state(5, d, "initial_h", zero_h_);
     c_ = cell_ == Cell::kLstm ? initial_state(6, d, "initial_c", zero_c_) : PHX_VALUE_NONE;
@@ -261,7 +264,6 @@ class Recurrence {
       if (lengths != PHX_VALUE_NONE) {
         const phx_value step = im_.constant(known_step(t), node_.name() + " step");
         const phx_value live = add(PHX_OP_LESS, nullptr, {step, lengths}, "live");
-        const phx_value zero = im_.scalar_constant(node_, 0.0, "0");
         y = add(PHX_OP_WHERE, nullptr, {live, h, zero}, "Y step");
         h = add(PHX_OP_WHERE, nullptr, {live, h, h_}, "H kept");
         if (c != PHX_VALUE_NONE) c = add(PHX_OP_WHERE, nullptr, {live, c, c_}, "C kept");
